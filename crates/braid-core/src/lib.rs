@@ -1,0 +1,29 @@
+//! braid-core: the sans-IO protocol core of braid.
+//!
+//! Nothing here touches a socket, a clock, a runtime or a global random
+//! number generator. Every call that depends on time takes `now`; every call
+//! that wants to transmit returns the bytes (or the decision) to the caller;
+//! every component that needs to be woken exposes `poll_timeout`. The
+//! deterministic simulator (`braid-sim`) and the tunnel daemon (`braid`)
+//! drive exactly this code.
+//!
+//! Layout, one concept per module:
+//! - [`time`]: a nanosecond `Instant` that starts at zero in simulation.
+//! - [`path`]: per-path estimators (RTT, packet-pair bandwidth, relative
+//!   one-way delay, loss) bundled in [`path::PathState`].
+//! - [`sched`]: the [`sched::Scheduler`] trait and the schedulers of the
+//!   papers (RoundRobin, WeightedRoundRobin, EDPF, PET, MinRtt, Single).
+//! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
+//! - [`wire`]: the tunnel frame formats, checked decoding.
+//! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
+
+pub mod path;
+pub mod receiver;
+pub mod reorder;
+pub mod sched;
+pub mod sender;
+pub mod time;
+pub mod wire;
+
+pub use path::PathId;
+pub use time::Instant;

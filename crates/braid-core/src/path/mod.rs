@@ -1,0 +1,98 @@
+//! Per-path state: identity, configured (known) parameters and the
+//! estimators the schedulers read.
+
+pub mod bandwidth;
+pub mod loss;
+pub mod owd;
+pub mod rtt;
+
+use crate::time::{Duration, Instant};
+pub use bandwidth::BandwidthEstimator;
+pub use loss::LossEstimator;
+pub use owd::OwdEstimator;
+pub use rtt::RttEstimator;
+
+/// Identifies a path within one session (one byte on the wire).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathId(pub u8);
+
+/// Upper bound on paths per session; fixed-size per-path tables use it.
+pub const MAX_PATHS: usize = 16;
+
+/// What the operator (or the simulator, for the idealised EDPF) knows about
+/// a path before measuring it.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct PathParams {
+    /// Bottleneck rate in bit/s, if known.
+    pub rate_bps: Option<f64>,
+    /// One-way delay up to the bottleneck, if known.
+    pub delay: Option<Duration>,
+}
+
+/// Estimator tuning shared by all paths of a session.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct EstimatorConfig {
+    /// EWMA weight of a new packet-pair sample (PET/BMP footnote 3: 0.8).
+    pub bw_weight_new: f64,
+    /// Window of the relative one-way delay's minimum filter.
+    pub owd_window: Duration,
+    /// EWMA gain of the loss rate per packet outcome.
+    pub loss_gain: f64,
+    /// SRTT before the first sample.
+    pub initial_rtt: Duration,
+}
+
+impl Default for EstimatorConfig {
+    fn default() -> Self {
+        EstimatorConfig {
+            bw_weight_new: 0.8,
+            owd_window: Duration::from_secs(10),
+            loss_gain: 1.0 / 64.0,
+            initial_rtt: Duration::from_millis(333),
+        }
+    }
+}
+
+/// Everything the sender knows about one path.
+#[derive(Clone, Debug)]
+pub struct PathState {
+    pub id: PathId,
+    pub params: PathParams,
+    pub rtt: RttEstimator,
+    pub bw: BandwidthEstimator,
+    pub owd: OwdEstimator,
+    pub loss: LossEstimator,
+    /// Packets and bytes sent whose fate is not yet known.
+    pub in_flight_packets: u32,
+    pub in_flight_bytes: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub acked_packets: u64,
+    pub acked_bytes: u64,
+    pub last_sent: Option<Instant>,
+    pub last_feedback: Option<Instant>,
+    /// Whether the scheduler may use the path.
+    pub usable: bool,
+}
+
+impl PathState {
+    pub fn new(id: PathId, params: PathParams, cfg: &EstimatorConfig) -> Self {
+        PathState {
+            id,
+            params,
+            rtt: RttEstimator::new(cfg.initial_rtt),
+            bw: BandwidthEstimator::new(cfg.bw_weight_new),
+            owd: OwdEstimator::new(cfg.owd_window),
+            loss: LossEstimator::new(cfg.loss_gain),
+            in_flight_packets: 0,
+            in_flight_bytes: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+            acked_packets: 0,
+            acked_bytes: 0,
+            last_sent: None,
+            last_feedback: None,
+            usable: true,
+        }
+    }
+}

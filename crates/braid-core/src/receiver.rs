@@ -1,0 +1,1 @@
+//! The receiving half of a tunnel direction.

@@ -1,0 +1,1 @@
+//! Schedulers: which path carries the next packet.

@@ -1,0 +1,1 @@
+//! The sending half of a tunnel direction.
