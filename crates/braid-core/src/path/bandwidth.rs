@@ -3,34 +3,143 @@
 //! the bottleneck spaced by L / B, so B = L / dispersion. Samples are
 //! smoothed with an EWMA whose weight on the *new* sample is 0.8 (the
 //! paper's footnote 3: react fast to current conditions).
-//! CONTRACT (to be implemented): see the method docs.
+//!
+//! `estimate <- w * sample + (1 - w) * estimate`, with `w = weight_new`;
+//! the first sample initialises the estimate.
 
 use crate::time::Duration;
 
+/// Packet-pair bottleneck-bandwidth estimator (EWMA of pair samples).
 #[derive(Clone, Debug)]
 pub struct BandwidthEstimator {
-    _todo: (),
+    /// Weight of a new sample, in (0, 1].
+    weight_new: f64,
+    /// Smoothed estimate, bit/s.
+    estimate: Option<f64>,
+    /// Samples used.
+    samples: u64,
 }
 
 impl BandwidthEstimator {
     /// `weight_new` in (0, 1]: weight of a new sample (paper: 0.8).
+    ///
+    /// Values outside (0, 1] (and NaN) are clamped into it: a weight of 0
+    /// would never move off the first sample, so the smallest usable
+    /// positive weight is taken instead.
     pub fn new(weight_new: f64) -> Self {
-        let _ = weight_new;
-        todo!()
+        let w = if weight_new.is_nan() {
+            0.8
+        } else {
+            weight_new.clamp(f64::MIN_POSITIVE, 1.0)
+        };
+        BandwidthEstimator {
+            weight_new: w,
+            estimate: None,
+            samples: 0,
+        }
     }
+
     /// A pair's second packet had `len_bytes` and arrived `dispersion`
     /// after the first. A zero dispersion is ignored (no information).
     /// Returns the sample in bit/s when it was used.
     pub fn on_pair(&mut self, len_bytes: u32, dispersion: Duration) -> Option<f64> {
-        let _ = (len_bytes, dispersion);
-        todo!()
+        if dispersion.is_zero() {
+            return None;
+        }
+        let sample = len_bytes as f64 * 8.0 / dispersion.as_secs_f64();
+        if !sample.is_finite() {
+            return None;
+        }
+        let w = self.weight_new;
+        self.estimate = Some(match self.estimate {
+            None => sample,
+            Some(est) => w * sample + (1.0 - w) * est,
+        });
+        self.samples += 1;
+        Some(sample)
     }
+
     /// Smoothed estimate in bit/s; `None` before the first sample.
     pub fn estimate_bps(&self) -> Option<f64> {
-        todo!()
+        self.estimate
     }
+
     /// Number of samples taken.
     pub fn samples(&self) -> u64 {
-        todo!()
+        self.samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_zero_dispersion() {
+        let mut b = BandwidthEstimator::new(0.8);
+        assert_eq!(b.estimate_bps(), None);
+        assert_eq!(b.samples(), 0);
+        assert_eq!(b.on_pair(1500, Duration::ZERO), None);
+        assert_eq!(b.estimate_bps(), None);
+        assert_eq!(b.samples(), 0);
+    }
+
+    #[test]
+    fn sample_is_length_over_dispersion() {
+        let mut b = BandwidthEstimator::new(0.8);
+        // 1500 B at 10 Mbit/s leave the bottleneck 1.2 ms apart.
+        let s = b.on_pair(1500, Duration::from_micros(1200)).unwrap();
+        assert!((s - 10e6).abs() < 1e-3, "{s}");
+        assert_eq!(b.estimate_bps(), Some(s));
+        assert_eq!(b.samples(), 1);
+    }
+
+    #[test]
+    fn ewma_weights_new_sample_0_8() {
+        let mut b = BandwidthEstimator::new(0.8);
+        b.on_pair(1000, Duration::from_millis(8)); // 1 Mbit/s
+        b.on_pair(1000, Duration::from_millis(4)); // 2 Mbit/s
+                                                   // 0.8 * 2 + 0.2 * 1 = 1.8 Mbit/s
+        let e = b.estimate_bps().unwrap();
+        assert!((e - 1.8e6).abs() < 1e-3, "{e}");
+        assert_eq!(b.samples(), 2);
+    }
+
+    #[test]
+    fn converges_within_10_percent_of_1_mbps_with_noise() {
+        // True capacity 1 Mbit/s: 1250-byte packets are 10 ms apart. Add
+        // deterministic pseudo-random jitter of up to +-5% to the dispersion.
+        let mut b = BandwidthEstimator::new(0.8);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut max_err: f64 = 0.0;
+        for i in 0..500 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let jitter = (u - 0.5) * 0.10; // [-5%, +5%)
+            let disp_ns = (10_000_000.0 * (1.0 + jitter)) as u64;
+            b.on_pair(1250, Duration::from_nanos(disp_ns)).unwrap();
+            if i >= 10 {
+                let e = b.estimate_bps().unwrap();
+                max_err = max_err.max((e - 1e6).abs() / 1e6);
+            }
+        }
+        assert!(max_err < 0.10, "max relative error {max_err}");
+        assert_eq!(b.samples(), 500);
+    }
+
+    #[test]
+    fn follows_a_capacity_change_quickly() {
+        let mut b = BandwidthEstimator::new(0.8);
+        for _ in 0..10 {
+            b.on_pair(1250, Duration::from_millis(10)); // 1 Mbit/s
+        }
+        for _ in 0..3 {
+            b.on_pair(1250, Duration::from_millis(5)); // 2 Mbit/s
+        }
+        // After 3 samples: 2 - 1 * 0.2^3 = 1.992 Mbit/s.
+        let e = b.estimate_bps().unwrap();
+        assert!((e - 1.992e6).abs() < 1.0, "{e}");
     }
 }

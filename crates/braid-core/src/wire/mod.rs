@@ -10,11 +10,62 @@
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
 //! ```
-//! All integers big-endian. CONTRACT (to be implemented), see item docs.
+//! All integers big-endian.
+//!
+//! Layout conventions follow smoltcp: byte ranges of every field are
+//! constants in the private `field` module, emitters write exactly the
+//! bytes a frame occupies, and decoding validates lengths before any field
+//! is read.
+//!
+//! Decoding is strict: undefined data flag bits, a feedback count above
+//! [`MAX_FEEDBACK_ENTRIES`], and bytes after the end of a feedback or
+//! keepalive frame are errors. A data frame's header is followed by the
+//! inner packet, which extends to the end of the buffer (it may be empty).
 
 pub mod seq;
 
+use core::iter::FusedIterator;
+
 use crate::path::PathId;
+
+/// Byte ranges (and single-byte offsets) of every field, smoltcp style.
+mod field {
+    #![allow(dead_code)]
+    pub type Field = core::ops::Range<usize>;
+
+    /// Frame type, common to all frames.
+    pub const TYPE: usize = 0;
+
+    /// DATA: flags.
+    pub const DATA_FLAGS: usize = 1;
+    /// DATA: path id.
+    pub const DATA_PATH: usize = 2;
+    /// DATA: sequence delta to the previous packet on the same path.
+    pub const DATA_PREV_DELTA: Field = 3..5;
+    /// DATA: low 32 bits of the tunnel sequence number.
+    pub const DATA_SEQ: Field = 5..9;
+    /// DATA: the inner packet, from here to the end of the buffer.
+    pub const DATA_PAYLOAD: usize = 9;
+
+    /// FEEDBACK: path id.
+    pub const FB_PATH: usize = 1;
+    /// FEEDBACK: number of entries.
+    pub const FB_COUNT: usize = 2;
+    /// FEEDBACK: first entry.
+    pub const FB_ENTRIES: usize = 3;
+
+    /// FEEDBACK entry (relative to the entry's start): sequence number.
+    pub const ENTRY_SEQ: Field = 0..4;
+    /// FEEDBACK entry (relative to the entry's start): receive time.
+    pub const ENTRY_RX_TIME: Field = 4..12;
+
+    /// KEEPALIVE / KA_ACK: path id.
+    pub const KA_PATH: usize = 1;
+    /// KEEPALIVE / KA_ACK: identifier.
+    pub const KA_ID: Field = 2..6;
+    /// KEEPALIVE / KA_ACK: sender's transmit time.
+    pub const KA_TX_TIME: Field = 6..14;
+}
 
 /// Why a frame could not be decoded. Small and `Copy` so that counting
 /// drops costs nothing.
@@ -30,17 +81,26 @@ pub enum WireError {
     #[error("undefined flag bits {0:#04x}")]
     BadFlags(u8),
     /// A feedback frame announces more entries than [`MAX_FEEDBACK_ENTRIES`].
+    /// When emitting, the number of entries offered (saturated to 255).
     #[error("too many feedback entries: {0}")]
     TooManyEntries(u8),
     /// The output buffer is too small for the frame being written.
     #[error("output buffer too small: need {need} bytes")]
     BufferTooSmall { need: usize },
+    /// A fixed-length frame (feedback, keepalive, keepalive echo) is
+    /// followed by this many extra bytes. Frames are never padded, so
+    /// trailing bytes mean the frame is corrupt or not what it claims.
+    #[error("{0} trailing bytes after frame")]
+    TrailingBytes(usize),
 }
 
 /// Frame type bytes.
 pub const TYPE_DATA: u8 = 0x01;
+/// Frame type byte of a feedback frame.
 pub const TYPE_FEEDBACK: u8 = 0x02;
+/// Frame type byte of a keepalive.
 pub const TYPE_KEEPALIVE: u8 = 0x03;
+/// Frame type byte of a keepalive echo.
 pub const TYPE_KEEPALIVE_ACK: u8 = 0x04;
 
 /// Upper bound on entries in one feedback frame (bounds work per frame).
@@ -61,8 +121,13 @@ impl DataFlags {
     pub const PROBE: u8 = 0x08;
     /// All defined bits.
     pub const ALL: u8 = 0x0f;
+    /// Whether any bit of `bit` is set.
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+    /// Whether only defined bits are set.
+    pub fn is_valid(self) -> bool {
+        self.0 & !Self::ALL == 0
     }
 }
 
@@ -79,11 +144,45 @@ pub struct DataHeader {
 }
 
 impl DataHeader {
+    /// Bytes of the header; the inner packet follows.
     pub const LEN: usize = 9;
+
     /// Writes the header into `buf[..LEN]`.
+    ///
+    /// Errors: [`WireError::BufferTooSmall`] if `buf` is shorter than
+    /// [`DataHeader::LEN`]; [`WireError::BadFlags`] if `flags` has bits
+    /// outside [`DataFlags::ALL`] (the frame would not decode). Nothing is
+    /// written on error.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        let _ = buf;
-        todo!()
+        if !self.flags.is_valid() {
+            return Err(WireError::BadFlags(self.flags.0 & !DataFlags::ALL));
+        }
+        let buf = buf
+            .get_mut(..Self::LEN)
+            .ok_or(WireError::BufferTooSmall { need: Self::LEN })?;
+        buf[field::TYPE] = TYPE_DATA;
+        buf[field::DATA_FLAGS] = self.flags.0;
+        buf[field::DATA_PATH] = self.path.0;
+        buf[field::DATA_PREV_DELTA].copy_from_slice(&self.prev_delta.to_be_bytes());
+        buf[field::DATA_SEQ].copy_from_slice(&self.seq.to_be_bytes());
+        Ok(())
+    }
+
+    /// Parses the header of a data frame whose length is already checked.
+    fn parse(buf: &[u8]) -> Result<DataHeader, WireError> {
+        let flags = buf[field::DATA_FLAGS];
+        if flags & !DataFlags::ALL != 0 {
+            return Err(WireError::BadFlags(flags & !DataFlags::ALL));
+        }
+        Ok(DataHeader {
+            flags: DataFlags(flags),
+            path: PathId(buf[field::DATA_PATH]),
+            prev_delta: u16::from_be_bytes([
+                buf[field::DATA_PREV_DELTA.start],
+                buf[field::DATA_PREV_DELTA.start + 1],
+            ]),
+            seq: be_u32(&buf[field::DATA_SEQ]),
+        })
     }
 }
 
@@ -97,7 +196,16 @@ pub struct FeedbackEntry {
 }
 
 impl FeedbackEntry {
+    /// Bytes of one entry on the wire.
     pub const LEN: usize = 12;
+
+    /// Parses one entry from exactly `LEN` bytes.
+    fn parse(chunk: &[u8]) -> FeedbackEntry {
+        FeedbackEntry {
+            seq: be_u32(&chunk[field::ENTRY_SEQ]),
+            rx_time_ns: be_u64(&chunk[field::ENTRY_RX_TIME]),
+        }
+    }
 }
 
 /// Checked view of a feedback frame's entries.
@@ -105,27 +213,85 @@ impl FeedbackEntry {
 pub struct FeedbackView<'a> {
     /// The path the reported packets arrived on.
     pub path: PathId,
+    /// The entries' bytes; a multiple of [`FeedbackEntry::LEN`] of at most
+    /// [`MAX_FEEDBACK_ENTRIES`] entries (checked by [`decode`]).
     entries: &'a [u8],
 }
 
 impl<'a> FeedbackView<'a> {
+    /// Number of entries.
     pub fn len(&self) -> usize {
-        todo!()
+        self.entries.len() / FeedbackEntry::LEN
     }
+    /// Whether the frame reports no packet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    pub fn entries(&self) -> impl Iterator<Item = FeedbackEntry> + 'a {
-        let _ = self.entries;
-        std::iter::empty()
+    /// The entries, in wire order.
+    pub fn entries(&self) -> FeedbackEntries<'a> {
+        FeedbackEntries {
+            chunks: self.entries.chunks_exact(FeedbackEntry::LEN),
+        }
     }
 }
 
+/// Iterator over the entries of a [`FeedbackView`], in wire order.
+#[derive(Clone, Debug)]
+pub struct FeedbackEntries<'a> {
+    chunks: core::slice::ChunksExact<'a, u8>,
+}
+
+impl Iterator for FeedbackEntries<'_> {
+    type Item = FeedbackEntry;
+    fn next(&mut self) -> Option<FeedbackEntry> {
+        self.chunks.next().map(FeedbackEntry::parse)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.chunks.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for FeedbackEntries<'_> {
+    fn next_back(&mut self) -> Option<FeedbackEntry> {
+        self.chunks.next_back().map(FeedbackEntry::parse)
+    }
+}
+
+impl ExactSizeIterator for FeedbackEntries<'_> {}
+impl FusedIterator for FeedbackEntries<'_> {}
+
 /// Writes a feedback frame (at most [`MAX_FEEDBACK_ENTRIES`] entries) into
 /// `buf`, returning the number of bytes written.
-pub fn emit_feedback(path: PathId, entries: &[FeedbackEntry], buf: &mut [u8]) -> Result<usize, WireError> {
-    let _ = (path, entries, buf);
-    todo!()
+///
+/// Errors: [`WireError::TooManyEntries`] for more than
+/// [`MAX_FEEDBACK_ENTRIES`] entries; [`WireError::BufferTooSmall`] if `buf`
+/// is shorter than [`feedback_len`]`(entries.len())`. Nothing is written on
+/// error.
+pub fn emit_feedback(
+    path: PathId,
+    entries: &[FeedbackEntry],
+    buf: &mut [u8],
+) -> Result<usize, WireError> {
+    if entries.len() > MAX_FEEDBACK_ENTRIES {
+        return Err(WireError::TooManyEntries(
+            entries.len().min(u8::MAX as usize) as u8,
+        ));
+    }
+    let need = feedback_len(entries.len());
+    let buf = buf
+        .get_mut(..need)
+        .ok_or(WireError::BufferTooSmall { need })?;
+    buf[field::TYPE] = TYPE_FEEDBACK;
+    buf[field::FB_PATH] = path.0;
+    buf[field::FB_COUNT] = entries.len() as u8;
+    for (chunk, e) in buf[field::FB_ENTRIES..]
+        .chunks_exact_mut(FeedbackEntry::LEN)
+        .zip(entries)
+    {
+        chunk[field::ENTRY_SEQ].copy_from_slice(&e.seq.to_be_bytes());
+        chunk[field::ENTRY_RX_TIME].copy_from_slice(&e.rx_time_ns.to_be_bytes());
+    }
+    Ok(need)
 }
 
 /// Bytes a feedback frame with `n` entries takes.
@@ -142,25 +308,394 @@ pub struct Keepalive {
 }
 
 impl Keepalive {
+    /// Bytes of a keepalive or keepalive echo frame.
     pub const LEN: usize = 14;
+
     /// Writes a keepalive (`ack` = false) or its echo into `buf[..LEN]`.
+    ///
+    /// Errors: [`WireError::BufferTooSmall`] if `buf` is shorter than
+    /// [`Keepalive::LEN`]; nothing is written then.
     pub fn emit(&self, ack: bool, buf: &mut [u8]) -> Result<(), WireError> {
-        let _ = (ack, buf);
-        todo!()
+        let buf = buf
+            .get_mut(..Self::LEN)
+            .ok_or(WireError::BufferTooSmall { need: Self::LEN })?;
+        buf[field::TYPE] = if ack {
+            TYPE_KEEPALIVE_ACK
+        } else {
+            TYPE_KEEPALIVE
+        };
+        buf[field::KA_PATH] = self.path.0;
+        buf[field::KA_ID].copy_from_slice(&self.id.to_be_bytes());
+        buf[field::KA_TX_TIME].copy_from_slice(&self.tx_time_ns.to_be_bytes());
+        Ok(())
+    }
+
+    /// Parses a keepalive whose length is already checked.
+    fn parse(buf: &[u8]) -> Keepalive {
+        Keepalive {
+            path: PathId(buf[field::KA_PATH]),
+            id: be_u32(&buf[field::KA_ID]),
+            tx_time_ns: be_u64(&buf[field::KA_TX_TIME]),
+        }
     }
 }
 
 /// A decoded frame borrowing from the input.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
+    /// A data frame: header and inner packet (possibly empty).
     Data(DataHeader, &'a [u8]),
+    /// Per-packet receiver reports.
     Feedback(FeedbackView<'a>),
+    /// A keepalive.
     Keepalive(Keepalive),
+    /// The echo of a keepalive.
     KeepaliveAck(Keepalive),
 }
 
 /// Decodes one frame. Never panics, never allocates.
+///
+/// Errors, in the order they are checked:
+/// - [`WireError::Truncated`]: empty buffer, or shorter than the frame's
+///   fixed part (data header, feedback header, keepalive), or than the
+///   entries a feedback frame announces;
+/// - [`WireError::UnknownType`]: the first byte is no `TYPE_*`;
+/// - [`WireError::BadFlags`]: a data frame sets flag bits outside
+///   [`DataFlags::ALL`] (the value carries the offending bits);
+/// - [`WireError::TooManyEntries`]: a feedback count above
+///   [`MAX_FEEDBACK_ENTRIES`] (checked before the length of the entries);
+/// - [`WireError::TrailingBytes`]: bytes after a feedback or keepalive frame.
 pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
-    let _ = buf;
-    todo!()
+    let ty = *buf
+        .first()
+        .ok_or(WireError::Truncated { need: 1, got: 0 })?;
+    match ty {
+        TYPE_DATA => {
+            check_len(buf, DataHeader::LEN)?;
+            let header = DataHeader::parse(buf)?;
+            Ok(Frame::Data(header, &buf[field::DATA_PAYLOAD..]))
+        }
+        TYPE_FEEDBACK => {
+            check_len(buf, field::FB_ENTRIES)?;
+            let count = buf[field::FB_COUNT];
+            if count as usize > MAX_FEEDBACK_ENTRIES {
+                return Err(WireError::TooManyEntries(count));
+            }
+            let need = feedback_len(count as usize);
+            check_len(buf, need)?;
+            check_no_trailing(buf, need)?;
+            Ok(Frame::Feedback(FeedbackView {
+                path: PathId(buf[field::FB_PATH]),
+                entries: &buf[field::FB_ENTRIES..need],
+            }))
+        }
+        TYPE_KEEPALIVE | TYPE_KEEPALIVE_ACK => {
+            check_len(buf, Keepalive::LEN)?;
+            check_no_trailing(buf, Keepalive::LEN)?;
+            let ka = Keepalive::parse(buf);
+            Ok(if ty == TYPE_KEEPALIVE {
+                Frame::Keepalive(ka)
+            } else {
+                Frame::KeepaliveAck(ka)
+            })
+        }
+        other => Err(WireError::UnknownType(other)),
+    }
+}
+
+/// `Truncated` unless `buf` holds at least `need` bytes.
+fn check_len(buf: &[u8], need: usize) -> Result<(), WireError> {
+    if buf.len() < need {
+        Err(WireError::Truncated {
+            need,
+            got: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `TrailingBytes` if `buf` is longer than the frame's `len` bytes.
+fn check_no_trailing(buf: &[u8], len: usize) -> Result<(), WireError> {
+    match buf.len() - len {
+        0 => Ok(()),
+        extra => Err(WireError::TrailingBytes(extra)),
+    }
+}
+
+/// Big-endian `u32` from exactly 4 bytes.
+fn be_u32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b);
+    u32::from_be_bytes(a)
+}
+
+/// Big-endian `u64` from exactly 8 bytes.
+fn be_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    u64::from_be_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static DATA_BYTES: [u8; 12] = [
+        0x01, // type
+        0x05, // flags: PAIR_FIRST | RETRANSMIT
+        0x03, // path
+        0x01, 0x02, // prev_delta 0x0102
+        0xde, 0xad, 0xbe, 0xef, // seq
+        0xaa, 0xbb, 0xcc, // inner packet
+    ];
+
+    static FEEDBACK_BYTES: [u8; 27] = [
+        0x02, // type
+        0x07, // path
+        0x02, // count
+        0x00, 0x00, 0x00, 0x2a, // seq 42
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x42, 0x40, // rx 1_000_000
+        0xff, 0xff, 0xff, 0xff, // seq u32::MAX
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // rx
+    ];
+
+    static KEEPALIVE_BYTES: [u8; 14] = [
+        0x03, // type
+        0x09, // path
+        0x12, 0x34, 0x56, 0x78, // id
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, // tx time
+    ];
+
+    fn data_header() -> DataHeader {
+        DataHeader {
+            flags: DataFlags(DataFlags::PAIR_FIRST | DataFlags::RETRANSMIT),
+            path: PathId(3),
+            prev_delta: 0x0102,
+            seq: 0xdead_beef,
+        }
+    }
+
+    fn feedback_entries() -> [FeedbackEntry; 2] {
+        [
+            FeedbackEntry {
+                seq: 42,
+                rx_time_ns: 1_000_000,
+            },
+            FeedbackEntry {
+                seq: u32::MAX,
+                rx_time_ns: 0x0102_0304_0506_0708,
+            },
+        ]
+    }
+
+    fn keepalive() -> Keepalive {
+        Keepalive {
+            path: PathId(9),
+            id: 0x1234_5678,
+            tx_time_ns: 0x0000_0001_0000_0002,
+        }
+    }
+
+    #[test]
+    fn test_parse_data() {
+        match decode(&DATA_BYTES).unwrap() {
+            Frame::Data(h, payload) => {
+                assert_eq!(h, data_header());
+                assert!(h.flags.has(DataFlags::PAIR_FIRST));
+                assert!(h.flags.has(DataFlags::RETRANSMIT));
+                assert!(!h.flags.has(DataFlags::PAIR_SECOND));
+                assert_eq!(payload, &[0xaa, 0xbb, 0xcc]);
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn test_parse_data_empty_payload() {
+        match decode(&DATA_BYTES[..9]).unwrap() {
+            Frame::Data(h, payload) => {
+                assert_eq!(h, data_header());
+                assert!(payload.is_empty());
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn test_emit_data() {
+        let mut buf = [0u8; 12];
+        data_header().emit(&mut buf).unwrap();
+        assert_eq!(&buf[..9], &DATA_BYTES[..9]);
+        assert_eq!(&buf[9..], &[0, 0, 0], "emit wrote past the header");
+    }
+
+    #[test]
+    fn test_emit_data_errors() {
+        let mut small = [0u8; 8];
+        assert_eq!(
+            data_header().emit(&mut small),
+            Err(WireError::BufferTooSmall { need: 9 })
+        );
+        assert_eq!(small, [0; 8]);
+        let mut buf = [0u8; 9];
+        let bad = DataHeader {
+            flags: DataFlags(0x31),
+            ..data_header()
+        };
+        assert_eq!(bad.emit(&mut buf), Err(WireError::BadFlags(0x30)));
+    }
+
+    #[test]
+    fn test_parse_data_bad_flags() {
+        let mut bytes = DATA_BYTES;
+        bytes[1] = 0x81;
+        assert_eq!(decode(&bytes), Err(WireError::BadFlags(0x80)));
+    }
+
+    #[test]
+    fn test_parse_feedback() {
+        match decode(&FEEDBACK_BYTES).unwrap() {
+            Frame::Feedback(v) => {
+                assert_eq!(v.path, PathId(7));
+                assert_eq!(v.len(), 2);
+                assert!(!v.is_empty());
+                let entries = v.entries();
+                assert_eq!(entries.len(), 2);
+                assert!(entries.eq(feedback_entries()));
+                assert_eq!(v.entries().next_back(), Some(feedback_entries()[1]));
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn test_emit_feedback() {
+        let mut buf = [0xffu8; 40];
+        let n = emit_feedback(PathId(7), &feedback_entries(), &mut buf).unwrap();
+        assert_eq!(n, 27);
+        assert_eq!(n, feedback_len(2));
+        assert_eq!(&buf[..n], &FEEDBACK_BYTES[..]);
+        assert!(buf[n..].iter().all(|&b| b == 0xff));
+    }
+
+    #[test]
+    fn test_feedback_empty() {
+        let mut buf = [0u8; 3];
+        assert_eq!(emit_feedback(PathId(1), &[], &mut buf), Ok(3));
+        assert_eq!(buf, [0x02, 0x01, 0x00]);
+        match decode(&buf).unwrap() {
+            Frame::Feedback(v) => {
+                assert!(v.is_empty());
+                assert_eq!(v.entries().next(), None);
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn test_emit_feedback_errors() {
+        let mut buf = [0u8; 26];
+        assert_eq!(
+            emit_feedback(PathId(7), &feedback_entries(), &mut buf),
+            Err(WireError::BufferTooSmall { need: 27 })
+        );
+        let many = [FeedbackEntry {
+            seq: 0,
+            rx_time_ns: 0,
+        }; MAX_FEEDBACK_ENTRIES + 1];
+        let mut big = [0u8; feedback_len(MAX_FEEDBACK_ENTRIES + 1)];
+        assert_eq!(
+            emit_feedback(PathId(0), &many, &mut big),
+            Err(WireError::TooManyEntries(65))
+        );
+        let max = [FeedbackEntry {
+            seq: 1,
+            rx_time_ns: 2,
+        }; MAX_FEEDBACK_ENTRIES];
+        assert_eq!(
+            emit_feedback(PathId(0), &max, &mut big),
+            Ok(feedback_len(MAX_FEEDBACK_ENTRIES))
+        );
+        match decode(&big[..feedback_len(MAX_FEEDBACK_ENTRIES)]).unwrap() {
+            Frame::Feedback(v) => assert_eq!(v.len(), MAX_FEEDBACK_ENTRIES),
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn test_parse_feedback_errors() {
+        assert_eq!(
+            decode(&FEEDBACK_BYTES[..2]),
+            Err(WireError::Truncated { need: 3, got: 2 })
+        );
+        assert_eq!(
+            decode(&FEEDBACK_BYTES[..26]),
+            Err(WireError::Truncated { need: 27, got: 26 })
+        );
+        let mut long = [0u8; 30];
+        long[..27].copy_from_slice(&FEEDBACK_BYTES);
+        assert_eq!(decode(&long), Err(WireError::TrailingBytes(3)));
+        let too_many = [0x02, 0x00, 65];
+        assert_eq!(decode(&too_many), Err(WireError::TooManyEntries(65)));
+        let too_many = [0x02, 0x00, 0xff];
+        assert_eq!(decode(&too_many), Err(WireError::TooManyEntries(0xff)));
+    }
+
+    #[test]
+    fn test_parse_keepalive() {
+        assert_eq!(decode(&KEEPALIVE_BYTES), Ok(Frame::Keepalive(keepalive())));
+        let mut ack = KEEPALIVE_BYTES;
+        ack[0] = 0x04;
+        assert_eq!(decode(&ack), Ok(Frame::KeepaliveAck(keepalive())));
+    }
+
+    #[test]
+    fn test_emit_keepalive() {
+        let mut buf = [0u8; 14];
+        keepalive().emit(false, &mut buf).unwrap();
+        assert_eq!(buf, KEEPALIVE_BYTES);
+        keepalive().emit(true, &mut buf).unwrap();
+        assert_eq!(buf[0], TYPE_KEEPALIVE_ACK);
+        assert_eq!(&buf[1..], &KEEPALIVE_BYTES[1..]);
+        let mut small = [0u8; 13];
+        assert_eq!(
+            keepalive().emit(false, &mut small),
+            Err(WireError::BufferTooSmall { need: 14 })
+        );
+    }
+
+    #[test]
+    fn test_parse_keepalive_errors() {
+        assert_eq!(
+            decode(&KEEPALIVE_BYTES[..13]),
+            Err(WireError::Truncated { need: 14, got: 13 })
+        );
+        let mut long = [0u8; 15];
+        long[..14].copy_from_slice(&KEEPALIVE_BYTES);
+        assert_eq!(decode(&long), Err(WireError::TrailingBytes(1)));
+    }
+
+    #[test]
+    fn test_parse_generic_errors() {
+        assert_eq!(decode(&[]), Err(WireError::Truncated { need: 1, got: 0 }));
+        assert_eq!(decode(&[0x00]), Err(WireError::UnknownType(0x00)));
+        assert_eq!(decode(&[0x05, 1, 2, 3]), Err(WireError::UnknownType(0x05)));
+        assert_eq!(
+            decode(&DATA_BYTES[..8]),
+            Err(WireError::Truncated { need: 9, got: 8 })
+        );
+    }
+
+    #[test]
+    fn errors_display() {
+        assert_eq!(
+            WireError::UnknownType(5).to_string(),
+            "unknown frame type 0x05"
+        );
+        assert_eq!(
+            WireError::TrailingBytes(3).to_string(),
+            "3 trailing bytes after frame"
+        );
+    }
 }

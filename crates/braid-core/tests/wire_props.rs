@@ -1,0 +1,163 @@
+//! Property tests of the wire format: decoding arbitrary bytes never panics,
+//! emit -> decode round-trips every frame type, and sequence-number
+//! extension recovers any value within half the serial space of its
+//! reference.
+
+use braid_core::path::PathId;
+use braid_core::wire::{
+    decode, emit_feedback, feedback_len, seq, DataFlags, DataHeader, FeedbackEntry, Frame,
+    Keepalive, WireError, MAX_FEEDBACK_ENTRIES,
+};
+use proptest::prelude::*;
+
+fn arb_header() -> impl Strategy<Value = DataHeader> {
+    (0..=DataFlags::ALL, any::<u8>(), any::<u16>(), any::<u32>()).prop_map(
+        |(flags, path, prev_delta, seq)| DataHeader {
+            flags: DataFlags(flags),
+            path: PathId(path),
+            prev_delta,
+            seq,
+        },
+    )
+}
+
+fn arb_entry() -> impl Strategy<Value = FeedbackEntry> {
+    (any::<u32>(), any::<u64>()).prop_map(|(seq, rx_time_ns)| FeedbackEntry { seq, rx_time_ns })
+}
+
+fn arb_keepalive() -> impl Strategy<Value = Keepalive> {
+    (any::<u8>(), any::<u32>(), any::<u64>()).prop_map(|(path, id, tx_time_ns)| Keepalive {
+        path: PathId(path),
+        id,
+        tx_time_ns,
+    })
+}
+
+/// Touches every accessor of a decoded frame.
+fn exercise(frame: &Frame<'_>) -> usize {
+    match frame {
+        Frame::Data(h, payload) => h.seq as usize + payload.len(),
+        Frame::Feedback(v) => {
+            let n = v.entries().map(|e| e.seq as usize & 1).sum::<usize>();
+            assert_eq!(v.entries().count(), v.len());
+            assert!(v.len() <= MAX_FEEDBACK_ENTRIES);
+            n + v.len()
+        }
+        Frame::Keepalive(k) | Frame::KeepaliveAck(k) => k.id as usize,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    #[test]
+    fn decode_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+        if let Ok(frame) = decode(&bytes) {
+            exercise(&frame);
+        }
+    }
+
+    #[test]
+    fn decode_typed_garbage_never_panics(
+        ty in 0u8..=5,
+        rest in proptest::collection::vec(any::<u8>(), 0..(feedback_len(MAX_FEEDBACK_ENTRIES) + 16)),
+    ) {
+        // Arbitrary bytes rarely start with a valid type; force one.
+        let mut bytes = vec![ty];
+        bytes.extend_from_slice(&rest);
+        match decode(&bytes) {
+            Ok(frame) => { exercise(&frame); }
+            Err(WireError::Truncated { need, got }) => {
+                prop_assert_eq!(got, bytes.len());
+                prop_assert!(need > got);
+            }
+            Err(WireError::TrailingBytes(n)) => prop_assert!(n > 0 && n < bytes.len()),
+            Err(_) => {}
+        }
+    }
+
+    #[test]
+    fn data_round_trip(h in arb_header(), payload in proptest::collection::vec(any::<u8>(), 0..1500)) {
+        let mut buf = vec![0u8; DataHeader::LEN + payload.len()];
+        h.emit(&mut buf).unwrap();
+        buf[DataHeader::LEN..].copy_from_slice(&payload);
+        prop_assert_eq!(decode(&buf), Ok(Frame::Data(h, &payload[..])));
+    }
+
+    #[test]
+    fn data_with_undefined_flags_is_rejected(h in arb_header(), extra in 1u8..=0x0f) {
+        let bad = DataHeader { flags: DataFlags(h.flags.0 | (extra << 4)), ..h };
+        let mut buf = [0u8; DataHeader::LEN];
+        prop_assert!(matches!(bad.emit(&mut buf), Err(WireError::BadFlags(_))));
+        h.emit(&mut buf).unwrap();
+        buf[1] = bad.flags.0;
+        prop_assert_eq!(decode(&buf), Err(WireError::BadFlags(bad.flags.0 & !DataFlags::ALL)));
+    }
+
+    #[test]
+    fn feedback_round_trip(
+        path in any::<u8>(),
+        entries in proptest::collection::vec(arb_entry(), 0..=MAX_FEEDBACK_ENTRIES),
+        slack in 0usize..32,
+    ) {
+        let mut buf = vec![0u8; feedback_len(entries.len()) + slack];
+        let n = emit_feedback(PathId(path), &entries, &mut buf).unwrap();
+        prop_assert_eq!(n, feedback_len(entries.len()));
+        match decode(&buf[..n]) {
+            Ok(Frame::Feedback(v)) => {
+                prop_assert_eq!(v.path, PathId(path));
+                prop_assert_eq!(v.len(), entries.len());
+                prop_assert_eq!(v.entries().collect::<Vec<_>>(), entries);
+            }
+            other => prop_assert!(false, "unexpected {:?}", other),
+        }
+        if slack > 0 {
+            prop_assert_eq!(decode(&buf), Err(WireError::TrailingBytes(slack)));
+        }
+    }
+
+    #[test]
+    fn feedback_too_small_buffer(entries in proptest::collection::vec(arb_entry(), 0..=MAX_FEEDBACK_ENTRIES), short in 1usize..12) {
+        let need = feedback_len(entries.len());
+        let mut buf = vec![0u8; need.saturating_sub(short)];
+        prop_assert_eq!(emit_feedback(PathId(0), &entries, &mut buf), Err(WireError::BufferTooSmall { need }));
+    }
+
+    #[test]
+    fn keepalive_round_trip(k in arb_keepalive(), ack in any::<bool>()) {
+        let mut buf = [0u8; Keepalive::LEN];
+        k.emit(ack, &mut buf).unwrap();
+        let expected = if ack { Frame::KeepaliveAck(k) } else { Frame::Keepalive(k) };
+        prop_assert_eq!(decode(&buf), Ok(expected));
+    }
+
+    #[test]
+    fn seq_extend_round_trips_within_half_space(reference in any::<u64>(), off in -(1i64 << 31) + 1..=(1i64 << 31)) {
+        let v = reference as i128 + off as i128;
+        prop_assume!(v >= 0 && v <= u64::MAX as i128);
+        let v = v as u64;
+        prop_assert_eq!(seq::extend(v as u32, reference), v);
+    }
+
+    #[test]
+    fn seq_extend_small_references(reference in 0u64..(1u64 << 34), off in -(1i64 << 31) + 1..=(1i64 << 31)) {
+        // Concentrate on references near zero, where underflow is possible.
+        let v = reference as i128 + off as i128;
+        prop_assume!(v >= 0);
+        let v = v as u64;
+        prop_assert_eq!(seq::extend(v as u32, reference), v);
+    }
+
+    #[test]
+    fn seq_extend_is_a_candidate_and_nearest(wire in any::<u32>(), reference in any::<u64>()) {
+        let v = seq::extend(wire, reference);
+        prop_assert_eq!(v as u32, wire);
+        let dist = (v as i128 - reference as i128).abs();
+        // Nearest, unless the nearest would leave the u64 range.
+        if ((1u64 << 32)..=u64::MAX - (1 << 32)).contains(&reference) {
+            prop_assert!(dist <= 1 << 31);
+        } else {
+            prop_assert!(dist < 1 << 32);
+        }
+    }
+}
