@@ -17,6 +17,7 @@
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
 
+pub mod crypto;
 pub mod path;
 pub mod receiver;
 pub mod reorder;
