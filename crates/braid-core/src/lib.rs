@@ -18,6 +18,7 @@
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
 
 pub mod crypto;
+pub mod flow;
 pub mod path;
 pub mod receiver;
 pub mod reorder;

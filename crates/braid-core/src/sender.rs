@@ -1,1 +1,595 @@
-//! The sending half of a tunnel direction.
+//! The sending half of one tunnel direction: the proxy for the downlink,
+//! the client for the uplink (PET/BMP Section II: "the roles of PET and BMP
+//! reversed").
+//!
+//! For each inner packet the [`Sender`] asks its scheduler for a path,
+//! numbers the packet, and remembers it until the receiver's per-packet
+//! feedback (the paper's SIG-ACK) reports its arrival. Feedback feeds the
+//! path estimators: RTT, packet-pair bandwidth (pairs flagged by the
+//! scheduler), relative one-way delay and loss. A packet is taken as lost
+//! when a later packet on the same path is reported (paths are FIFO) or
+//! when no report came within the path's RTO.
+//!
+//! Call order: `send` for each packet to transmit, `handle_feedback` for
+//! each feedback frame, `handle_timeout` when `poll_timeout` is due.
+
+use std::collections::VecDeque;
+
+use crate::path::{EstimatorConfig, PathId, PathParams, PathState, MAX_PATHS};
+use crate::sched::{PacketInfo, PairRole, Scheduler};
+use crate::time::{tx_time, Duration, Instant};
+use crate::wire::{self, DataFlags, DataHeader, FeedbackEntry};
+
+/// Sender tuning.
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    pub estimators: EstimatorConfig,
+    /// Packets remembered while awaiting feedback (a power of two). The
+    /// oldest is given up as lost when the table wraps.
+    pub max_in_flight: usize,
+    /// Lower bound on how long to wait for feedback before a packet counts as lost.
+    pub min_loss_timeout: Duration,
+    /// Upper bound on the same.
+    pub max_loss_timeout: Duration,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            estimators: EstimatorConfig::default(),
+            max_in_flight: 1 << 16,
+            min_loss_timeout: Duration::from_millis(200),
+            max_loss_timeout: Duration::from_secs(4),
+        }
+    }
+}
+
+/// A scheduled packet: put `header` in front of the inner packet and send
+/// it on `path`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    pub path: PathId,
+    pub seq: u64,
+    pub header: DataHeader,
+}
+
+/// Sender-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub sent: u64,
+    pub acked: u64,
+    pub lost_fifo: u64,
+    pub lost_timeout: u64,
+    pub lost_evicted: u64,
+    /// Feedback entries that matched nothing in flight (late, duplicate, forged).
+    pub feedback_unmatched: u64,
+    pub pair_samples: u64,
+    /// Packets declared lost whose feedback came after all.
+    pub spurious_losses: u64,
+    /// No usable path when a packet was offered.
+    pub no_path: u64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Fate {
+    InFlight,
+    Acked { rx_ns: u64 },
+    Lost,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Record {
+    seq: u64,
+    path: PathId,
+    len: u32,
+    sent_at: Instant,
+    pair: PairRole,
+    /// The other packet of the pair.
+    partner: Option<u64>,
+    fate: Fate,
+}
+
+pub struct Sender {
+    cfg: SenderConfig,
+    paths: Vec<PathState>,
+    sched: Box<dyn Scheduler>,
+    next_seq: u64,
+    ring: Vec<Option<Record>>,
+    /// In-flight sequence numbers of each path slot, in send order.
+    unacked: Vec<VecDeque<u64>>,
+    last_on_path: [Option<u64>; MAX_PATHS],
+    /// First packet of the pair currently open on each path slot.
+    open_pair: [Option<u64>; MAX_PATHS],
+    stats: SenderStats,
+}
+
+fn slot(id: PathId) -> usize {
+    id.0 as usize % MAX_PATHS
+}
+
+impl Sender {
+    pub fn new(cfg: SenderConfig, sched: Box<dyn Scheduler>) -> Self {
+        let cap = cfg.max_in_flight.next_power_of_two().max(16);
+        Sender {
+            ring: vec![None; cap],
+            unacked: (0..MAX_PATHS).map(|_| VecDeque::new()).collect(),
+            cfg,
+            paths: Vec::new(),
+            sched,
+            next_seq: 0,
+            last_on_path: [None; MAX_PATHS],
+            open_pair: [None; MAX_PATHS],
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn scheduler_name(&self) -> &'static str {
+        self.sched.name()
+    }
+
+    /// Adds a path (or resets one with the same id). At most [`MAX_PATHS`].
+    pub fn add_path(&mut self, id: PathId, params: PathParams) {
+        let st = PathState::new(id, params, &self.cfg.estimators);
+        if let Some(i) = self.paths.iter().position(|p| p.id == id) {
+            self.paths[i] = st;
+        } else if self.paths.len() < MAX_PATHS {
+            self.paths.push(st);
+        } else {
+            return;
+        }
+        self.sched.paths_changed(&self.paths);
+    }
+
+    /// Removes a path; its packets in flight count as lost.
+    pub fn remove_path(&mut self, now: Instant, id: PathId) {
+        self.declare_lost_through(id, u64::MAX, now, LossCause::Timeout);
+        self.paths.retain(|p| p.id != id);
+        self.last_on_path[slot(id)] = None;
+        self.open_pair[slot(id)] = None;
+        self.sched.paths_changed(&self.paths);
+    }
+
+    /// Allows or forbids scheduling on a path (liveness decisions are the caller's).
+    pub fn set_usable(&mut self, id: PathId, usable: bool) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            if p.usable != usable {
+                p.usable = usable;
+                self.sched.paths_changed(&self.paths);
+            }
+        }
+    }
+
+    pub fn paths(&self) -> &[PathState] {
+        &self.paths
+    }
+
+    pub fn path(&self, id: PathId) -> Option<&PathState> {
+        self.paths.iter().find(|p| p.id == id)
+    }
+
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// The next sequence number `send` will assign.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Schedules one packet of `pkt.len` bytes. `None` when no path is usable
+    /// (the caller drops the packet; TCP recovers it).
+    pub fn send(&mut self, now: Instant, pkt: &PacketInfo) -> Option<Transmit> {
+        let Some(d) = self.sched.select(now, pkt, &self.paths) else {
+            self.stats.no_path += 1;
+            return None;
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let p = &mut self.paths[d.index];
+        let id = p.id;
+        let s = slot(id);
+        p.in_flight_packets += 1;
+        p.in_flight_bytes += pkt.len as u64;
+        p.sent_packets += 1;
+        p.sent_bytes += pkt.len as u64;
+        p.last_sent = Some(now);
+
+        let prev_delta = match self.last_on_path[s] {
+            Some(prev) if seq - prev <= u16::MAX as u64 => (seq - prev) as u16,
+            _ => 0,
+        };
+        self.last_on_path[s] = Some(seq);
+
+        let mut flags = 0;
+        let mut partner = None;
+        match d.pair {
+            PairRole::First => {
+                flags |= DataFlags::PAIR_FIRST;
+                self.open_pair[s] = Some(seq);
+            }
+            PairRole::Second => {
+                flags |= DataFlags::PAIR_SECOND;
+                partner = self.open_pair[s].take();
+                if let Some(first) = partner {
+                    if let Some(r) = self.record_mut(first) {
+                        r.partner = Some(seq);
+                    }
+                }
+            }
+            PairRole::None => {}
+        }
+        if pkt.retransmit {
+            flags |= DataFlags::RETRANSMIT;
+        }
+        if d.probe {
+            flags |= DataFlags::PROBE;
+        }
+
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        if let Some(old) = self.ring[idx] {
+            if old.fate == Fate::InFlight {
+                self.stats.lost_evicted += 1;
+                self.declare_lost_through(old.path, old.seq, now, LossCause::Evicted);
+            }
+        }
+        self.ring[idx] = Some(Record {
+            seq,
+            path: id,
+            len: pkt.len,
+            sent_at: now,
+            pair: d.pair,
+            partner,
+            fate: Fate::InFlight,
+        });
+        self.unacked[s].push_back(seq);
+        self.stats.sent += 1;
+        Some(Transmit {
+            path: id,
+            seq,
+            header: DataHeader {
+                flags: DataFlags(flags),
+                path: id,
+                prev_delta,
+                seq: seq as u32,
+            },
+        })
+    }
+
+    fn record_mut(&mut self, seq: u64) -> Option<&mut Record> {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        self.ring[idx].as_mut().filter(|r| r.seq == seq)
+    }
+
+    /// Processes the entries of one feedback frame.
+    pub fn handle_feedback(
+        &mut self,
+        now: Instant,
+        entries: impl IntoIterator<Item = FeedbackEntry>,
+    ) {
+        for e in entries {
+            self.on_entry(now, e);
+        }
+    }
+
+    fn on_entry(&mut self, now: Instant, e: FeedbackEntry) {
+        let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
+        let Some(rec) = self.record_mut(seq).copied() else {
+            self.stats.feedback_unmatched += 1;
+            return;
+        };
+        if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
+            self.stats.feedback_unmatched += 1;
+            return;
+        }
+        let was_in_flight = rec.fate == Fate::InFlight;
+        if was_in_flight {
+            // Paths are FIFO: anything sent before this on the same path and
+            // still unreported was lost.
+            if seq > 0 {
+                self.declare_lost_through(rec.path, seq - 1, now, LossCause::Fifo);
+            }
+            let q = &mut self.unacked[slot(rec.path)];
+            if q.front() == Some(&seq) {
+                q.pop_front();
+            }
+        } else {
+            // Given up too early (the path is slower than its timeout
+            // assumed): the report still measures the path.
+            self.stats.spurious_losses += 1;
+        }
+        if let Some(r) = self.record_mut(seq) {
+            r.fate = Fate::Acked {
+                rx_ns: e.rx_time_ns,
+            };
+        }
+        self.stats.acked += 1;
+
+        let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) else {
+            return;
+        };
+        if was_in_flight {
+            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(rec.len as u64);
+            p.loss.on_delivered(1);
+        }
+        p.acked_packets += 1;
+        p.acked_bytes += rec.len as u64;
+        p.last_feedback = Some(now);
+        p.rtt.update(now.saturating_since(rec.sent_at));
+        // Relative one-way delay: receiver clock minus sender clock, less
+        // this packet's own serialisation so that D_l is the wireline part.
+        let ser =
+            p.bw.estimate_bps()
+                .map(|r| tx_time(rec.len, r).as_nanos() as i64)
+                .unwrap_or(0);
+        p.owd.on_sample(
+            now,
+            e.rx_time_ns as i64 - rec.sent_at.as_nanos() as i64 - ser,
+        );
+
+        // Packet pair: dispersion of the two arrivals (PET/BMP Section V-A).
+        let Some(partner) = rec.partner else { return };
+        let Some(other) = self.record_mut(partner).copied() else {
+            return;
+        };
+        let Fate::Acked { rx_ns: other_rx } = other.fate else {
+            return;
+        };
+        let (first, second, rx1, rx2) = if rec.pair == PairRole::Second {
+            (other, rec, other_rx, e.rx_time_ns)
+        } else {
+            (rec, other, e.rx_time_ns, other_rx)
+        };
+        if rx2 <= rx1 {
+            return;
+        }
+        let dispersion = Duration::from_nanos(rx2 - rx1);
+        let tx_gap = second.sent_at.saturating_since(first.sent_at);
+        // Only a gap the bottleneck created measures it: if the sender
+        // spaced the packets more than they arrived, they never queued together.
+        if dispersion <= tx_gap {
+            return;
+        }
+        let p = self
+            .paths
+            .iter_mut()
+            .find(|p| p.id == rec.path)
+            .expect("path checked above");
+        if p.bw.on_pair(second.len, dispersion).is_some() {
+            self.stats.pair_samples += 1;
+        }
+    }
+
+    /// Marks every in-flight packet of `path` with sequence number <= `upto` lost.
+    fn declare_lost_through(&mut self, path: PathId, upto: u64, _now: Instant, cause: LossCause) {
+        let s = slot(path);
+        while let Some(&front) = self.unacked[s].front() {
+            if front > upto {
+                break;
+            }
+            self.unacked[s].pop_front();
+            let idx = (front as usize) & (self.ring.len() - 1);
+            let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == front) else {
+                continue;
+            };
+            if r.fate != Fate::InFlight {
+                continue;
+            }
+            r.fate = Fate::Lost;
+            let len = r.len;
+            match cause {
+                LossCause::Fifo => self.stats.lost_fifo += 1,
+                LossCause::Timeout => self.stats.lost_timeout += 1,
+                LossCause::Evicted => {}
+            }
+            if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
+                p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+                p.in_flight_bytes = p.in_flight_bytes.saturating_sub(len as u64);
+                p.loss.on_lost(1);
+            }
+        }
+    }
+
+    fn loss_timeout(&self, p: &PathState) -> Duration {
+        if !p.rtt.has_samples() {
+            // Nothing known about the path yet: it may be far slower than
+            // the default RTT (a 1 s satellite hop); wait the longest.
+            return self.cfg.max_loss_timeout;
+        }
+        p.rtt.rto(
+            Duration::from_millis(1),
+            self.cfg.min_loss_timeout,
+            self.cfg.max_loss_timeout,
+        )
+    }
+
+    /// The oldest in-flight packet of a path and when it times out.
+    fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant)> {
+        let q = &self.unacked[slot(p.id)];
+        let &seq = q.front()?;
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let r = self.ring[idx].filter(|r| r.seq == seq)?;
+        Some((seq, r.sent_at + self.loss_timeout(p)))
+    }
+
+    /// Declares packets lost whose feedback is overdue. Extra calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for i in 0..self.paths.len() {
+            loop {
+                let p = &self.paths[i];
+                match self.oldest_deadline(p) {
+                    Some((seq, deadline)) if deadline <= now => {
+                        let id = p.id;
+                        self.declare_lost_through(id, seq, now, LossCause::Timeout);
+                    }
+                    Some(_) => break,
+                    None => {
+                        // Stale head entry (already acked or evicted): drop it.
+                        let s = slot(p.id);
+                        if self.unacked[s].pop_front().is_none() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.paths
+            .iter()
+            .filter_map(|p| self.oldest_deadline(p).map(|(_, d)| d))
+            .min()
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LossCause {
+    Fifo,
+    Timeout,
+    Evicted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::{RoundRobin, SchedulerKind};
+
+    fn pkt() -> PacketInfo {
+        PacketInfo {
+            len: 1500,
+            retransmit: false,
+        }
+    }
+
+    fn sender(kind: SchedulerKind, n: u8) -> Sender {
+        let mut s = Sender::new(SenderConfig::default(), kind.build());
+        for i in 0..n {
+            s.add_path(PathId(i), PathParams::default());
+        }
+        s
+    }
+
+    #[test]
+    fn numbers_packets_and_links_previous_on_path() {
+        let mut s = Sender::new(SenderConfig::default(), Box::new(RoundRobin::default()));
+        s.add_path(PathId(0), PathParams::default());
+        s.add_path(PathId(1), PathParams::default());
+        let t: Vec<Transmit> = (0..4)
+            .map(|_| s.send(Instant::ZERO, &pkt()).unwrap())
+            .collect();
+        assert_eq!(
+            t.iter().map(|t| t.seq).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(t[0].header.prev_delta, 0);
+        assert_eq!(t[2].header.prev_delta, 2);
+        assert_eq!(t[2].path, PathId(0));
+    }
+
+    #[test]
+    fn feedback_updates_rtt_pairs_and_fifo_loss() {
+        let mut s = sender(SchedulerKind::Pet, 1);
+        let t0 = Instant::from_millis(0);
+        let a = s.send(t0, &pkt()).unwrap();
+        let b = s.send(t0, &pkt()).unwrap();
+        assert!(
+            a.header.flags.has(DataFlags::PAIR_FIRST) && b.header.flags.has(DataFlags::PAIR_SECOND)
+        );
+        let c = s.send(t0, &pkt()).unwrap();
+        let d = s.send(t0, &pkt()).unwrap();
+        // a and b arrive 12 ms apart (1 Mbit/s); c is lost; d arrives.
+        let fb = [
+            FeedbackEntry {
+                seq: a.seq as u32,
+                rx_time_ns: 50_000_000,
+            },
+            FeedbackEntry {
+                seq: b.seq as u32,
+                rx_time_ns: 62_000_000,
+            },
+            FeedbackEntry {
+                seq: d.seq as u32,
+                rx_time_ns: 86_000_000,
+            },
+        ];
+        s.handle_feedback(Instant::from_millis(100), fb);
+        let p = &s.paths()[0];
+        let bw = p.bw.estimate_bps().unwrap();
+        assert!((bw - 1e6).abs() < 1e3, "bw {bw}");
+        assert_eq!(p.rtt.latest(), Some(Duration::from_millis(100)));
+        assert_eq!(s.stats().lost_fifo, 1);
+        assert_eq!(p.in_flight_packets, 0);
+        let _ = c;
+    }
+
+    #[test]
+    fn late_feedback_still_measures_the_path() {
+        let mut s = sender(SchedulerKind::RoundRobin, 1);
+        let a = s.send(Instant::ZERO, &pkt()).unwrap();
+        // Before any sample the sender waits the longest timeout.
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Instant::ZERO + SenderConfig::default().max_loss_timeout)
+        );
+        s.handle_timeout(Instant::from_secs_f64(5.0));
+        assert_eq!(s.stats().lost_timeout, 1);
+        s.handle_feedback(
+            Instant::from_secs_f64(6.0),
+            [FeedbackEntry {
+                seq: a.seq as u32,
+                rx_time_ns: 3_000_000_000,
+            }],
+        );
+        assert_eq!(s.stats().spurious_losses, 1);
+        assert_eq!(s.paths()[0].rtt.latest(), Some(Duration::from_secs(6)));
+        assert_eq!(s.paths()[0].in_flight_packets, 0);
+    }
+
+    #[test]
+    fn silent_path_times_out_its_packets() {
+        let mut s = sender(SchedulerKind::RoundRobin, 1);
+        s.paths[0].rtt.update(Duration::from_millis(100));
+        s.send(Instant::ZERO, &pkt()).unwrap();
+        let due = s.poll_timeout().unwrap();
+        // RFC 6298 after one 100 ms sample: 100 + 4 x 50 ms.
+        assert_eq!(due, Instant::from_millis(300));
+        s.handle_timeout(due - Duration::from_millis(1));
+        assert_eq!(s.stats().lost_timeout, 0);
+        s.handle_timeout(due);
+        assert_eq!(s.stats().lost_timeout, 1);
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn forged_or_duplicate_feedback_is_ignored() {
+        let mut s = sender(SchedulerKind::RoundRobin, 1);
+        let a = s.send(Instant::ZERO, &pkt()).unwrap();
+        let e = FeedbackEntry {
+            seq: a.seq as u32,
+            rx_time_ns: 1,
+        };
+        s.handle_feedback(
+            Instant::from_millis(10),
+            [
+                e,
+                e,
+                FeedbackEntry {
+                    seq: 999,
+                    rx_time_ns: 5,
+                },
+            ],
+        );
+        assert_eq!(s.stats().acked, 1);
+        assert_eq!(s.stats().feedback_unmatched, 2);
+    }
+
+    #[test]
+    fn no_usable_path_drops() {
+        let mut s = sender(SchedulerKind::Pet, 1);
+        s.set_usable(PathId(0), false);
+        assert!(s.send(Instant::ZERO, &pkt()).is_none());
+        assert_eq!(s.stats().no_path, 1);
+    }
+}

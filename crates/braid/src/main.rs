@@ -1,1 +1,43 @@
-fn main() {}
+//! The `braid` command: simulator front end, benchmarks, and (as they
+//! land) the tunnel daemon and the lab.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod sim;
+
+/// braid: stripe ordinary TCP and UDP connections across several network
+/// paths (PET/BMP scheduling and resequencing).
+#[derive(Parser)]
+#[command(name = "braid", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Deterministic simulation of the paper's experiments.
+    #[command(subcommand)]
+    Sim(sim::SimCmd),
+    /// Benchmarks (simulator speed, ...).
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Command::Sim(c) => sim::run(c),
+        Command::Bench(c) => bench::run(c),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("braid: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,176 @@
 //! Schedulers: which path carries the next packet.
+//!
+//! A scheduler sees the packet's size and whether it is a retransmission,
+//! and the sender's [`PathState`]s (estimates, in-flight counts, configured
+//! parameters). It returns the chosen path and the packet's role in a PET
+//! packet pair. Schedulers are pure decision makers: the [`Sender`]
+//! (crate::sender) records the transmission and feeds estimates back.
+//!
+//! [`Sender`]: crate::sender::Sender
+
+mod edpf;
+mod minrtt;
+mod pet;
+mod rr;
+mod single;
+mod wrr;
+
+pub use edpf::{Edpf, EdpfQueues};
+pub use minrtt::MinRtt;
+pub use pet::{Pet, PetConfig};
+pub use rr::RoundRobin;
+pub use single::Single;
+pub use wrr::WeightedRoundRobin;
+
+use crate::path::PathState;
+use crate::time::{Duration, Instant};
+
+/// What a scheduler may know about the packet to place.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    /// Bytes the packet occupies on the path (inner packet plus tunnel overhead).
+    pub len: u32,
+    /// The inner packet repeats data already sent (a TCP retransmission).
+    /// PET never pairs these: their packet-pair sample would be ambiguous.
+    pub retransmit: bool,
+}
+
+/// Role of a packet in a PET packet pair (PET/BMP Section V-A).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PairRole {
+    #[default]
+    None,
+    First,
+    Second,
+}
+
+/// A scheduling decision.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Index into the `paths` slice given to [`Scheduler::select`].
+    pub index: usize,
+    pub pair: PairRole,
+    /// Sent on a path the scheduler otherwise avoids, to keep its estimate fresh.
+    pub probe: bool,
+}
+
+impl Decision {
+    pub fn single(index: usize) -> Self {
+        Decision {
+            index,
+            pair: PairRole::None,
+            probe: false,
+        }
+    }
+}
+
+/// Chooses a path for each packet.
+pub trait Scheduler: Send {
+    /// Short name for reports (`"PET"`, `"EDPF"`, ...).
+    fn name(&self) -> &'static str;
+    /// Picks a path among `paths` for a packet arriving at `now`. Paths
+    /// with `usable == false` must not be chosen. `None` when no path is
+    /// usable.
+    fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision>;
+    /// The path set changed (added, removed, usability): drop stale state.
+    fn paths_changed(&mut self, _paths: &[PathState]) {}
+}
+
+/// The schedulers by name, as scenario files and configs spell them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    RoundRobin,
+    WeightedRoundRobin,
+    Edpf,
+    Pet,
+    MinRtt,
+    Single,
+}
+
+impl SchedulerKind {
+    pub const ALL: [SchedulerKind; 6] = [
+        SchedulerKind::RoundRobin,
+        SchedulerKind::WeightedRoundRobin,
+        SchedulerKind::Edpf,
+        SchedulerKind::Pet,
+        SchedulerKind::MinRtt,
+        SchedulerKind::Single,
+    ];
+
+    /// Lower-case name used in configuration files and CLI flags.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedulerKind::RoundRobin => "rr",
+            SchedulerKind::WeightedRoundRobin => "wrr",
+            SchedulerKind::Edpf => "edpf",
+            SchedulerKind::Pet => "pet",
+            SchedulerKind::MinRtt => "minrtt",
+            SchedulerKind::Single => "single",
+        }
+    }
+
+    /// Parses a name (case-insensitive).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.to_ascii_lowercase();
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// A fresh scheduler of this kind with default tuning.
+    pub fn build(self) -> Box<dyn Scheduler> {
+        match self {
+            SchedulerKind::RoundRobin => Box::new(RoundRobin::default()),
+            SchedulerKind::WeightedRoundRobin => Box::new(WeightedRoundRobin::default()),
+            SchedulerKind::Edpf => Box::new(Edpf::default()),
+            SchedulerKind::Pet => Box::new(Pet::new(PetConfig::default())),
+            SchedulerKind::MinRtt => Box::new(MinRtt::default()),
+            SchedulerKind::Single => Box::new(Single),
+        }
+    }
+}
+
+/// The rate a scheduler should assume for a path: the configured one when
+/// given (ideal knowledge), else the packet-pair estimate.
+pub fn known_or_estimated_rate(p: &PathState) -> Option<f64> {
+    p.params.rate_bps.or_else(|| p.bw.estimate_bps())
+}
+
+/// Duration to serialise `len` bytes at `rate_bps`.
+pub(crate) fn service_time(len: u32, rate_bps: f64) -> Duration {
+    crate::time::tx_time(len, rate_bps)
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::*;
+    use crate::path::{EstimatorConfig, PathId, PathParams};
+
+    /// Paths with known rates (bit/s) and one-way delays (ms).
+    pub fn known_paths(spec: &[(f64, u64)]) -> Vec<PathState> {
+        spec.iter()
+            .enumerate()
+            .map(|(i, &(rate, delay_ms))| {
+                PathState::new(
+                    PathId(i as u8),
+                    PathParams {
+                        rate_bps: Some(rate),
+                        delay: Some(Duration::from_millis(delay_ms)),
+                    },
+                    &EstimatorConfig::default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Paths with nothing known.
+    pub fn unknown_paths(n: usize) -> Vec<PathState> {
+        (0..n)
+            .map(|i| {
+                PathState::new(
+                    PathId(i as u8),
+                    PathParams::default(),
+                    &EstimatorConfig::default(),
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,328 @@
+//! PET: Packet-pair based Earliest-delivery-path-first for TCP (PET/BMP
+//! Section V-A). EDPF (eq. 1) with the ideal parameters replaced by
+//! estimates:
+//! - B_l from packet-pair dispersion reported by per-packet feedback
+//!   (SIG-ACKs), so every packet is treated as part of a pair and the
+//!   second packet of a pair always follows the first on the same path;
+//! - D_l as the *relative* one-way delay: clock offset cancels because
+//!   only differences between paths matter.
+//!
+//! Until a path has a bandwidth estimate PET is in its initial phase and
+//! sends pairs round robin. Retransmissions are never paired (their
+//! sample would be ambiguous). A path PET has stopped using gets a pair
+//! every `probe_interval` so its estimate stays fresh and a path whose
+//! capacity grew is not abandoned for good (Section V-A, last bullet).
+
+use super::edpf::{Edpf, EdpfQueues};
+use super::{Decision, PacketInfo, PairRole, Scheduler};
+use crate::path::{PathId, PathState, MAX_PATHS};
+use crate::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct PetConfig {
+    /// A usable path not sent on for this long gets the next pair.
+    pub probe_interval: Duration,
+    /// Round-robin pairs a path gets in the initial phase before PET gives
+    /// up waiting for its estimate and only probes it periodically.
+    pub initial_pairs: u32,
+    /// A probe pair is sent only if EDPF predicts it to arrive at most this
+    /// much later than on the best path. A probe that arrives later than
+    /// the receiver's loss timer (BMP's 0.5 s) would be given up as lost
+    /// and make TCP halve its window, so the slack is half that timer. On
+    /// a path with a large delay disparity (PET/BMP Section IV's 1 s case)
+    /// this means probing only while the fast paths' queues are deep.
+    pub probe_slack: Duration,
+}
+
+impl Default for PetConfig {
+    fn default() -> Self {
+        PetConfig {
+            probe_interval: Duration::from_secs(1),
+            initial_pairs: 4,
+            probe_slack: Duration::from_millis(250),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Pet {
+    cfg: PetConfig,
+    queues: EdpfQueues,
+    /// Path of a pair whose second packet is still to come.
+    pending: Option<PathId>,
+    rr_next: usize,
+    initial_pairs_sent: [u32; MAX_PATHS],
+}
+
+impl Pet {
+    pub fn new(cfg: PetConfig) -> Self {
+        Pet {
+            cfg,
+            queues: EdpfQueues::default(),
+            pending: None,
+            rr_next: 0,
+            initial_pairs_sent: [0; MAX_PATHS],
+        }
+    }
+
+    /// Relative one-way delay of each path (slot-indexed): its base delay
+    /// minus the smallest base delay of any path. `None` without samples.
+    pub fn relative_delays(paths: &[PathState]) -> [Option<Duration>; MAX_PATHS] {
+        let mut out = [None; MAX_PATHS];
+        let min = paths.iter().filter_map(|p| p.owd.base_raw_ns()).min();
+        if let Some(min) = min {
+            for p in paths {
+                if let Some(b) = p.owd.base_raw_ns() {
+                    out[p.id.0 as usize % MAX_PATHS] =
+                        Some(Duration::from_nanos((b - min).max(0) as u64));
+                }
+            }
+        }
+        out
+    }
+
+    /// EDPF over the paths that have a bandwidth estimate.
+    fn edpf(&self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, Instant)> {
+        let delays = Self::relative_delays(paths);
+        Edpf::earliest(&self.queues, now, len, paths, |p| {
+            let rate = p.bw.estimate_bps()?;
+            Some((
+                delays[p.id.0 as usize % MAX_PATHS].unwrap_or_default(),
+                rate,
+            ))
+        })
+    }
+
+    /// Books the packet on the path's virtual queue, if PET can model it.
+    fn commit(&mut self, now: Instant, len: u32, paths: &[PathState], i: usize) {
+        let p = &paths[i];
+        if let Some(rate) = p.bw.estimate_bps() {
+            let delay =
+                Self::relative_delays(paths)[p.id.0 as usize % MAX_PATHS].unwrap_or_default();
+            let d = self.queues.delivery_time(p, now, delay, len, rate);
+            self.queues.commit(p, d);
+        }
+    }
+
+    fn round_robin(
+        &mut self,
+        paths: &[PathState],
+        pred: impl Fn(&PathState) -> bool,
+    ) -> Option<usize> {
+        let n = paths.len();
+        (0..n)
+            .map(|k| (self.rr_next + k) % n)
+            .find(|&i| paths[i].usable && pred(&paths[i]))
+            .inspect(|&i| {
+                self.rr_next = (i + 1) % n;
+            })
+    }
+
+    /// Where the first packet of a new pair goes, and whether it is a probe.
+    fn place_pair(&mut self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, bool)> {
+        let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
+        // Initial phase: round robin among paths still without an estimate.
+        let limit = self.cfg.initial_pairs;
+        let sent = self.initial_pairs_sent;
+        if let Some(i) = self.round_robin(paths, |p| {
+            p.bw.estimate_bps().is_none() && sent[slot(p)] < limit
+        }) {
+            self.initial_pairs_sent[slot(&paths[i])] += 1;
+            return Some((i, false));
+        }
+        // Keep idle paths' estimates fresh.
+        let stale = |p: &PathState| {
+            p.last_sent
+                .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
+        };
+        let best = self.edpf(now, len, paths);
+        let delays = Self::relative_delays(paths);
+        let safe = |p: &PathState| match (best, p.bw.estimate_bps()) {
+            (Some((_, best_d)), Some(rate)) => {
+                let delay = delays[slot(p)].unwrap_or_default();
+                self.queues.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
+            }
+            // Without an estimate of the path there is nothing to predict.
+            _ => true,
+        };
+        if let Some(i) = paths.iter().position(|p| p.usable && stale(p) && safe(p)) {
+            if best.is_none_or(|(b, _)| b != i) {
+                return Some((i, true));
+            }
+        }
+        match best {
+            Some((i, _)) => Some((i, false)),
+            // No estimates at all yet (feedback still in flight): keep pairing round robin.
+            None => self.round_robin(paths, |_| true).map(|i| (i, false)),
+        }
+    }
+}
+
+impl Scheduler for Pet {
+    fn name(&self) -> &'static str {
+        "PET"
+    }
+
+    fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+        if pkt.retransmit {
+            // Never paired; a pending pair is abandoned (no longer back to back).
+            self.pending = None;
+            let i = match self.edpf(now, pkt.len, paths) {
+                Some((i, _)) => i,
+                None => self.round_robin(paths, |_| true)?,
+            };
+            self.commit(now, pkt.len, paths, i);
+            return Some(Decision::single(i));
+        }
+        if let Some(id) = self.pending.take() {
+            if let Some(i) = paths.iter().position(|p| p.id == id && p.usable) {
+                self.commit(now, pkt.len, paths, i);
+                return Some(Decision {
+                    index: i,
+                    pair: PairRole::Second,
+                    probe: false,
+                });
+            }
+        }
+        let (i, probe) = self.place_pair(now, pkt.len, paths)?;
+        self.commit(now, pkt.len, paths, i);
+        self.pending = Some(paths[i].id);
+        Some(Decision {
+            index: i,
+            pair: PairRole::First,
+            probe,
+        })
+    }
+
+    fn paths_changed(&mut self, paths: &[PathState]) {
+        if let Some(id) = self.pending {
+            if !paths.iter().any(|p| p.id == id && p.usable) {
+                self.pending = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::test_util::unknown_paths;
+
+    fn pkt(retransmit: bool) -> PacketInfo {
+        PacketInfo {
+            len: 1500,
+            retransmit,
+        }
+    }
+
+    #[test]
+    fn initial_phase_sends_pairs_round_robin() {
+        let paths = unknown_paths(3);
+        let mut pet = Pet::new(PetConfig::default());
+        let got: Vec<(usize, PairRole)> = (0..6)
+            .map(|_| pet.select(Instant::ZERO, &pkt(false), &paths).unwrap())
+            .map(|d| (d.index, d.pair))
+            .collect();
+        use PairRole::*;
+        assert_eq!(
+            got,
+            vec![
+                (0, First),
+                (0, Second),
+                (1, First),
+                (1, Second),
+                (2, First),
+                (2, Second)
+            ]
+        );
+    }
+
+    #[test]
+    fn retransmissions_are_never_paired() {
+        let paths = unknown_paths(2);
+        let mut pet = Pet::new(PetConfig::default());
+        let first = pet.select(Instant::ZERO, &pkt(false), &paths).unwrap();
+        assert_eq!(first.pair, PairRole::First);
+        let rtx = pet.select(Instant::ZERO, &pkt(true), &paths).unwrap();
+        assert_eq!(rtx.pair, PairRole::None);
+        // The pair was broken: the next packet starts a new one.
+        assert_eq!(
+            pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().pair,
+            PairRole::First
+        );
+    }
+
+    fn with_estimates(rates: &[f64]) -> Vec<PathState> {
+        let mut paths = unknown_paths(rates.len());
+        for (p, &r) in paths.iter_mut().zip(rates) {
+            // One pair sample at the wanted rate: 1500 bytes over 1500*8/r seconds.
+            p.bw.on_pair(1500, Duration::from_secs_f64(1500.0 * 8.0 / r));
+            p.owd.on_sample(Instant::ZERO, 50_000_000);
+            p.last_sent = Some(Instant::ZERO);
+        }
+        paths
+    }
+
+    #[test]
+    fn with_estimates_splits_like_edpf() {
+        let mut paths = with_estimates(&[50e3, 100e3, 200e3]);
+        let mut pet = Pet::new(PetConfig::default());
+        let mut counts = [0u32; 3];
+        let mut now = Instant::ZERO;
+        // Offered load above capacity so the virtual queues stay backlogged.
+        for _ in 0..700 {
+            now += Duration::from_millis(30);
+            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            counts[d.index] += 1;
+            paths[d.index].last_sent = Some(now);
+        }
+        let total: u32 = counts.iter().sum();
+        let share2 = counts[2] as f64 / total as f64;
+        assert!(
+            (share2 - 4.0 / 7.0).abs() < 0.08,
+            "share of the 200k path {share2}, counts {counts:?}"
+        );
+        assert!(counts[0] > 0);
+    }
+
+    #[test]
+    fn does_not_probe_a_path_that_would_deliver_far_too_late() {
+        let mut paths = with_estimates(&[1e6, 10e6]);
+        // Path 0 is 1 s further away than path 1.
+        paths[0].owd.on_sample(Instant::ZERO, 1_050_000_000);
+        paths[0].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[0].owd.on_sample(Instant::ZERO, 1_050_000_000);
+        let mut pet = Pet::new(PetConfig::default());
+        let mut now = Instant::ZERO;
+        for _ in 0..200 {
+            now += Duration::from_millis(20);
+            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            paths[d.index].last_sent = Some(now);
+            assert_ne!(d.index, 0, "probed a path 1 s behind at {now:?}");
+        }
+    }
+
+    #[test]
+    fn probes_a_path_left_idle() {
+        // Path 0 is slow enough that EDPF never picks it under light load,
+        // yet a probe on it arrives within the slack (120 ms later).
+        let mut paths = with_estimates(&[100e3, 10e6]);
+        let mut pet = Pet::new(PetConfig::default());
+        let mut probed_at = None;
+        let mut now = Instant::ZERO;
+        for _ in 0..200 {
+            now += Duration::from_millis(20);
+            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            paths[d.index].last_sent = Some(now);
+            if d.index == 0 && d.probe {
+                probed_at = Some(now);
+                break;
+            }
+        }
+        let t = probed_at.expect("idle path was never probed");
+        assert!(
+            t >= Instant::from_secs_f64(1.0) && t <= Instant::from_secs_f64(1.05),
+            "probe at {t:?}"
+        );
+    }
+}

@@ -1,0 +1,738 @@
+//! One simulated run: the topology of PET/BMP Fig. 1 for one scheme, one
+//! seed and one cross-traffic scenario, driven event by event.
+//!
+//! ```text
+//! server --L_sp--> proxy --L_pb[i]--> BS_i --L_w[i] (WFQ, bottleneck)--> client
+//!        <-L_ps--        <-L_bp[i]--       <-L_wu[i]------------------
+//! cross servers --L_xin[i]--> BS_i, <-L_xout[i]--
+//! ```
+//! In tunnelled schemes the proxy and the client run `braid-core`'s
+//! [`Sender`] and [`Receiver`] unchanged: frames are encoded and decoded
+//! with the real wire format. The client's TCP ACKs return over the path
+//! with the smallest wired delay (ties: the fastest); feedback for a path
+//! returns over that path.
+
+use braid_core::flow::RetransmitDetector;
+use braid_core::path::{PathId, PathParams};
+use braid_core::receiver::{Receiver, ReceiverConfig};
+use braid_core::reorder::{ReorderConfig, ReorderMode, ReorderStats};
+use braid_core::sched::{PacketInfo, SchedulerKind};
+use braid_core::sender::{Sender, SenderConfig, SenderStats};
+use braid_core::time::{Duration, Instant};
+use braid_core::wire::{self, DataHeader, Frame};
+use rand_chacha::ChaCha8Rng;
+
+use crate::cross::{self, CrossKind};
+use crate::event::EventQueue;
+use crate::link::{Discipline, Link, LinkSpec};
+use crate::packet::{Body, Dst, Packet, Route, FEEDBACK_INLINE};
+use crate::rng::stream;
+use crate::scenario::{Scenario, Scheme};
+use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender};
+
+/// Bytes of outer IP/UDP headers charged to a feedback frame.
+const FEEDBACK_OVERHEAD: u32 = 28;
+/// Class of the tunnel at the base stations' fair queues.
+const TUNNEL_CLASS: u32 = u32::MAX;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Node {
+    Src(u32),
+    Sink(u32),
+    Proxy,
+    Client,
+}
+
+enum Ev {
+    Arrive(Packet),
+    TxDone(u16),
+    Timer(Node),
+    /// Start (or restart, for web clients) flow `i`.
+    Start(u32),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum FlowRole {
+    /// The measured connection (or one MTCP subflow, tagged with its path).
+    Main {
+        path: u8,
+    },
+    Ftp {
+        start_s: f64,
+    },
+    Web {
+        stream: u64,
+    },
+}
+
+struct Flow {
+    role: FlowRole,
+    tx: TcpSender,
+    rx: TcpReceiver,
+    fwd: Route,
+    rev: Route,
+    /// Generation: bumps when a web client starts a new object, so stale
+    /// packets of the previous one are ignored.
+    gen: u32,
+    started: bool,
+    web_rng: Option<ChaCha8Rng>,
+    /// Delivered bytes of earlier generations.
+    delivered_before: u64,
+}
+
+impl Flow {
+    fn key(&self, index: u32) -> u32 {
+        index | (self.gen << 20)
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub goodput_kbps: f64,
+    pub dupacks: u64,
+    pub retransmits: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    /// Goodput of each main flow (MTCP subflows; one entry otherwise).
+    pub flow_goodput_kbps: Vec<f64>,
+    pub flow_dupacks: Vec<u64>,
+    pub flow_retransmits: Vec<u64>,
+    pub flow_timeouts: Vec<u64>,
+    /// Main-flow throughput arriving at the client per path, per second (kbit/s).
+    pub series_kbps: Vec<Vec<f64>>,
+    pub reorder: Option<ReorderStats>,
+    pub sender: Option<SenderStats>,
+    pub bs_drops_queue: u64,
+    pub bs_drops_loss: u64,
+    pub events: u64,
+}
+
+struct Braid {
+    sender: Sender,
+    receiver: Receiver<Segment>,
+    retx: RetransmitDetector,
+    overhead: u32,
+    /// Wired+wireless route of each path from the proxy; uplink back.
+    down: Vec<Route>,
+    up: Vec<Route>,
+}
+
+pub struct World {
+    q: EventQueue<Ev>,
+    links: Vec<Link<Packet>>,
+    link_rng: ChaCha8Rng,
+    flows: Vec<Flow>,
+    timers: Vec<Option<Instant>>,
+    braid: Option<Braid>,
+    n_main: usize,
+    end: Instant,
+    series: Vec<Vec<f64>>,
+    wireless: Vec<u16>,
+    scratch: Vec<Segment>,
+    cross_spec: Option<crate::scenario::CrossSpec>,
+    mss: u32,
+}
+
+fn kbps_to_bps(k: f64) -> f64 {
+    k * 1000.0
+}
+
+fn ms(v: f64) -> Duration {
+    Duration::from_secs_f64(v / 1e3)
+}
+
+impl World {
+    /// Builds the run of `scheme` (not HBI, which is derived from MTCP).
+    pub fn new(sc: &Scenario, scheme: Scheme, seed: u64, cross_index: u32) -> World {
+        let tcp = sc.tcp.config();
+        let mut links: Vec<Link<Packet>> = Vec::new();
+        let mut add = |spec: LinkSpec| {
+            links.push(Link::new(spec));
+            (links.len() - 1) as u16
+        };
+        let fifo = |rate_kbps: f64, delay_ms: f64| LinkSpec {
+            rate_bps: kbps_to_bps(rate_kbps),
+            delay: ms(delay_ms),
+            queue_bytes: 1 << 40,
+            loss: 0.0,
+            discipline: Discipline::Fifo,
+        };
+        let l_sp = add(fifo(sc.server.rate_kbps, sc.server.delay_ms));
+        let l_ps = add(fifo(sc.server.rate_kbps, sc.server.delay_ms));
+
+        // ASI replaces the paths by one of the aggregate capacity.
+        let paths: Vec<crate::scenario::PathSpec> = if scheme == Scheme::Asi {
+            // Template: the path with the shortest wired delay.
+            let mut p = sc
+                .paths
+                .iter()
+                .min_by(|a, b| a.wired_delay_ms.total_cmp(&b.wired_delay_ms))
+                .expect("validated")
+                .clone();
+            p.rate_kbps = sc.paths.iter().map(|p| p.rate_kbps).sum();
+            p.queue_bytes = sc.paths.iter().map(|p| p.queue_bytes).sum();
+            p.uplink_rate_kbps = None;
+            vec![p]
+        } else {
+            sc.paths.clone()
+        };
+        let (mut l_pb, mut l_bp, mut l_w, mut l_wu, mut l_xin, mut l_xout) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let cross_delay = sc.cross.as_ref().map_or(65.0, |c| c.delay_ms);
+        for p in &paths {
+            l_pb.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
+            l_bp.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
+            l_w.push(add(LinkSpec {
+                rate_bps: kbps_to_bps(p.rate_kbps),
+                delay: Duration::ZERO,
+                queue_bytes: p.queue_bytes,
+                loss: p.loss,
+                discipline: Discipline::Wfq,
+            }));
+            l_wu.push(add(fifo(p.uplink_rate_kbps.unwrap_or(p.rate_kbps), 0.0)));
+            l_xin.push(add(fifo(10_000.0, cross_delay)));
+            l_xout.push(add(fifo(10_000.0, cross_delay)));
+        }
+        // TCP ACKs of the main connection return over the lowest-delay path.
+        let ack_path = (0..paths.len())
+            .min_by(|&a, &b| {
+                paths[a]
+                    .wired_delay_ms
+                    .total_cmp(&paths[b].wired_delay_ms)
+                    .then(paths[b].rate_kbps.total_cmp(&paths[a].rate_kbps))
+            })
+            .unwrap_or(0);
+
+        let mut flows = Vec::new();
+        let mk_flow = |role: FlowRole,
+                       total: Option<u64>,
+                       fwd: Route,
+                       rev: Route,
+                       index: u32,
+                       cfg: &TcpConfig| Flow {
+            tx: TcpSender::new(cfg.clone(), index, total),
+            rx: TcpReceiver::new(cfg, index),
+            role,
+            fwd,
+            rev,
+            gen: 0,
+            started: false,
+            web_rng: None,
+            delivered_before: 0,
+        };
+        let mut braid = None;
+        if scheme.tunnelled() {
+            let i = 0u32;
+            let fwd = Route::new(&[l_sp], Dst::Proxy);
+            let rev = Route::new(&[l_wu[ack_path], l_bp[ack_path], l_ps], Dst::Src(i));
+            flows.push(mk_flow(
+                FlowRole::Main { path: u8::MAX },
+                None,
+                fwd,
+                rev,
+                i,
+                &tcp,
+            ));
+            braid = Some(Self::build_braid(
+                sc, scheme, &paths, &l_pb, &l_w, &l_wu, &l_bp,
+            ));
+        } else {
+            for (k, _) in paths.iter().enumerate() {
+                let i = flows.len() as u32;
+                let fwd = Route::new(&[l_sp, l_pb[k], l_w[k]], Dst::Sink(i));
+                let rev = Route::new(&[l_wu[k], l_bp[k], l_ps], Dst::Src(i));
+                flows.push(mk_flow(
+                    FlowRole::Main { path: k as u8 },
+                    None,
+                    fwd,
+                    rev,
+                    i,
+                    &tcp,
+                ));
+            }
+        }
+        let n_main = flows.len();
+        if let Some(cs) = &sc.cross {
+            for src in cross::draw(
+                cs,
+                paths.len(),
+                cross_index,
+                seed,
+                sc.duration_s,
+                tcp.mss_bytes,
+            ) {
+                let i = flows.len() as u32;
+                let fwd = Route::new(&[l_xin[src.bs], l_w[src.bs]], Dst::Sink(i));
+                let rev = Route::new(&[l_wu[src.bs], l_xout[src.bs]], Dst::Src(i));
+                let (role, total) = match src.kind {
+                    CrossKind::Ftp { packets, start_s } => {
+                        (FlowRole::Ftp { start_s }, Some(packets))
+                    }
+                    CrossKind::Web { stream } => (FlowRole::Web { stream }, Some(1)),
+                };
+                let mut f = mk_flow(role, total, fwd, rev, i, &tcp);
+                if let FlowRole::Web { stream } = f.role {
+                    f.web_rng = Some(cross::web_rng(seed, cross_index, stream));
+                }
+                flows.push(f);
+            }
+        }
+        let n_nodes = 2 * flows.len() + 2;
+        let n_paths = paths.len();
+        let mut w = World {
+            q: EventQueue::default(),
+            links,
+            link_rng: stream(seed, &[0x11]),
+            flows,
+            timers: vec![None; n_nodes],
+            braid,
+            n_main,
+            end: Instant::from_secs_f64(sc.duration_s),
+            series: vec![vec![0.0; sc.duration_s.ceil() as usize]; n_paths],
+            wireless: l_w,
+            scratch: Vec::with_capacity(64),
+            cross_spec: sc.cross.clone(),
+            mss: tcp.mss_bytes,
+        };
+        for i in 0..w.flows.len() {
+            let at = match (&w.flows[i].role, sc.cross.as_ref()) {
+                (FlowRole::Main { .. }, _) => Instant::ZERO,
+                (FlowRole::Ftp { start_s }, _) => Instant::from_secs_f64(*start_s),
+                (FlowRole::Web { .. }, Some(cs)) => {
+                    let rng = w.flows[i].web_rng.as_mut().unwrap();
+                    Instant::from_secs_f64(cross::think_s(rng, cs.web_think_mean_s))
+                }
+                (FlowRole::Web { .. }, None) => unreachable!("web flows come from a cross spec"),
+            };
+            w.q.push(at, Ev::Start(i as u32));
+        }
+        w
+    }
+
+    fn build_braid(
+        sc: &Scenario,
+        scheme: Scheme,
+        paths: &[crate::scenario::PathSpec],
+        l_pb: &[u16],
+        l_w: &[u16],
+        l_wu: &[u16],
+        l_bp: &[u16],
+    ) -> Braid {
+        let (kind, bmp) = match scheme {
+            Scheme::Edpf => (SchedulerKind::Edpf, false),
+            Scheme::Wrr => (SchedulerKind::WeightedRoundRobin, false),
+            Scheme::WrrBmp => (SchedulerKind::WeightedRoundRobin, true),
+            Scheme::PetBmp => (SchedulerKind::Pet, true),
+            Scheme::Pet => (SchedulerKind::Pet, false),
+            Scheme::MinRttBmp => (SchedulerKind::MinRtt, true),
+            Scheme::Mtcp | Scheme::Asi | Scheme::Hbi => unreachable!("not tunnelled"),
+        };
+        let b = &sc.braid;
+        let mut scfg = SenderConfig::default();
+        scfg.estimators.bw_weight_new = b.bw_weight_new;
+        let sched: Box<dyn braid_core::sched::Scheduler> = match kind {
+            SchedulerKind::Pet => {
+                Box::new(braid_core::sched::Pet::new(braid_core::sched::PetConfig {
+                    probe_interval: ms(b.probe_interval_ms),
+                    ..Default::default()
+                }))
+            }
+            k => k.build(),
+        };
+        let mut sender = Sender::new(scfg, sched);
+        for (i, p) in paths.iter().enumerate() {
+            // Only the idealised schemes are told the truth; PET must estimate.
+            let params = match kind {
+                SchedulerKind::Edpf | SchedulerKind::WeightedRoundRobin => PathParams {
+                    rate_bps: Some(kbps_to_bps(p.rate_kbps)),
+                    delay: Some(ms(p.wired_delay_ms)),
+                },
+                _ => PathParams::default(),
+            };
+            sender.add_path(PathId(i as u8), params);
+        }
+        let rcfg = ReceiverConfig {
+            reorder: ReorderConfig {
+                mode: if bmp {
+                    ReorderMode::Bmp
+                } else {
+                    ReorderMode::Off
+                },
+                loss_timeout: ms(b.loss_timeout_ms),
+                pace_fraction: b.pace_fraction,
+                max_buffer_bytes: b.max_buffer_bytes,
+                ..Default::default()
+            },
+            feedback_max_entries: b.feedback_max_entries.clamp(1, 4),
+            feedback_max_delay: Duration::from_millis(if b.feedback_max_entries > 1 {
+                5
+            } else {
+                0
+            }),
+        };
+        let mut receiver = Receiver::new(rcfg);
+        for i in 0..paths.len() {
+            receiver.add_path(Instant::ZERO, PathId(i as u8));
+        }
+        Braid {
+            sender,
+            receiver,
+            retx: RetransmitDetector::new(1024),
+            overhead: b.tunnel_overhead_bytes,
+            down: (0..paths.len())
+                .map(|i| Route::new(&[l_pb[i], l_w[i]], Dst::Client))
+                .collect(),
+            up: (0..paths.len())
+                .map(|i| Route::new(&[l_wu[i], l_bp[i]], Dst::Proxy))
+                .collect(),
+        }
+    }
+
+    fn node_index(&self, n: Node) -> usize {
+        let nf = self.flows.len();
+        match n {
+            Node::Src(i) => i as usize,
+            Node::Sink(i) => nf + i as usize,
+            Node::Proxy => 2 * nf,
+            Node::Client => 2 * nf + 1,
+        }
+    }
+
+    fn poll_node(&self, n: Node) -> Option<Instant> {
+        match n {
+            Node::Src(i) => self.flows[i as usize].tx.poll_timeout(),
+            Node::Sink(i) => self.flows[i as usize].rx.poll_timeout(),
+            Node::Proxy => self.braid.as_ref()?.sender.poll_timeout(),
+            Node::Client => self.braid.as_ref()?.receiver.poll_timeout(),
+        }
+    }
+
+    /// Makes sure a timer event is pending no later than the node's deadline.
+    fn arm(&mut self, n: Node) {
+        let Some(t) = self.poll_node(n) else { return };
+        let idx = self.node_index(n);
+        if self.timers[idx].is_none_or(|s| t < s) {
+            self.timers[idx] = Some(t);
+            self.q.push(t, Ev::Timer(n));
+        }
+    }
+
+    fn inject(&mut self, now: Instant, p: Packet) {
+        self.q.push(now, Ev::Arrive(p));
+    }
+
+    fn send_segments(&mut self, now: Instant, flow: u32) {
+        let f = &self.flows[flow as usize];
+        let (route, class) = (f.fwd, flow);
+        for seg in self.scratch.drain(..) {
+            let len = seg.wire_bytes;
+            self.q.push(
+                now,
+                Ev::Arrive(Packet {
+                    body: Body::Seg(seg),
+                    len,
+                    class,
+                    route,
+                    hop: 0,
+                    tag: 0,
+                }),
+            );
+        }
+    }
+
+    /// Runs to the end of the scenario.
+    pub fn run(mut self) -> RunResult {
+        while let Some(t) = self.q.peek_time() {
+            if t > self.end {
+                break;
+            }
+            let (now, ev) = self.q.pop().expect("peeked");
+            match ev {
+                Ev::Arrive(p) => self.arrive(now, p),
+                Ev::TxDone(l) => self.tx_done(now, l),
+                Ev::Timer(n) => self.timer(now, n),
+                Ev::Start(i) => self.start(now, i),
+            }
+        }
+        self.finish()
+    }
+
+    fn arrive(&mut self, now: Instant, p: Packet) {
+        if p.hop < p.route.n {
+            let l = p.route.hops[p.hop as usize];
+            let (class, len) = (p.class, p.len);
+            if let Some(done) = self.links[l as usize].enqueue(now, class, len, p) {
+                self.q.push(done, Ev::TxDone(l));
+            }
+            return;
+        }
+        match p.route.dst {
+            Dst::Sink(i) => self.at_sink(now, i, p),
+            Dst::Src(i) => self.at_src(now, i, p),
+            Dst::Proxy => self.at_proxy(now, p),
+            Dst::Client => self.at_client(now, p),
+        }
+    }
+
+    fn tx_done(&mut self, now: Instant, l: u16) {
+        let (out, next) = self.links[l as usize].tx_done(now, |p| p.len, &mut self.link_rng);
+        if let Some(t) = next {
+            self.q.push(t, Ev::TxDone(l));
+        }
+        if let Some(mut p) = out {
+            p.hop += 1;
+            let at = now + self.links[l as usize].delay();
+            self.q.push(at, Ev::Arrive(p));
+        }
+    }
+
+    fn record_series(&mut self, now: Instant, path: usize, bytes: u32) {
+        let bin = now.as_secs_f64() as usize;
+        if let Some(b) = self.series.get_mut(path).and_then(|s| s.get_mut(bin)) {
+            *b += bytes as f64 * 8.0 / 1000.0;
+        }
+    }
+
+    fn at_sink(&mut self, now: Instant, i: u32, p: Packet) {
+        let Body::Seg(seg) = p.body else { return };
+        self.deliver_segment(now, i, seg);
+    }
+
+    fn deliver_segment(&mut self, now: Instant, i: u32, seg: Segment) {
+        let f = &mut self.flows[i as usize];
+        if seg.flow != f.key(i) {
+            return; // a previous web object's straggler
+        }
+        if let FlowRole::Main { path } = f.role {
+            if (path as usize) < self.series.len() {
+                let (path, bytes) = (path as usize, seg.payload_bytes);
+                self.record_series(now, path, bytes);
+            }
+        }
+        let f = &mut self.flows[i as usize];
+        if let Some(ack) = f.rx.on_segment(now, &seg) {
+            self.send_ack(now, i, ack);
+        }
+        self.arm(Node::Sink(i));
+    }
+
+    fn send_ack(&mut self, now: Instant, i: u32, ack: Ack) {
+        let route = self.flows[i as usize].rev;
+        let len = ack.wire_bytes;
+        self.inject(
+            now,
+            Packet {
+                body: Body::Ack(ack),
+                len,
+                class: i,
+                route,
+                hop: 0,
+                tag: 0,
+            },
+        );
+    }
+
+    fn at_src(&mut self, now: Instant, i: u32, p: Packet) {
+        let Body::Ack(ack) = p.body else { return };
+        let f = &mut self.flows[i as usize];
+        if ack.flow != f.key(i) {
+            return;
+        }
+        f.tx.on_ack(now, &ack, &mut self.scratch);
+        let done = f.tx.is_done();
+        self.send_segments(now, i);
+        self.arm(Node::Src(i));
+        if done {
+            self.object_done(now, i);
+        }
+    }
+
+    /// A web client finished an object: think, then fetch the next.
+    fn object_done(&mut self, now: Instant, i: u32) {
+        let Some(cs) = &self.cross_spec else { return };
+        let f = &mut self.flows[i as usize];
+        if let (FlowRole::Web { .. }, Some(rng)) = (&f.role, f.web_rng.as_mut()) {
+            let think = cross::think_s(rng, cs.web_think_mean_s);
+            self.q
+                .push(now + Duration::from_secs_f64(think), Ev::Start(i));
+        }
+    }
+
+    fn start(&mut self, now: Instant, i: u32) {
+        let mss = self.mss;
+        let cs = self.cross_spec.clone();
+        let f = &mut self.flows[i as usize];
+        if f.started {
+            // Web client: next object on a fresh connection.
+            let (Some(cs), Some(rng)) = (cs, f.web_rng.as_mut()) else {
+                return;
+            };
+            let pkts = cross::object_packets(rng, cs.web_size_mean_kbytes, cs.web_size_shape, mss);
+            f.delivered_before += f.rx.delivered_bytes();
+            f.gen = (f.gen + 1) & 0x7ff;
+            let cfg = f.tx.config().clone();
+            let key = f.key(i);
+            f.tx = TcpSender::new(cfg.clone(), key, Some(pkts));
+            f.rx = TcpReceiver::new(&cfg, key);
+        } else if let (FlowRole::Web { .. }, Some(cs), Some(rng)) =
+            (&f.role, cs, f.web_rng.as_mut())
+        {
+            let pkts = cross::object_packets(rng, cs.web_size_mean_kbytes, cs.web_size_shape, mss);
+            let cfg = f.tx.config().clone();
+            f.tx = TcpSender::new(cfg.clone(), i, Some(pkts));
+        }
+        f.started = true;
+        f.tx.start(now, &mut self.scratch);
+        self.send_segments(now, i);
+        self.arm(Node::Src(i));
+    }
+
+    fn timer(&mut self, now: Instant, n: Node) {
+        let idx = self.node_index(n);
+        if self.timers[idx] != Some(now) {
+            return; // superseded by an earlier deadline
+        }
+        self.timers[idx] = None;
+        match n {
+            Node::Src(i) => {
+                self.flows[i as usize]
+                    .tx
+                    .handle_timeout(now, &mut self.scratch);
+                self.send_segments(now, i);
+            }
+            Node::Sink(i) => {
+                if let Some(ack) = self.flows[i as usize].rx.handle_timeout(now) {
+                    self.send_ack(now, i, ack);
+                }
+            }
+            Node::Proxy => {
+                if let Some(b) = self.braid.as_mut() {
+                    b.sender.handle_timeout(now);
+                }
+            }
+            Node::Client => {
+                if let Some(b) = self.braid.as_mut() {
+                    b.receiver.handle_timeout(now);
+                }
+                self.client_output(now);
+            }
+        }
+        self.arm(n);
+    }
+
+    fn at_proxy(&mut self, now: Instant, p: Packet) {
+        let Some(b) = self.braid.as_mut() else { return };
+        match p.body {
+            Body::Seg(seg) => {
+                let retransmit = b.retx.observe(
+                    seg.flow as u64,
+                    (seg.seq as u32).wrapping_mul(seg.payload_bytes.max(1)),
+                    seg.payload_bytes.max(1),
+                );
+                let len = seg.wire_bytes + b.overhead;
+                let Some(tx) = b.sender.send(now, &PacketInfo { len, retransmit }) else {
+                    return;
+                };
+                let mut hdr = [0u8; DataHeader::LEN];
+                tx.header.emit(&mut hdr).expect("header fits");
+                let route = b.down[tx.path.0 as usize];
+                let tag = tx.path.0;
+                self.inject(
+                    now,
+                    Packet {
+                        body: Body::Tunnel(hdr, seg),
+                        len,
+                        class: TUNNEL_CLASS,
+                        route,
+                        hop: 0,
+                        tag,
+                    },
+                );
+            }
+            Body::Feedback(bytes, n) => {
+                if let Ok(Frame::Feedback(view)) = wire::decode(&bytes[..n as usize]) {
+                    b.sender.handle_feedback(now, view.entries());
+                }
+            }
+            _ => {}
+        }
+        self.arm(Node::Proxy);
+    }
+
+    fn at_client(&mut self, now: Instant, p: Packet) {
+        let Body::Tunnel(hdr, seg) = p.body else {
+            return;
+        };
+        let Some(b) = self.braid.as_mut() else { return };
+        let Ok(Frame::Data(h, _)) = wire::decode(&hdr) else {
+            return;
+        };
+        b.receiver.handle_data(now, &h, p.len as usize, seg);
+        self.record_series(now, p.tag as usize, seg.payload_bytes);
+        self.client_output(now);
+        self.arm(Node::Client);
+    }
+
+    /// Sends due feedback and hands released segments to TCP.
+    fn client_output(&mut self, now: Instant) {
+        let mut buf = [0u8; FEEDBACK_INLINE];
+        loop {
+            let Some(b) = self.braid.as_mut() else { return };
+            let Some((path, n)) = b.receiver.poll_feedback(now, &mut buf) else {
+                break;
+            };
+            let route = b.up[path.0 as usize];
+            let len = n as u32 + FEEDBACK_OVERHEAD;
+            self.inject(
+                now,
+                Packet {
+                    body: Body::Feedback(buf, n as u8),
+                    len,
+                    class: TUNNEL_CLASS,
+                    route,
+                    hop: 0,
+                    tag: path.0,
+                },
+            );
+        }
+        while let Some(seg) = self
+            .braid
+            .as_mut()
+            .and_then(|b| b.receiver.poll_release(now))
+        {
+            self.deliver_segment(now, 0, seg);
+        }
+    }
+
+    fn finish(self) -> RunResult {
+        let secs = self.end.as_secs_f64();
+        let mut r = RunResult {
+            events: self.q.processed(),
+            ..Default::default()
+        };
+        for f in &self.flows[..self.n_main] {
+            let st = f.tx.stats();
+            let kbps = (f.rx.delivered_bytes() + f.delivered_before) as f64 * 8.0 / secs / 1000.0;
+            r.flow_goodput_kbps.push(kbps);
+            r.flow_dupacks.push(st.dupacks);
+            r.flow_retransmits.push(st.retransmits);
+            r.flow_timeouts.push(st.timeouts);
+            r.goodput_kbps += kbps;
+            r.dupacks += st.dupacks;
+            r.retransmits += st.retransmits;
+            r.fast_retransmits += st.fast_retransmits;
+            r.timeouts += st.timeouts;
+        }
+        for &l in &self.wireless {
+            r.bs_drops_queue += self.links[l as usize].stats.drops_queue;
+            r.bs_drops_loss += self.links[l as usize].stats.drops_loss;
+        }
+        if let Some(b) = &self.braid {
+            r.reorder = Some(b.receiver.reorder_stats().clone());
+            r.sender = Some(b.sender.stats().clone());
+        }
+        r.series_kbps = self.series;
+        r
+    }
+}
