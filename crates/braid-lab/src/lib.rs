@@ -1,1 +1,32 @@
-//! braid lab
+//! braid lab: an emulated multipath testbed on one Linux host.
+//!
+//! * [`config`]: lab files (`lab/*.toml`) describing the paths.
+//! * [`topo`]: network namespaces, veths and routing ([`up`] / [`down`]).
+//! * [`emulator`]: the userspace link emulator process ([`run_emulator`]).
+//! * [`iperf`] and [`bench`]: measurements (iperf3, kernel MPTCP, and an
+//!   extension point for braid's own tunnel).
+//!
+//! Everything needs root; see [`topo::check_environment`].
+
+pub mod bench;
+pub mod cmd;
+pub mod config;
+pub mod emulator;
+pub mod iperf;
+pub mod link;
+pub mod rawsock;
+pub mod stats;
+pub mod topo;
+
+/// Runtime directory: emulator pid file, stats file, logs.
+pub const RUN_DIR: &str = "/run/braid-lab";
+
+pub use bench::{
+    bench, bench_with, BenchContext, BenchOptions, BenchReport, BenchResult, Mode, ModeSetup,
+};
+pub use cmd::NsProcess;
+pub use config::{load_config, ConfigError, Direction, LabConfig, PathConfig};
+pub use emulator::run_emulator;
+pub use iperf::{ping, run_iperf3, IperfResult, IperfSpec, PingStats};
+pub use stats::{read_stats, EmuStats};
+pub use topo::{down, up, EmulatorCommand, LabInfo};

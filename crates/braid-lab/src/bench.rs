@@ -1,0 +1,328 @@
+//! `braid lab bench`: goodput of one bulk TCP transfer client -> server
+//! under several "modes" on a running lab, compared to the sum of the
+//! configured path rates.
+//!
+//! Built-in modes:
+//! * `single-best`: plain TCP bound (`-B`) to the best path's address - what
+//!   you get without aggregation.
+//! * `mptcp`: kernel MPTCP with one subflow per path (in-kernel path
+//!   manager, `mptcpize run` on both ends) - the reference to beat.
+//!
+//! Extension point: [`Mode::custom`] takes a closure that prepares the
+//! environment (e.g. starts the braid proxy in `braid-prx` and the braid
+//! client in `braid-cli` with [`NsProcess::spawn`], installs a route for the
+//! server through the tunnel) and returns a [`ModeSetup`] saying where
+//! iperf3 should connect. Processes in the setup are stopped and the
+//! teardown closure runs after the measurement, even on error.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::cmd::{ns_run, NsProcess};
+use crate::config::{Direction, LabConfig};
+use crate::iperf::{run_iperf3, IperfSpec};
+use crate::topo;
+
+/// What a mode's setup hands to the measurement.
+pub struct ModeSetup {
+    /// Address iperf3 connects to (normally the server [`topo::SRV_ADDR`]).
+    pub target: Ipv4Addr,
+    /// Client source address (`iperf3 -B`), if any.
+    pub bind: Option<Ipv4Addr>,
+    /// Run iperf3 under `mptcpize`.
+    pub mptcp: bool,
+    /// Helper processes (tunnel daemons ...); stopped after the run.
+    pub processes: Vec<NsProcess>,
+    /// Undo environment changes after the run (routes, sysctls ...).
+    pub teardown: Option<Box<dyn FnOnce()>>,
+}
+
+impl ModeSetup {
+    /// Plain TCP to the server, no helpers.
+    pub fn direct() -> Self {
+        ModeSetup {
+            target: topo::SRV_ADDR,
+            bind: None,
+            mptcp: false,
+            processes: Vec::new(),
+            teardown: None,
+        }
+    }
+}
+
+/// Runs a setup's cleanup when dropped (also on error paths).
+struct SetupGuard(ModeSetup);
+
+impl Drop for SetupGuard {
+    fn drop(&mut self) {
+        for p in &mut self.0.processes {
+            p.stop();
+        }
+        if let Some(t) = self.0.teardown.take() {
+            t();
+        }
+    }
+}
+
+/// Context handed to a mode's setup closure.
+pub struct BenchContext<'a> {
+    pub cfg: &'a LabConfig,
+    pub opts: &'a BenchOptions,
+}
+
+type SetupFn = Box<dyn Fn(&BenchContext) -> anyhow::Result<ModeSetup>>;
+
+/// A bench mode.
+pub enum Mode {
+    SingleBest,
+    Mptcp,
+    /// Named mode with a user-supplied setup (e.g. "braid-minrtt").
+    Custom {
+        name: String,
+        setup: SetupFn,
+    },
+}
+
+impl Mode {
+    /// A custom mode; see the module docs.
+    pub fn custom(
+        name: impl Into<String>,
+        setup: impl Fn(&BenchContext) -> anyhow::Result<ModeSetup> + 'static,
+    ) -> Mode {
+        Mode::Custom {
+            name: name.into(),
+            setup: Box::new(setup),
+        }
+    }
+
+    /// Parse a built-in mode name (`single-best`, `mptcp`).
+    pub fn parse(s: &str) -> anyhow::Result<Mode> {
+        match s {
+            "single-best" => Ok(Mode::SingleBest),
+            "mptcp" => Ok(Mode::Mptcp),
+            other => bail!("unknown bench mode `{other}`: built-in modes are `single-best` and `mptcp`; braid modes must be registered with Mode::custom"),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Mode::SingleBest => "single-best",
+            Mode::Mptcp => "mptcp",
+            Mode::Custom { name, .. } => name,
+        }
+    }
+
+    fn setup(&self, ctx: &BenchContext) -> anyhow::Result<ModeSetup> {
+        match self {
+            Mode::SingleBest => {
+                let i = ctx.cfg.best_path(data_direction(ctx.opts));
+                Ok(ModeSetup {
+                    bind: Some(topo::cli_addr(i)),
+                    ..ModeSetup::direct()
+                })
+            }
+            Mode::Mptcp => setup_mptcp(ctx.cfg),
+            Mode::Custom { setup, .. } => setup(ctx),
+        }
+    }
+}
+
+/// Bench parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchOptions {
+    /// iperf3 duration (`-t`).
+    pub duration_s: u32,
+    /// Start-up seconds excluded from the result (`-O`); 0 = count slow start.
+    pub omit_s: u32,
+    /// Download (server -> client) instead of upload.
+    pub reverse: bool,
+    pub port: u16,
+    /// Pause between modes so queues drain and TIME_WAITs settle.
+    pub settle_s: f64,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            duration_s: 15,
+            omit_s: 0,
+            reverse: false,
+            port: 5201,
+            settle_s: 1.0,
+        }
+    }
+}
+
+fn data_direction(opts: &BenchOptions) -> Direction {
+    if opts.reverse {
+        Direction::Down
+    } else {
+        Direction::Up
+    }
+}
+
+/// One mode's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub mode: String,
+    /// iperf3 receiver's bits_per_second, in Mbit/s.
+    pub goodput_mbps: f64,
+    /// goodput / sum of the configured path rates (data direction).
+    pub share_of_sum: f64,
+    /// TCP retransmissions reported by the sender (all subflows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// IP-level rate each path delivered during the run (emulator counters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_mbps: Vec<f64>,
+}
+
+/// `{"scenario": name, "results": [...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub scenario: String,
+    /// Sum of configured path rates in the data direction (Mbit/s).
+    #[serde(default)]
+    pub sum_mbps: f64,
+    pub results: Vec<BenchResult>,
+}
+
+/// Kernel MPTCP: allow 8 subflows on both ends and add a `subflow` endpoint
+/// for every path but the first (the initial subflow already uses path 0
+/// through the main table). Endpoints are flushed again on teardown.
+fn setup_mptcp(cfg: &LabConfig) -> anyhow::Result<ModeSetup> {
+    for ns in [topo::NS_CLI, topo::NS_SRV] {
+        ns_run(ns, &["sysctl", "-qw", "net.mptcp.enabled=1"])
+            .context("enabling MPTCP (kernel without CONFIG_MPTCP?)")?;
+        ns_run(
+            ns,
+            &[
+                "ip",
+                "mptcp",
+                "limits",
+                "set",
+                "subflow",
+                "8",
+                "add_addr_accepted",
+                "8",
+            ],
+        )?;
+    }
+    ns_run(topo::NS_CLI, &["ip", "mptcp", "endpoint", "flush"])?;
+    for i in 1..cfg.paths.len() {
+        ns_run(
+            topo::NS_CLI,
+            &[
+                "ip",
+                "mptcp",
+                "endpoint",
+                "add",
+                &topo::cli_addr(i).to_string(),
+                "dev",
+                &topo::path_if(i),
+                "subflow",
+            ],
+        )?;
+    }
+    if which("mptcpize").is_none() {
+        bail!("`mptcpize` not found; apt-get install mptcpd");
+    }
+    Ok(ModeSetup {
+        mptcp: true,
+        teardown: Some(Box::new(|| {
+            let _ = ns_run(topo::NS_CLI, &["ip", "mptcp", "endpoint", "flush"]);
+        })),
+        ..ModeSetup::direct()
+    })
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(tool))
+            .find(|f| f.is_file())
+    })
+}
+
+/// [`bench_with`] with default options (15 s upload per mode).
+pub fn bench(cfg: &LabConfig, modes: &[Mode]) -> anyhow::Result<BenchReport> {
+    bench_with(cfg, modes, &BenchOptions::default())
+}
+
+/// Measure every mode on the running lab (call [`topo::up`] with the same
+/// config first). Modes run one after another; each result is the iperf3
+/// receiver's goodput.
+pub fn bench_with(
+    cfg: &LabConfig,
+    modes: &[Mode],
+    opts: &BenchOptions,
+) -> anyhow::Result<BenchReport> {
+    let stats = crate::stats::read_stats().context("lab is not up (call braid_lab::up first)")?;
+    if stats.scenario != cfg.name || stats.paths.len() != cfg.paths.len() {
+        bail!(
+            "the running lab is `{}` with {} paths, not `{}`; bring the right lab up first",
+            stats.scenario,
+            stats.paths.len(),
+            cfg.name
+        );
+    }
+    let dir = data_direction(opts);
+    let sum = cfg.sum_rate_mbit(dir);
+    let mut results = Vec::new();
+    for (k, mode) in modes.iter().enumerate() {
+        if k > 0 {
+            std::thread::sleep(Duration::from_secs_f64(opts.settle_s));
+        }
+        let ctx = BenchContext { cfg, opts };
+        let guard = SetupGuard(
+            mode.setup(&ctx)
+                .with_context(|| format!("setting up mode {}", mode.name()))?,
+        );
+        let setup = &guard.0;
+        let spec = IperfSpec {
+            target: setup.target,
+            bind: setup.bind,
+            mptcp: setup.mptcp,
+            port: opts.port,
+            duration_s: opts.duration_s,
+            omit_s: opts.omit_s,
+            reverse: opts.reverse,
+            ..IperfSpec::default()
+        };
+        let before = crate::stats::read_stats()?;
+        let t0 = std::time::Instant::now();
+        let r = run_iperf3(&spec).with_context(|| format!("mode {}", mode.name()))?;
+        let after = crate::stats::read_stats()?;
+        let dt = (after.uptime_s - before.uptime_s)
+            .max(t0.elapsed().as_secs_f64() * 0.5)
+            .max(1e-3);
+        drop(guard);
+        let path_mbps = before
+            .paths
+            .iter()
+            .zip(&after.paths)
+            .map(|(b, a)| {
+                let (b, a) = match dir {
+                    Direction::Up => (&b.up, &a.up),
+                    Direction::Down => (&b.down, &a.down),
+                };
+                (a.tx_bytes.saturating_sub(b.tx_bytes)) as f64 * 8.0 / dt / 1e6
+            })
+            .collect();
+        results.push(BenchResult {
+            mode: mode.name().to_string(),
+            goodput_mbps: r.received_mbps,
+            share_of_sum: r.received_mbps / sum,
+            retransmits: r.retransmits,
+            path_mbps,
+        });
+    }
+    Ok(BenchReport {
+        scenario: cfg.name.clone(),
+        sum_mbps: sum,
+        results,
+    })
+}

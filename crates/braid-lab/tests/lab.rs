@@ -1,0 +1,253 @@
+//! End-to-end tests of the lab: namespaces, emulator accuracy, teardown and
+//! crash recovery. They need root, `ip netns`, iperf3 and ping; otherwise
+//! they print why and pass without doing anything.
+//!
+//! All tests use the same fixed namespace names, so they are serialized
+//! through a global lock.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use braid_lab::iperf::{ping, run_iperf3, IperfSpec};
+use braid_lab::topo::{self, cli_addr, prx_addr, NS_CLI};
+use braid_lab::{down, read_stats, up, EmulatorCommand, LabConfig};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn emu() -> EmulatorCommand {
+    EmulatorCommand::new(env!("CARGO_BIN_EXE_braid-lab-emu"))
+}
+
+fn skip_reason() -> Option<String> {
+    if let Err(e) = topo::check_environment() {
+        return Some(e);
+    }
+    for (tool, pkg) in [("iperf3", "iperf3"), ("ping", "iputils-ping")] {
+        let found = std::process::Command::new(tool).arg("-V").output().is_ok()
+            || std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok();
+        if !found {
+            return Some(format!("`{tool}` not installed (apt-get install {pkg})"));
+        }
+    }
+    None
+}
+
+macro_rules! require_lab {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("SKIPPED: lab tests need root and network namespaces: {why}");
+            return;
+        }
+    };
+}
+
+/// Tears the lab down even if the test panics.
+struct Teardown;
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        if let Err(e) = down() {
+            eprintln!("teardown failed: {e:#}");
+        }
+    }
+}
+
+fn lab_namespaces() -> Vec<String> {
+    topo::list_namespaces()
+        .into_iter()
+        .filter(|n| n.starts_with("braid-"))
+        .collect()
+}
+
+const TEST_LAB: &str = r#"
+name = "test-two"
+seed = 7
+[[path]]
+name = "a"
+rate_mbit = 10.0
+delay_ms = 20.0
+queue_bytes = 50000
+[[path]]
+name = "b"
+rate_mbit = 4.0
+delay_ms = 35.0
+"#;
+
+#[test]
+fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
+    require_lab!();
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = LabConfig::from_toml_str(TEST_LAB, "test").unwrap();
+    let _t = Teardown;
+    let info = up(&cfg, &emu()).expect("up");
+    assert_eq!(info.paths, 2);
+    assert!(topo::is_up());
+
+    // RTT of each path = 2 x one-way delay (+ serialization of 84-byte ICMP
+    // packets, 67 us at 10 Mbit/s).
+    for (i, p) in cfg.paths.iter().enumerate() {
+        let rate = p.rate_mbit.unwrap() * 1e6;
+        let expect = 2.0 * p.delay_ms.unwrap() + 2.0 * 84.0 * 8.0 / rate * 1e3;
+        ping(
+            NS_CLI,
+            Some(cli_addr(i)),
+            prx_addr(i),
+            1,
+            Duration::from_millis(200),
+        )
+        .expect("warm-up ping (ARP)");
+        let s = ping(
+            NS_CLI,
+            Some(cli_addr(i)),
+            prx_addr(i),
+            20,
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        eprintln!(
+            "path {i}: expected rtt {expect:.3} ms, ping min/avg/max {:.3}/{:.3}/{:.3}",
+            s.min_ms, s.avg_ms, s.max_ms
+        );
+        assert_eq!(s.received, 20, "path {i} lost pings");
+        assert!(
+            (s.min_ms - expect).abs() < 1.0,
+            "path {i}: min rtt {} vs {expect}",
+            s.min_ms
+        );
+        assert!(
+            (s.avg_ms - expect).abs() < 2.0,
+            "path {i}: avg rtt {} vs {expect}",
+            s.avg_ms
+        );
+    }
+    // The server is reachable through path 0 by default.
+    let s = ping(NS_CLI, None, topo::SRV_ADDR, 5, Duration::from_millis(50)).unwrap();
+    assert_eq!(s.received, 5);
+    assert!((s.min_ms - 40.0).abs() < 1.5, "srv rtt {}", s.min_ms);
+
+    // Rate: overload each path with UDP by 15 %; the receiver must see the
+    // configured IP rate times payload/IP bytes (1400 / 1428).
+    for (i, p) in cfg.paths.iter().enumerate() {
+        let rate = p.rate_mbit.unwrap();
+        let before = read_stats().unwrap();
+        // Emulator-side steady-state rate: two stats snapshots 3 s apart
+        // while the queue is saturated (each snapshot carries its own time).
+        let sampler = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1200));
+            let a = read_stats().unwrap();
+            std::thread::sleep(Duration::from_millis(3000));
+            let b = read_stats().unwrap();
+            (b.paths[i].up.tx_bytes - a.paths[i].up.tx_bytes) as f64 * 8.0
+                / (b.uptime_s - a.uptime_s)
+                / 1e6
+        });
+        let r = run_iperf3(&IperfSpec {
+            bind: Some(cli_addr(i)),
+            duration_s: 5,
+            udp_rate_mbit: Some(rate * 1.15),
+            udp_len: 1400,
+            ..IperfSpec::default()
+        })
+        .expect("iperf3");
+        let after = read_stats().unwrap();
+        let emu_rate = sampler.join().unwrap();
+        let emu_err = (emu_rate - rate) / rate;
+        eprintln!(
+            "path {i}: emulator steady-state IP rate {emu_rate:.4} Mbit/s ({:+.2} % of {rate})",
+            emu_err * 100.0
+        );
+        assert!(
+            emu_err.abs() < 0.01,
+            "path {i}: emulator rate {emu_rate} vs {rate}"
+        );
+        let expect = rate * 1400.0 / 1428.0;
+        let err = (r.received_mbps - expect) / expect;
+        let emu_bytes = after.paths[i].up.tx_bytes - before.paths[i].up.tx_bytes;
+        eprintln!(
+            "path {i}: configured {rate} Mbit/s, expected goodput {expect:.3}, iperf3 receiver {:.3} Mbit/s ({:+.2} %), emulator sent {emu_bytes} IP bytes, late mean {:.1} us max {:.0} us",
+            r.received_mbps,
+            err * 100.0,
+            after.paths[i].up.late_us_mean,
+            after.paths[i].up.late_us_max
+        );
+        assert!(
+            err.abs() < 0.03,
+            "path {i}: goodput {} vs {expect}",
+            r.received_mbps
+        );
+        assert!(
+            after.paths[i].up.drops_queue > 0,
+            "overload must hit the queue limit"
+        );
+        // The other path carried nothing of this flow.
+        let other = 1 - i;
+        assert!(after.paths[other].up.tx_packets - before.paths[other].up.tx_packets < 20);
+    }
+
+    down().expect("down");
+    assert!(
+        lab_namespaces().is_empty(),
+        "left over: {:?}",
+        lab_namespaces()
+    );
+    assert!(!std::path::Path::new(braid_lab::RUN_DIR).exists());
+    assert!(!topo::is_up());
+}
+
+#[test]
+fn crash_leftovers_are_cleaned_by_next_up() {
+    require_lab!();
+    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = LabConfig::from_toml_str(TEST_LAB, "test").unwrap();
+    let _t = Teardown;
+    let first = up(&cfg, &emu()).expect("first up");
+    // Simulate a crash: emulator killed hard, namespaces and files left.
+    assert!(braid_lab::cmd::signal(first.emulator_pid, libc_sigkill()));
+    let t0 = std::time::Instant::now();
+    while braid_lab::cmd::alive(first.emulator_pid) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!braid_lab::cmd::alive(first.emulator_pid));
+    assert_eq!(lab_namespaces().len(), 4);
+    assert!(!topo::is_up());
+    // Also leave a stray process inside a lab namespace.
+    let stray = braid_lab::NsProcess::spawn(topo::NS_SRV, &["sleep", "600"], None).unwrap();
+    let stray_pid = stray.detach();
+
+    let second = up(&cfg, &emu()).expect("second up over leftovers");
+    assert_ne!(second.emulator_pid, first.emulator_pid);
+    assert!(topo::is_up());
+    assert!(
+        !braid_lab::cmd::alive(stray_pid),
+        "stray process in braid-srv survived"
+    );
+    ping(
+        NS_CLI,
+        Some(cli_addr(1)),
+        prx_addr(1),
+        1,
+        Duration::from_millis(200),
+    )
+    .expect("warm-up");
+    let s = ping(
+        NS_CLI,
+        Some(cli_addr(1)),
+        prx_addr(1),
+        3,
+        Duration::from_millis(50),
+    )
+    .unwrap();
+    assert_eq!(s.received, 3);
+
+    down().unwrap();
+    assert!(lab_namespaces().is_empty());
+    assert!(!braid_lab::cmd::alive(second.emulator_pid));
+    // down on nothing is fine.
+    down().unwrap();
+}
+
+fn libc_sigkill() -> i32 {
+    9
+}
