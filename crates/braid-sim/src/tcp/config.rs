@@ -1,0 +1,149 @@
+//! TCP model parameters, defaulting to the ns-2 agent of the PET/BMP paper.
+
+use braid_core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+/// Parameters shared by [`super::TcpSender`] and [`super::TcpReceiver`].
+///
+/// [`Default`] reproduces the setup of the PET/BMP paper, Section III-A:
+/// ns-2 `Agent/TCP/Newreno` with `packetSize_` 1500 bytes on the wire,
+/// `window_` 50, `maxburst_` 4, and a `TCPSink` without delayed ACKs. The
+/// timer values are the ns-2 defaults (`rtxcur_init_` 3 s, `minrto_`
+/// 200 ms, `tcpTick_` 10 ms) with a 64 s ceiling (`maxrto_`).
+///
+/// Deserialization fills missing fields from [`Default`]; durations are
+/// written as seconds (`min_rto = 0.2`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TcpConfig {
+    /// Payload bytes per packet (SMSS). Windows count packets, so this only
+    /// matters for byte counters and wire sizes.
+    pub mss_bytes: u32,
+    /// TCP/IP header bytes added to every data packet and carried alone by
+    /// every ACK (ns-2 `tcpip_base_hdr_size_` = 40).
+    pub header_bytes: u32,
+    /// Ceiling on the window in packets. It acts like ns-2 `window_` (the
+    /// receiver's advertised window): the usable window is
+    /// `min(cwnd + dupwnd, max_cwnd_pkts)`, and `cwnd` itself is clamped to
+    /// it (ns-2 `maxcwnd_`), so a long loss-free period does not leave a
+    /// huge `cwnd` behind.
+    pub max_cwnd_pkts: u32,
+    /// Initial congestion window (ns-2 `windowInit_` = 1).
+    pub init_cwnd_pkts: u32,
+    /// Initial slow-start threshold; it is clamped to `max_cwnd_pkts`
+    /// (ns-2 sets `ssthresh_ = window_` on reset), so "large" means
+    /// "slow start until the window ceiling".
+    pub init_ssthresh_pkts: u32,
+    /// At most this many packets leave in response to one ACK or timer
+    /// event (ns-2 `maxburst_`, Fall and Floyd's max-burst), 0 = no limit.
+    /// The paper sets 4 to avoid the burst on leaving fast recovery.
+    pub max_burst: u32,
+    /// Duplicate ACKs that trigger fast retransmit (ns-2 `numdupacks_`,
+    /// RFC 5681 Section 3.2).
+    pub dupack_threshold: u32,
+    /// Receiver ACKs every second in-order segment or after
+    /// `delack_timeout` (ns-2 `Agent/TCPSink/DelAck`, RFC 5681 Section
+    /// 4.2). Off in the paper.
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer (ns-2 `DelAck interval_` = 100 ms).
+    #[serde(with = "secs_f64")]
+    pub delack_timeout: Duration,
+    /// Selective acknowledgments: the receiver sends up to three RFC 2018
+    /// blocks and the sender recovers with the RFC 6675 pipe algorithm.
+    pub sack: bool,
+    /// RTO before the first RTT sample (ns-2 `rtxcur_init_`, RFC 6298
+    /// Section 2.1 uses 1 s; ns-2 and RFC 2988 used 3 s).
+    #[serde(with = "secs_f64")]
+    pub initial_rto: Duration,
+    /// Floor on the RTO before backoff (ns-2 `minrto_`).
+    #[serde(with = "secs_f64")]
+    pub min_rto: Duration,
+    /// Ceiling on the backed-off RTO (ns-2 `maxrto_`, RFC 6298 Section 2.5).
+    #[serde(with = "secs_f64")]
+    pub max_rto: Duration,
+    /// Clock granularity of the RTT estimator (ns-2 `tcpTick_`): samples
+    /// are whole ticks and the RTO is a whole number of ticks.
+    #[serde(with = "secs_f64")]
+    pub tick: Duration,
+    /// Ceiling on the exponential backoff multiplier (ns-2 stops doubling
+    /// `t_backoff_` at 64).
+    pub max_backoff: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_bytes: 1460,
+            header_bytes: 40,
+            max_cwnd_pkts: 50,
+            init_cwnd_pkts: 1,
+            init_ssthresh_pkts: u32::MAX,
+            max_burst: 4,
+            dupack_threshold: 3,
+            delayed_ack: false,
+            delack_timeout: Duration::from_millis(100),
+            sack: false,
+            initial_rto: Duration::from_secs(3),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(64),
+            tick: Duration::from_millis(10),
+            max_backoff: 64,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Bytes on the wire for one full data packet.
+    pub fn wire_bytes(&self) -> u32 {
+        self.mss_bytes + self.header_bytes
+    }
+
+    /// The same configuration with nonsensical values replaced by the
+    /// smallest meaningful ones (windows of at least one packet, a nonzero
+    /// tick), so the state machines never divide by zero or stall.
+    pub(crate) fn sanitized(&self) -> TcpConfig {
+        let mut c = self.clone();
+        c.max_cwnd_pkts = c.max_cwnd_pkts.max(1);
+        c.init_cwnd_pkts = c.init_cwnd_pkts.clamp(1, c.max_cwnd_pkts);
+        c.init_ssthresh_pkts = c.init_ssthresh_pkts.clamp(2, c.max_cwnd_pkts.max(2));
+        c.dupack_threshold = c.dupack_threshold.max(1);
+        c.max_backoff = c.max_backoff.max(1);
+        if c.tick.is_zero() {
+            c.tick = Duration::from_nanos(1);
+        }
+        c
+    }
+}
+
+/// Durations as floating-point seconds in configuration files.
+mod secs_f64 {
+    use super::Duration;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v)
+            .map_err(|_| D::Error::custom(format!("invalid duration {v} s")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_fields_take_ns2_defaults_and_durations_are_seconds() {
+        let c: TcpConfig = serde_json::from_str(r#"{"sack": true, "min_rto": 1.0}"#).unwrap();
+        assert!(c.sack);
+        assert_eq!(c.min_rto, Duration::from_secs(1));
+        assert_eq!(c.max_cwnd_pkts, 50);
+        assert_eq!(c.wire_bytes(), 1500);
+        let back: TcpConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert!(serde_json::from_str::<TcpConfig>(r#"{"tick": -1.0}"#).is_err());
+    }
+}

@@ -1,0 +1,641 @@
+//! The data sender: ns-2 `Agent/TCP/Newreno`, optionally with SACK.
+//!
+//! State follows ns-2's names translated to "next expected" ACK semantics:
+//!
+//! | here        | ns-2 (tcp.h)          | meaning                                   |
+//! |-------------|-----------------------|-------------------------------------------|
+//! | `snd_una`   | `highest_ack_ + 1`    | oldest unacknowledged packet              |
+//! | `snd_nxt`   | `t_seqno_`            | next packet `send_much` will transmit     |
+//! | `snd_max`   | `maxseq_ + 1`         | one past the highest packet ever sent     |
+//! | `cwnd`      | `cwnd_`               | congestion window, packets (fractional)   |
+//! | `dupwnd`    | `dupwnd_`             | fast-recovery inflation, packets          |
+//! | `recover`   | `recover_ + 1`        | `snd_max` when the last recovery started  |
+//!
+//! `snd_nxt` can fall below `snd_max`: after a timeout ns-2 goes back N and
+//! retransmits from `snd_una`.
+//!
+//! Where this model knowingly differs from ns-2 2.1b9a/2.35 defaults:
+//! - ssthresh on loss is max(FlightSize/2, 2) with FlightSize =
+//!   `snd_nxt - snd_una` (RFC 5681 eq. (4)); ns-2 halves `window()`. The two
+//!   agree whenever the sender is window-limited, which a bulk FTP source is.
+//! - Entering fast recovery sets cwnd = ssthresh + 3 even when ssthresh was
+//!   raised to its floor of 2 (ns-2 sets `cwnd_` to the unfloored half).
+//! - Leaving fast recovery sets cwnd = ssthresh explicitly (RFC 6582 step
+//!   3); ns-2 keeps `cwnd_`, which equals ssthresh unless partial-ACK
+//!   deflation ate into it.
+//! - `max_burst` bounds everything sent in response to one ACK, the
+//!   partial-ACK retransmission included, also during fast recovery (ns-2
+//!   NewReno uses a burst of 2 there and does not count the retransmission).
+//! - RTT samples count clock ticks without ns-2's random `boot_time_`
+//!   phase, so runs are deterministic without a random source.
+
+use braid_core::time::{Duration, Instant};
+
+use super::bitring::BitRing;
+use super::rto::RtoEstimator;
+use super::{Ack, Segment, TcpConfig};
+
+/// Counters and a snapshot of the congestion state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TcpSenderStats {
+    /// Data packets handed to the network, retransmissions included
+    /// (ns-2 `ndatapack_`).
+    pub segments_sent: u64,
+    /// Packets sent that had been sent before (ns-2 `nrexmitpack_`).
+    pub retransmits: u64,
+    /// Duplicate ACKs received (ACK equal to `snd_una` with data
+    /// outstanding).
+    pub dupacks: u64,
+    /// Fast-retransmit episodes entered (not counting NewReno's
+    /// partial-ACK retransmissions).
+    pub fast_retransmits: u64,
+    /// Retransmission-timer expiries with data outstanding.
+    pub timeouts: u64,
+    /// Packets cumulatively acknowledged.
+    pub packets_acked: u64,
+    /// Congestion window now, packets.
+    pub cwnd: f64,
+    /// Slow-start threshold now, packets.
+    pub ssthresh: u64,
+    /// Timeout that would be armed now (backoff included).
+    pub rto: Duration,
+    /// Current RTO backoff multiplier (1 = not backed off).
+    pub backoff: u32,
+    /// Smoothed RTT, once sampled.
+    pub srtt: Option<Duration>,
+}
+
+/// RFC 6675 Section 3 scoreboard.
+#[derive(Clone, Debug)]
+struct Scoreboard {
+    /// Packets the receiver reported in SACK blocks, within
+    /// `[snd_una, snd_max)`.
+    sacked: BitRing,
+    /// Packets retransmitted since the current recovery (or timeout) began.
+    retx: BitRing,
+    /// Scan pointer for NextSeg (RFC 6675 `HighRxt` + 1): every packet in
+    /// `[snd_una, high_rxt)` is SACKed or already retransmitted.
+    high_rxt: u64,
+    /// One past the highest SACKed packet (RFC 6675 "highest octet covered
+    /// by any received SACK").
+    high_sacked: u64,
+    /// One past the packet a partial ACK exposed, which counts as lost
+    /// even before enough SACKs arrive above it; 0 = none.
+    partial_lost: u64,
+}
+
+/// TCP data sender; see the module documentation.
+///
+/// Plain data in, plain data out: every call that may transmit appends the
+/// packets to `out` (which the caller reuses), and the caller owns the
+/// clock, waking the sender at [`Self::poll_timeout`].
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    cfg: TcpConfig,
+    flow: u32,
+    /// Packets the application will ever hand over (u64::MAX = infinite
+    /// FTP source, ns-2 `TCP_MAXSEQ`).
+    total: u64,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    cwnd: f64,
+    ssthresh: u64,
+    dupwnd: u64,
+    dupacks: u64,
+    recover: u64,
+    /// A congestion response happened at least once; until then fast
+    /// retransmit is always allowed (ns-2 special-cases a loss of the very
+    /// first packets with `bugfix_ss_`).
+    had_congestion: bool,
+    /// In fast recovery (ns-2 `last_cwnd_action_ == CWND_ACTION_DUPACK`).
+    in_recovery: bool,
+    rto: RtoEstimator,
+    rtx_deadline: Option<Instant>,
+    /// The one packet being timed (ns-2 `rtt_seq_`, `rtt_ts_`).
+    timed: Option<(u64, Instant)>,
+    sb: Option<Scoreboard>,
+    stats: TcpSenderStats,
+}
+
+impl TcpSender {
+    /// A sender for `flow` that will transfer `total_packets` packets, or
+    /// forever if `None`. Allocates the SACK scoreboard (two bits per
+    /// packet of `max_cwnd_pkts`, rounded up to a power of two) when SACK is
+    /// on; nothing is allocated afterwards.
+    pub fn new(cfg: TcpConfig, flow: u32, total_packets: Option<u64>) -> Self {
+        let cfg = cfg.sanitized();
+        let rto = RtoEstimator::new(
+            cfg.initial_rto,
+            cfg.min_rto,
+            cfg.max_rto,
+            cfg.tick,
+            cfg.max_backoff,
+        );
+        let sb = cfg.sack.then(|| Scoreboard {
+            sacked: BitRing::new(u64::from(cfg.max_cwnd_pkts)),
+            retx: BitRing::new(u64::from(cfg.max_cwnd_pkts)),
+            high_rxt: 0,
+            high_sacked: 0,
+            partial_lost: 0,
+        });
+        TcpSender {
+            flow,
+            total: total_packets.unwrap_or(u64::MAX),
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            cwnd: f64::from(cfg.init_cwnd_pkts),
+            ssthresh: u64::from(cfg.init_ssthresh_pkts),
+            dupwnd: 0,
+            dupacks: 0,
+            recover: 0,
+            had_congestion: false,
+            in_recovery: false,
+            rto,
+            rtx_deadline: None,
+            timed: None,
+            sb,
+            stats: TcpSenderStats::default(),
+            cfg,
+        }
+    }
+
+    /// Opens the connection: sends the initial window (at most `max_burst`
+    /// packets, as ns-2's `sendmsg` calls `send_much` with `maxburst_`).
+    /// There is no handshake; ns-2's one-way TCP has none either.
+    pub fn start(&mut self, now: Instant, out: &mut Vec<Segment>) {
+        let budget = self.burst_budget();
+        self.send_much(now, out, budget);
+    }
+
+    /// Processes one ACK (ns-2 `NewRenoTcpAgent::recv`) and appends what it
+    /// clocks out to `out`.
+    pub fn on_ack(&mut self, now: Instant, ack: &Ack, out: &mut Vec<Segment>) {
+        if ack.flow != self.flow || ack.ack > self.snd_max {
+            return; // not ours, or acknowledges data never sent
+        }
+        let a = ack.ack;
+        let first_out = out.len();
+        if self.sb.is_some() {
+            self.update_scoreboard(ack);
+        }
+        if a > self.snd_una {
+            self.stats.packets_acked += a - self.snd_una;
+            if self.in_recovery && a < self.recover {
+                self.partial_ack(now, a, out);
+            } else {
+                if self.in_recovery {
+                    self.exit_recovery();
+                }
+                self.new_ack(now, a);
+            }
+        } else if a == self.snd_una {
+            if self.snd_max == self.snd_una {
+                return; // nothing outstanding: not a duplicate (RFC 5681 Section 2)
+            }
+            self.stats.dupacks += 1;
+            self.dupacks += 1;
+            if self.sb.is_some() {
+                self.sack_dupack(now, a, out);
+            } else {
+                self.newreno_dupack(now, a, out);
+            }
+        } else {
+            return; // stale: ns-2 sends nothing on an invalid ACK
+        }
+        let budget = self.burst_budget().saturating_sub(out.len() - first_out);
+        if self.in_recovery && self.sb.is_some() {
+            self.sack_send(now, out, budget);
+        } else if self.dupacks == 0 || self.dupacks >= u64::from(self.cfg.dupack_threshold) {
+            // ns-2 sends nothing on the first dupthresh-1 duplicates (no
+            // limited transmit).
+            self.send_much(now, out, budget);
+        }
+    }
+
+    /// Retransmission timer (ns-2 `RenoTcpAgent::timeout`); a no-op unless
+    /// the deadline from [`Self::poll_timeout`] has been reached.
+    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Segment>) {
+        match self.rtx_deadline {
+            Some(d) if now >= d => {}
+            _ => return,
+        }
+        self.rtx_deadline = None;
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        self.stats.timeouts += 1;
+        // RFC 5681 eq. (4), RFC 6582 Section 3.2 step 1 timeout branch: halve
+        // what is in flight. Right after a previous timeout only the one
+        // retransmission is in flight, so repeated timeouts leave ssthresh
+        // at 2, as ns-2's window()/2 does.
+        self.ssthresh = self.half_flight();
+        self.cwnd = 1.0; // RFC 5681 loss window, ns-2 wnd_restart_
+        self.dupwnd = 0;
+        self.dupacks = 0;
+        self.in_recovery = false;
+        // ns-2 bugfix: no fast retransmit until everything sent before the
+        // timeout is acknowledged (RFC 6582 Section 3.2 step 1, RFC 6675
+        // Section 5.1).
+        self.recover = self.snd_max;
+        self.had_congestion = true;
+        self.rto.back_off(); // RFC 6298 (5.5)
+        self.rtx_deadline = Some(now + self.rto.rto()); // (5.6)
+        self.snd_nxt = self.snd_una; // go back N (ns-2 reset_rtx_timer(0, 1))
+        self.timed = None; // Karn: nothing in flight may be timed now
+        if let Some(sb) = self.sb.as_mut() {
+            sb.retx.clear_range(self.snd_una, self.snd_max);
+            sb.high_rxt = self.snd_una;
+            sb.partial_lost = 0;
+        }
+        let budget = self.burst_budget();
+        self.send_much(now, out, budget);
+    }
+
+    /// When [`Self::handle_timeout`] must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.rtx_deadline
+    }
+
+    pub fn stats(&self) -> TcpSenderStats {
+        let mut s = self.stats;
+        s.cwnd = self.cwnd;
+        s.ssthresh = self.ssthresh;
+        s.rto = self.rto.rto();
+        s.srtt = self.rto.srtt();
+        s.backoff = self.rto.backoff();
+        s
+    }
+
+    /// A finite transfer has been fully acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.snd_una >= self.total
+    }
+
+    pub fn flow(&self) -> u32 {
+        self.flow
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+
+    pub fn cwnd(&self) -> f64 {
+        self.cwnd
+    }
+
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    /// In fast recovery (NewReno or SACK).
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// Oldest unacknowledged packet.
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// One past the highest packet sent.
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
+
+    /// Usable window (ns-2 `RenoTcpAgent::window`): the congestion window
+    /// plus the fast-recovery inflation, capped at the receiver window.
+    pub fn window(&self) -> u64 {
+        ((self.cwnd as u64) + self.dupwnd).min(u64::from(self.cfg.max_cwnd_pkts))
+    }
+
+    // ----- internals -------------------------------------------------------
+
+    fn burst_budget(&self) -> usize {
+        match self.cfg.max_burst {
+            0 => usize::MAX,
+            b => b as usize,
+        }
+    }
+
+    /// max(FlightSize / 2, 2), FlightSize counted from `snd_nxt` (ns-2's
+    /// `t_seqno_ - highest_ack_ - 1`).
+    fn half_flight(&self) -> u64 {
+        ((self.snd_nxt - self.snd_una) / 2).max(2)
+    }
+
+    /// ns-2 "bugfix" (`bug_fix_`, careful variant of RFC 6582 Section 3.2
+    /// step 1 / Section 4.1): duplicate ACKs that do not cover everything
+    /// outstanding when the last congestion response began belong to that
+    /// episode and must not trigger another. ns-2 requires
+    /// `highest_ack_ > recover_`, i.e. `ack > recover` here.
+    fn fast_retransmit_allowed(&self, a: u64) -> bool {
+        !self.had_congestion || a > self.recover
+    }
+
+    /// Transmits `seq` (ns-2 `TcpAgent::output`).
+    fn output(&mut self, now: Instant, seq: u64, out: &mut Vec<Segment>) {
+        let nothing_outstanding = self.snd_una == self.snd_max;
+        let retransmit = seq < self.snd_max;
+        if retransmit {
+            self.stats.retransmits += 1;
+            if let Some(sb) = self.sb.as_mut() {
+                sb.retx.set(seq);
+            }
+        } else {
+            self.snd_max = seq + 1;
+            // Time one new packet per RTT; retransmissions are never timed
+            // (Karn's algorithm, RFC 6298 Section 3).
+            if self.timed.is_none() {
+                self.timed = Some((seq, now));
+            }
+        }
+        self.stats.segments_sent += 1;
+        out.push(Segment {
+            flow: self.flow,
+            seq,
+            payload_bytes: self.cfg.mss_bytes,
+            wire_bytes: self.cfg.wire_bytes(),
+            retransmit,
+        });
+        // RFC 6298 (5.1): start the timer if it is not running.
+        if self.rtx_deadline.is_none() || nothing_outstanding {
+            self.rtx_deadline = Some(now + self.rto.rto());
+        }
+    }
+
+    /// Sends what the window allows, at most `budget` packets (ns-2
+    /// `send_much` with `maxburst`). With SACK, a go-back-N after a timeout
+    /// skips packets the receiver already holds.
+    fn send_much(&mut self, now: Instant, out: &mut Vec<Segment>, budget: usize) {
+        let win = self.window();
+        let mut sent = 0;
+        while sent < budget && self.snd_nxt < self.snd_una + win && self.snd_nxt < self.total {
+            let seq = self.snd_nxt;
+            if seq < self.snd_max && self.sb.as_ref().is_some_and(|sb| sb.sacked.get(seq)) {
+                self.snd_nxt += 1;
+                continue;
+            }
+            self.output(now, seq, out);
+            self.snd_nxt += 1;
+            sent += 1;
+        }
+    }
+
+    /// RFC 6298 (5.2)/(5.3) as ns-2 `newtimer`: restart the timer while data
+    /// is outstanding, stop it otherwise.
+    fn restart_timer(&mut self, now: Instant) {
+        self.rtx_deadline = (self.snd_max > self.snd_una).then(|| now + self.rto.rto());
+    }
+
+    /// ns-2 `opencwnd` (`wnd_option_` 1): +1 per ACK in slow start, +1/cwnd
+    /// per ACK in congestion avoidance (RFC 5681 eq. (3)), both per ACK and
+    /// not per packet acknowledged, then the window ceiling.
+    fn open_cwnd(&mut self) {
+        if self.cwnd < self.ssthresh as f64 {
+            self.cwnd += 1.0;
+        } else {
+            self.cwnd += 1.0 / self.cwnd;
+        }
+        self.cwnd = self.cwnd.min(f64::from(self.cfg.max_cwnd_pkts));
+    }
+
+    /// An ACK of new data outside recovery (ns-2 `newack` +
+    /// `recv_newack_helper`).
+    fn new_ack(&mut self, now: Instant, a: u64) {
+        self.dupacks = 0;
+        self.snd_una = a;
+        self.snd_nxt = self.snd_nxt.max(a);
+        if let Some((seq, sent)) = self.timed {
+            if a > seq {
+                // A valid (Karn) sample ends the backoff (ns-2 resets
+                // t_backoff_ exactly here).
+                self.rto.reset_backoff();
+                self.rto.sample(sent, now);
+                self.timed = None;
+            }
+        }
+        self.open_cwnd();
+        self.restart_timer(now);
+    }
+
+    /// Full ACK: leave fast recovery with cwnd = ssthresh (RFC 6582 Section
+    /// 3.2 step 3, "deflate the window"; RFC 6675 keeps cwnd = ssthresh
+    /// throughout). ns-2 then lets `opencwnd` count this ACK, and so do we.
+    fn exit_recovery(&mut self) {
+        self.in_recovery = false;
+        self.dupwnd = 0;
+        self.cwnd = self.ssthresh as f64;
+        if let Some(sb) = self.sb.as_mut() {
+            sb.retx.clear_range(self.snd_una, self.snd_max);
+        }
+    }
+
+    /// Partial ACK: acknowledges new data but not `recover`.
+    fn partial_ack(&mut self, now: Instant, a: u64, out: &mut Vec<Segment>) {
+        let deflate = a - self.snd_una;
+        self.snd_una = a;
+        self.snd_nxt = self.snd_nxt.max(a);
+        // RFC 6298 (5.3); ns-2 newtimer on every partial ACK
+        // (newreno_changes1_ = 0, RFC 6582 Section 3.2 step 5 "Impatient").
+        self.restart_timer(now);
+        if let Some(sb) = self.sb.as_mut() {
+            // The packet at the new snd_una was sent before recovery began
+            // and the receiver still lacks it after everything below it
+            // arrived: the same evidence NewReno acts on (RFC 6582 Section
+            // 3.2 step 5), and ns-2's Sack1 agent likewise retransmits the
+            // first hole at once. Without this, a small window may not
+            // produce DupThresh SACKs above the hole before the RTO.
+            // NextSeg rule 1 still skips it if it was already retransmitted.
+            sb.partial_lost = a + 1;
+            return; // the RFC 6675 pipe loop in sack_send does the rest
+        }
+        // RFC 6582 Section 3.2 step 5 / ns-2 partial_window_deflation_:
+        // deflate the window by the amount acknowledged, add back one packet.
+        if self.dupwnd > deflate {
+            self.dupwnd -= deflate - 1;
+        } else {
+            self.cwnd -= (deflate - self.dupwnd) as f64;
+            self.dupwnd = 1;
+        }
+        if self.cwnd < 1.0 {
+            self.cwnd = 1.0;
+        }
+        // ...and retransmit the first unacknowledged packet, the next hole
+        // (ns-2 partialnewack_helper: output(last_ack_ + 1)).
+        self.output(now, a, out);
+    }
+
+    /// Duplicate ACK without SACK (ns-2 `NewRenoTcpAgent::recv` +
+    /// `dupack_action`).
+    fn newreno_dupack(&mut self, now: Instant, a: u64, out: &mut Vec<Segment>) {
+        let thresh = u64::from(self.cfg.dupack_threshold);
+        if self.dupacks == thresh {
+            if self.fast_retransmit_allowed(a) {
+                // RFC 6582 Section 3.2 step 2: recover = highest sent,
+                // ssthresh = max(FlightSize/2, 2), retransmit, cwnd =
+                // ssthresh + 3 (ns-2: cwnd_ = ssthresh_, dupwnd_ = 3).
+                self.recover = self.snd_max;
+                self.had_congestion = true;
+                self.ssthresh = self.half_flight();
+                self.cwnd = self.ssthresh as f64;
+                self.dupwnd = thresh;
+                self.in_recovery = true;
+                self.stats.fast_retransmits += 1;
+                // ns-2 reset_rtx_timer(1, 0): restart the timer, stop timing.
+                self.timed = None;
+                self.rtx_deadline = Some(now + self.rto.rto());
+                self.output(now, a, out);
+            }
+        } else if self.dupacks > thresh && self.in_recovery {
+            // RFC 6582 Section 3.2 step 4: inflate by one per further dupack.
+            self.dupwnd += 1;
+        }
+    }
+
+    // ----- SACK (RFC 2018 / RFC 6675) -------------------------------------
+
+    /// Records the ACK's SACK blocks (clipped to `[snd_una, snd_max)`) and
+    /// forgets what the cumulative ACK covers.
+    fn update_scoreboard(&mut self, ack: &Ack) {
+        let (una, max) = (self.snd_una, self.snd_max);
+        let Some(sb) = self.sb.as_mut() else { return };
+        if ack.ack > una {
+            sb.sacked.clear_range(una, ack.ack);
+            sb.retx.clear_range(una, ack.ack);
+        }
+        let lo = ack.ack.max(una);
+        for &(s, e) in &ack.sack[..usize::from(ack.n_sack.min(3))] {
+            let (s, e) = (s.max(lo), e.min(max));
+            if s < e {
+                sb.sacked.set_range(s, e);
+                sb.high_sacked = sb.high_sacked.max(e);
+            }
+        }
+        sb.high_sacked = sb.high_sacked.max(lo);
+        sb.high_rxt = sb.high_rxt.max(lo);
+    }
+
+    /// RFC 6675 IsLost boundary: packets below the `dupack_threshold`-th
+    /// highest SACKed packet have that many SACKed packets above them and
+    /// are deemed lost (with one packet per segment, "DupThresh SACKed
+    /// segments above" and "more than (DupThresh-1)*SMSS bytes above"
+    /// coincide), or exposed by a partial ACK. Returns `snd_una` if
+    /// nothing is lost.
+    fn lost_below(&self) -> u64 {
+        let Some(sb) = self.sb.as_ref() else {
+            return self.snd_una;
+        };
+        let hint = sb.partial_lost.clamp(self.snd_una, self.snd_max);
+        let mut hi = sb.high_sacked.min(self.snd_max);
+        for _ in 0..self.cfg.dupack_threshold {
+            match sb.sacked.prev_one(self.snd_una, hi) {
+                Some(s) => hi = s,
+                None => return hint,
+            }
+        }
+        hi.max(hint)
+    }
+
+    /// RFC 6675 SetPipe(): every unSACKed packet counts once unless lost,
+    /// and once more if retransmitted.
+    fn pipe(&self, lost_below: u64) -> u64 {
+        let Some(sb) = self.sb.as_ref() else {
+            return self.snd_nxt - self.snd_una;
+        };
+        let (una, max) = (self.snd_una, self.snd_max);
+        let lb = lost_below.clamp(una, max);
+        let not_lost = (max - lb) - sb.sacked.count_ones(lb, max);
+        let retx = sb.retx.fold_pair(&sb.sacked, una, max, |r, s| r & !s);
+        not_lost + retx
+    }
+
+    /// Duplicate ACK with SACK: RFC 6675 Section 5 entry into loss recovery
+    /// when DupAcks >= DupThresh or IsLost(HighACK + 1).
+    fn sack_dupack(&mut self, now: Instant, a: u64, out: &mut Vec<Segment>) {
+        if self.in_recovery || !self.fast_retransmit_allowed(a) {
+            return;
+        }
+        let thresh = u64::from(self.cfg.dupack_threshold);
+        if self.dupacks < thresh && a >= self.lost_below() {
+            return;
+        }
+        // (4.1) RecoveryPoint = HighData; (4.2) ssthresh = cwnd =
+        // max(FlightSize/2, 2) (RFC 5681 eq. (4)).
+        self.recover = self.snd_max;
+        self.had_congestion = true;
+        self.in_recovery = true;
+        self.ssthresh = self.half_flight();
+        self.cwnd = self.ssthresh as f64;
+        self.dupwnd = 0;
+        self.snd_nxt = self.snd_max;
+        self.stats.fast_retransmits += 1;
+        self.timed = None;
+        self.rtx_deadline = Some(now + self.rto.rto());
+        if let Some(sb) = self.sb.as_mut() {
+            sb.retx.clear_range(a, self.snd_max);
+            sb.high_rxt = a + 1;
+            sb.partial_lost = 0;
+        }
+        // (4.3) retransmit the first presumed-lost packet regardless of pipe;
+        // (4.4) the pipe loop follows in sack_send.
+        self.output(now, a, out);
+    }
+
+    /// RFC 6675 NextSeg(), given the IsLost boundary; None if nothing may
+    /// be sent.
+    fn next_seg(&mut self, lost_below: u64) -> Option<u64> {
+        let (una, max) = (self.snd_una, self.snd_max);
+        let limit = una + u64::from(self.cfg.max_cwnd_pkts);
+        let sb = self.sb.as_mut()?;
+        let from = sb.high_rxt.max(una);
+        // (1) the first unSACKed, not yet retransmitted, lost packet above
+        // HighRxt.
+        if from < lost_below {
+            if let Some(s) = sb
+                .sacked
+                .find_pair(&sb.retx, from, lost_below, |a, b| !(a | b))
+            {
+                sb.high_rxt = s + 1;
+                return Some(s);
+            }
+            sb.high_rxt = lost_below;
+        }
+        // (2) new data, if the application and the receiver window allow.
+        if max < self.total && max < limit {
+            return Some(max);
+        }
+        // (3) an unSACKed packet below the highest SACKed one, lost or not.
+        let from = sb.high_rxt.max(una);
+        let top = sb.high_sacked.min(max);
+        if from < top {
+            if let Some(s) = sb.sacked.find_pair(&sb.retx, from, top, |a, b| !(a | b)) {
+                sb.high_rxt = s + 1;
+                return Some(s);
+            }
+        }
+        // (4) the optional rescue retransmission is not modeled.
+        None
+    }
+
+    /// RFC 6675 Section 5 step (C): while cwnd - pipe >= 1 packet, send
+    /// NextSeg(); each transmission adds exactly one to pipe.
+    fn sack_send(&mut self, now: Instant, out: &mut Vec<Segment>, budget: usize) {
+        let lost_below = self.lost_below();
+        let mut pipe = self.pipe(lost_below);
+        let cwnd = self.cwnd as u64;
+        let mut sent = 0;
+        while sent < budget && pipe < cwnd {
+            let Some(seq) = self.next_seg(lost_below) else {
+                break;
+            };
+            self.output(now, seq, out);
+            if seq >= self.snd_nxt {
+                self.snd_nxt = seq + 1;
+            }
+            pipe += 1;
+            sent += 1;
+        }
+    }
+}
