@@ -86,6 +86,8 @@ struct Record {
     pair: PairRole,
     /// The other packet of the pair.
     partner: Option<u64>,
+    /// The scheduler's predicted delivery time.
+    eta_ns: Option<i64>,
     fate: Fate,
 }
 
@@ -239,6 +241,7 @@ impl Sender {
             sent_at: now,
             pair: d.pair,
             partner,
+            eta_ns: d.eta_ns,
             fate: Fate::InFlight,
         });
         self.unacked[s].push_back(seq);
@@ -326,6 +329,19 @@ impl Sender {
             now,
             e.rx_time_ns as i64 - rec.sent_at.as_nanos() as i64 - ser,
         );
+        if let Some(eta) = rec.eta_ns {
+            // Arrival in the scheduler's frame (relative delays): receiver
+            // clock minus the smallest base offset of any path.
+            if let Some(min_base) = self.paths.iter().filter_map(|q| q.owd.base_raw_ns()).min() {
+                let p = self
+                    .paths
+                    .iter()
+                    .find(|p| p.id == rec.path)
+                    .expect("found above");
+                self.sched
+                    .on_delivery(p, eta, e.rx_time_ns as i64 - min_base);
+            }
+        }
 
         // Packet pair: dispersion of the two arrivals (PET/BMP Section V-A).
         let Some(partner) = rec.partner else { return };

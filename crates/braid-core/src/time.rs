@@ -16,7 +16,9 @@ impl Instant {
     /// The origin; simulations start here.
     pub const ZERO: Instant = Instant { nanos: 0 };
     /// Later than any time a run reaches; used as "never".
-    pub const FAR_FUTURE: Instant = Instant { nanos: u64::MAX / 2 };
+    pub const FAR_FUTURE: Instant = Instant {
+        nanos: u64::MAX / 2,
+    };
 
     pub const fn from_nanos(nanos: u64) -> Self {
         Instant { nanos }
@@ -25,10 +27,14 @@ impl Instant {
         Instant { nanos: us * 1_000 }
     }
     pub const fn from_millis(ms: u64) -> Self {
-        Instant { nanos: ms * 1_000_000 }
+        Instant {
+            nanos: ms * 1_000_000,
+        }
     }
     pub fn from_secs_f64(s: f64) -> Self {
-        Instant { nanos: (s * 1e9).max(0.0) as u64 }
+        Instant {
+            nanos: (s * 1e9).max(0.0) as u64,
+        }
     }
     pub const fn as_nanos(self) -> u64 {
         self.nanos
@@ -45,7 +51,11 @@ impl Instant {
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
-        Instant { nanos: self.nanos.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64) }
+        Instant {
+            nanos: self
+                .nanos
+                .saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
+        }
     }
 }
 
@@ -58,7 +68,11 @@ impl AddAssign<Duration> for Instant {
 impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
-        Instant { nanos: self.nanos.saturating_sub(d.as_nanos().min(u64::MAX as u128) as u64) }
+        Instant {
+            nanos: self
+                .nanos
+                .saturating_sub(d.as_nanos().min(u64::MAX as u128) as u64),
+        }
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Decision {
     pub pair: PairRole,
     /// Sent on a path the scheduler otherwise avoids, to keep its estimate fresh.
     pub probe: bool,
+    /// The scheduler's predicted delivery time, in its own time frame (ns),
+    /// handed back with the measured one by [`Scheduler::on_delivery`].
+    pub eta_ns: Option<i64>,
 }
 
 impl Decision {
@@ -60,6 +63,7 @@ impl Decision {
             index,
             pair: PairRole::None,
             probe: false,
+            eta_ns: None,
         }
     }
 }
@@ -74,6 +78,10 @@ pub trait Scheduler: Send {
     fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision>;
     /// The path set changed (added, removed, usability): drop stale state.
     fn paths_changed(&mut self, _paths: &[PathState]) {}
+    /// Feedback showed that a packet for which the scheduler predicted
+    /// `eta_ns` arrived at `actual_ns` (sender clock frame, relative delays
+    /// as in [`Pet::relative_delays`]).
+    fn on_delivery(&mut self, _path: &PathState, _eta_ns: i64, _actual_ns: i64) {}
 }
 
 /// The schedulers by name, as scenario files and configs spell them.
