@@ -516,7 +516,10 @@ fn check_prob(v: f64, allow_one: bool) -> Result<(), String> {
 fn parse_hint(msg: String) -> String {
     let msg = msg.trim_end().to_string();
     if msg.contains("unknown field") {
-        format!("{msg}\nhint: the key above is misspelled or not supported; use one of the keys listed as expected")
+        match did_you_mean(&msg) {
+            Some(s) => format!("{msg}\nhint: did you mean `{s}`?"),
+            None => format!("{msg}\nhint: the key above is misspelled or not supported; use one of the keys listed as expected"),
+        }
     } else if msg.contains("missing field") {
         format!("{msg}\nhint: add the missing key to the table shown above")
     } else if msg.contains("invalid type") {
@@ -524,6 +527,38 @@ fn parse_hint(msg: String) -> String {
     } else {
         msg
     }
+}
+
+/// From "unknown field `x`, expected one of `a`, `b`" pick the expected key
+/// closest to `x` (edit distance <= 3).
+fn did_you_mean(msg: &str) -> Option<String> {
+    let (_, rest) = msg.split_once("unknown field `")?;
+    let (bad, rest) = rest.split_once('`')?;
+    let (_, expected) = rest.split_once("expected")?;
+    let first_line = expected.lines().next().unwrap_or("");
+    first_line
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|k| (edit_distance(bad, k), k))
+        .filter(|(d, _)| *d <= 3)
+        .min()
+        .map(|(_, k)| k.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + (ca != *cb) as usize).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -588,7 +623,7 @@ loss = 0.01
         let e = err("name = \"x\"\n[[path]]\nname = \"a\"\nrate_mbps = 10.0\n");
         assert!(e.contains("rate_mbps"), "{e}");
         assert!(e.contains("t.toml"), "{e}");
-        assert!(e.contains("hint"), "{e}");
+        assert!(e.contains("did you mean `rate_mbit`"), "{e}");
     }
 
     #[test]

@@ -298,6 +298,43 @@ pub fn ping(
     })
 }
 
+/// Wait until `dst` answers a ping from `ns` (e.g. once a tunnel is up), or
+/// fail after `timeout`.
+pub fn wait_reachable(
+    ns: &str,
+    src: Option<Ipv4Addr>,
+    dst: Ipv4Addr,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    loop {
+        let mut argv = vec![
+            "ping".to_string(),
+            "-n".into(),
+            "-q".into(),
+            "-c1".into(),
+            "-W1".into(),
+        ];
+        if let Some(s) = src {
+            argv.extend(["-I".into(), s.to_string()]);
+        }
+        argv.push(dst.to_string());
+        let ok = ns_command(ns, &argv)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Ok(());
+        }
+        if t0.elapsed() > timeout {
+            bail!("{dst} not reachable from {ns} within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

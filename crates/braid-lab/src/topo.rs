@@ -113,6 +113,41 @@ impl EmulatorCommand {
     }
 }
 
+/// Cross-process lock for the (single, fixed-name) lab. Hold it for the
+/// whole time you use the lab so that tests of different crates/binaries
+/// running in parallel do not tear down each other's namespaces. Blocks
+/// until free; released on drop. Lives outside [`crate::RUN_DIR`] because
+/// [`down`] removes that directory.
+#[derive(Debug)]
+pub struct LabLock {
+    _file: std::fs::File,
+}
+
+/// Path of the lock file used by [`LabLock`].
+pub const LOCK_PATH: &str = "/run/braid-lab.lock";
+
+impl LabLock {
+    pub fn acquire() -> anyhow::Result<LabLock> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_PATH)
+            .with_context(|| format!("opening {LOCK_PATH}"))?;
+        loop {
+            // SAFETY: flock on an fd we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(LabLock { _file: file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e).context("locking the lab");
+            }
+        }
+    }
+}
+
 /// What [`up`] brought up.
 #[derive(Debug, Clone)]
 pub struct LabInfo {

@@ -3,16 +3,13 @@
 //! they print why and pass without doing anything.
 //!
 //! All tests use the same fixed namespace names, so they are serialized
-//! through a global lock.
+//! through the cross-process [`topo::LabLock`].
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use braid_lab::iperf::{ping, run_iperf3, IperfSpec};
 use braid_lab::topo::{self, cli_addr, prx_addr, NS_CLI};
 use braid_lab::{down, read_stats, up, EmulatorCommand, LabConfig};
-
-static LOCK: Mutex<()> = Mutex::new(());
 
 fn emu() -> EmulatorCommand {
     EmulatorCommand::new(env!("CARGO_BIN_EXE_braid-lab-emu"))
@@ -78,7 +75,7 @@ delay_ms = 35.0
 #[test]
 fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
     require_lab!();
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = topo::LabLock::acquire().unwrap();
     let cfg = LabConfig::from_toml_str(TEST_LAB, "test").unwrap();
     let _t = Teardown;
     let info = up(&cfg, &emu()).expect("up");
@@ -199,7 +196,7 @@ fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
 #[test]
 fn crash_leftovers_are_cleaned_by_next_up() {
     require_lab!();
-    let _l = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _l = topo::LabLock::acquire().unwrap();
     let cfg = LabConfig::from_toml_str(TEST_LAB, "test").unwrap();
     let _t = Teardown;
     let first = up(&cfg, &emu()).expect("first up");
@@ -250,4 +247,67 @@ fn crash_leftovers_are_cleaned_by_next_up() {
 
 fn libc_sigkill() -> i32 {
     9
+}
+
+#[test]
+fn loss_and_trace_apply_end_to_end() {
+    require_lab!();
+    let _l = topo::LabLock::acquire().unwrap();
+    let cfg = LabConfig::from_toml_str(
+        r#"
+name = "test-loss-trace"
+seed = 3
+[[path]]
+name = "lossy"
+rate_mbit = 20.0
+delay_ms = 5.0
+up_loss = 0.2
+trace = [ { at_s = 2.5, delay_ms = 25.0, loss = 0.0 } ]
+"#,
+        "test",
+    )
+    .unwrap();
+    let _t = Teardown;
+    up(&cfg, &emu()).expect("up");
+    // Before the trace step: 20 % loss on the way up, RTT 10 ms.
+    let s = ping(
+        NS_CLI,
+        Some(cli_addr(0)),
+        prx_addr(0),
+        150,
+        Duration::from_millis(10),
+    )
+    .unwrap();
+    let lost = 1.0 - s.received as f64 / s.sent as f64;
+    eprintln!(
+        "before trace: lost {:.1} %, rtt min {:.3} ms",
+        lost * 100.0,
+        s.min_ms
+    );
+    assert!((0.08..0.35).contains(&lost), "loss {lost}");
+    assert!((s.min_ms - 10.0).abs() < 1.0, "rtt {}", s.min_ms);
+    let st = read_stats().unwrap();
+    assert!(st.paths[0].up.drops_loss > 0);
+    assert_eq!(st.paths[0].down.drops_loss, 0);
+    // After it: no loss, RTT 50 ms.
+    while read_stats().unwrap().uptime_s < 2.7 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = ping(
+        NS_CLI,
+        Some(cli_addr(0)),
+        prx_addr(0),
+        20,
+        Duration::from_millis(20),
+    )
+    .unwrap();
+    eprintln!(
+        "after trace: received {}/{}, rtt min {:.3} ms",
+        s.received, s.sent, s.min_ms
+    );
+    assert_eq!(s.received, 20);
+    assert!((s.min_ms - 50.0).abs() < 1.0, "rtt {}", s.min_ms);
+    let st = read_stats().unwrap();
+    assert!((st.paths[0].up.delay_ms - 25.0).abs() < 1e-9);
+    down().unwrap();
 }
