@@ -5,7 +5,7 @@
 
 use braid_core::path::PathId;
 use braid_core::wire::{
-    decode, emit_feedback, feedback_len, seq, DataFlags, DataHeader, FeedbackEntry, Frame,
+    decode, emit_feedback, feedback_len, seq, Control, DataFlags, DataHeader, FeedbackEntry, Frame,
     Keepalive, WireError, MAX_FEEDBACK_ENTRIES,
 };
 use proptest::prelude::*;
@@ -44,6 +44,7 @@ fn exercise(frame: &Frame<'_>) -> usize {
             n + v.len()
         }
         Frame::Keepalive(k) | Frame::KeepaliveAck(k) => k.id as usize,
+        Frame::Control(c) => c.kind as usize + c.body.len(),
     }
 }
 
@@ -59,7 +60,7 @@ proptest! {
 
     #[test]
     fn decode_typed_garbage_never_panics(
-        ty in 0u8..=5,
+        ty in 0u8..=6,
         rest in proptest::collection::vec(any::<u8>(), 0..(feedback_len(MAX_FEEDBACK_ENTRIES) + 16)),
     ) {
         // Arbitrary bytes rarely start with a valid type; force one.
@@ -129,6 +130,14 @@ proptest! {
         k.emit(ack, &mut buf).unwrap();
         let expected = if ack { Frame::KeepaliveAck(k) } else { Frame::Keepalive(k) };
         prop_assert_eq!(decode(&buf), Ok(expected));
+    }
+
+    #[test]
+    fn control_round_trip(kind in any::<u8>(), body in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let c = Control { kind, body: &body };
+        let mut buf = vec![0u8; c.buffer_len()];
+        prop_assert_eq!(c.emit(&mut buf), Ok(Control::HEADER_LEN + body.len()));
+        prop_assert_eq!(decode(&buf), Ok(Frame::Control(c)));
     }
 
     #[test]

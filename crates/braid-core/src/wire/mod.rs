@@ -9,6 +9,7 @@
 //! FEEDBACK  0x02 | path u8 | count u8 | count x { seq u32 | rx_time_ns u64 }
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
+//! CONTROL   0x05 | kind u8 | body...                   (session control, see [`Control`])
 //! ```
 //! All integers big-endian.
 //!
@@ -20,7 +21,10 @@
 //! Decoding is strict: undefined data flag bits, a feedback count above
 //! [`MAX_FEEDBACK_ENTRIES`], and bytes after the end of a feedback or
 //! keepalive frame are errors. A data frame's header is followed by the
-//! inner packet, which extends to the end of the buffer (it may be empty).
+//! inner packet, which extends to the end of the buffer (it may be empty);
+//! a control frame's body likewise extends to the end of the buffer. Unknown
+//! control kinds decode fine (the connection layer ignores them), so new
+//! control messages can be added without a version bump.
 
 pub mod seq;
 
@@ -65,6 +69,11 @@ mod field {
     pub const KA_ID: Field = 2..6;
     /// KEEPALIVE / KA_ACK: sender's transmit time.
     pub const KA_TX_TIME: Field = 6..14;
+
+    /// CONTROL: message kind.
+    pub const CTRL_KIND: usize = 1;
+    /// CONTROL: the body, from here to the end of the buffer.
+    pub const CTRL_BODY: usize = 2;
 }
 
 /// Why a frame could not be decoded. Small and `Copy` so that counting
@@ -102,6 +111,8 @@ pub const TYPE_FEEDBACK: u8 = 0x02;
 pub const TYPE_KEEPALIVE: u8 = 0x03;
 /// Frame type byte of a keepalive echo.
 pub const TYPE_KEEPALIVE_ACK: u8 = 0x04;
+/// Frame type byte of a control message.
+pub const TYPE_CONTROL: u8 = 0x05;
 
 /// Upper bound on entries in one feedback frame (bounds work per frame).
 pub const MAX_FEEDBACK_ENTRIES: usize = 64;
@@ -340,6 +351,43 @@ impl Keepalive {
     }
 }
 
+/// A session control message: a kind byte and a kind-specific body.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Control<'a> {
+    /// One of the `Control::*` kinds, or a kind this version does not know.
+    pub kind: u8,
+    /// Kind-specific bytes (empty for [`Control::CLOSE`]).
+    pub body: &'a [u8],
+}
+
+impl<'a> Control<'a> {
+    /// The client is going away: the server may free its state and tunnel
+    /// address at once instead of waiting for the idle timeout. Empty body.
+    pub const CLOSE: u8 = 0x01;
+    /// Bytes of a control frame's fixed part (type and kind).
+    pub const HEADER_LEN: usize = 2;
+
+    /// Bytes this frame takes on the wire.
+    pub fn buffer_len(&self) -> usize {
+        Self::HEADER_LEN + self.body.len()
+    }
+
+    /// Writes the frame into `buf[..buffer_len()]`, returning its length.
+    ///
+    /// Errors: [`WireError::BufferTooSmall`] if `buf` is shorter than
+    /// [`Control::buffer_len`]; nothing is written then.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let need = self.buffer_len();
+        let buf = buf
+            .get_mut(..need)
+            .ok_or(WireError::BufferTooSmall { need })?;
+        buf[field::TYPE] = TYPE_CONTROL;
+        buf[field::CTRL_KIND] = self.kind;
+        buf[field::CTRL_BODY..].copy_from_slice(self.body);
+        Ok(need)
+    }
+}
+
 /// A decoded frame borrowing from the input.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -351,13 +399,15 @@ pub enum Frame<'a> {
     Keepalive(Keepalive),
     /// The echo of a keepalive.
     KeepaliveAck(Keepalive),
+    /// A session control message.
+    Control(Control<'a>),
 }
 
 /// Decodes one frame. Never panics, never allocates.
 ///
 /// Errors, in the order they are checked:
 /// - [`WireError::Truncated`]: empty buffer, or shorter than the frame's
-///   fixed part (data header, feedback header, keepalive), or than the
+///   fixed part (data header, feedback header, keepalive, control kind), or than the
 ///   entries a feedback frame announces;
 /// - [`WireError::UnknownType`]: the first byte is no `TYPE_*`;
 /// - [`WireError::BadFlags`]: a data frame sets flag bits outside
@@ -398,6 +448,13 @@ pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
             } else {
                 Frame::KeepaliveAck(ka)
             })
+        }
+        TYPE_CONTROL => {
+            check_len(buf, Control::HEADER_LEN)?;
+            Ok(Frame::Control(Control {
+                kind: buf[field::CTRL_KIND],
+                body: &buf[field::CTRL_BODY..],
+            }))
         }
         other => Err(WireError::UnknownType(other)),
     }
@@ -676,11 +733,56 @@ mod tests {
         assert_eq!(decode(&long), Err(WireError::TrailingBytes(1)));
     }
 
+    static CONTROL_BYTES: [u8; 4] = [
+        0x05, // type
+        0x01, // kind: CLOSE
+        0xab, 0xcd, // body
+    ];
+
+    #[test]
+    fn test_parse_control() {
+        assert_eq!(
+            decode(&CONTROL_BYTES),
+            Ok(Frame::Control(Control {
+                kind: Control::CLOSE,
+                body: &[0xab, 0xcd],
+            }))
+        );
+        assert_eq!(
+            decode(&CONTROL_BYTES[..2]),
+            Ok(Frame::Control(Control {
+                kind: Control::CLOSE,
+                body: &[],
+            }))
+        );
+        assert_eq!(
+            decode(&CONTROL_BYTES[..1]),
+            Err(WireError::Truncated { need: 2, got: 1 })
+        );
+    }
+
+    #[test]
+    fn test_emit_control() {
+        let c = Control {
+            kind: Control::CLOSE,
+            body: &[0xab, 0xcd],
+        };
+        let mut buf = [0xffu8; 6];
+        assert_eq!(c.emit(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], &CONTROL_BYTES);
+        assert_eq!(&buf[4..], &[0xff, 0xff]);
+        let mut small = [0u8; 3];
+        assert_eq!(
+            c.emit(&mut small),
+            Err(WireError::BufferTooSmall { need: 4 })
+        );
+    }
+
     #[test]
     fn test_parse_generic_errors() {
         assert_eq!(decode(&[]), Err(WireError::Truncated { need: 1, got: 0 }));
         assert_eq!(decode(&[0x00]), Err(WireError::UnknownType(0x00)));
-        assert_eq!(decode(&[0x05, 1, 2, 3]), Err(WireError::UnknownType(0x05)));
+        assert_eq!(decode(&[0x06, 1, 2, 3]), Err(WireError::UnknownType(0x06)));
         assert_eq!(
             decode(&DATA_BYTES[..8]),
             Err(WireError::Truncated { need: 9, got: 8 })
