@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
+mod lab;
+mod labtunnel;
 mod sim;
 
 /// braid: stripe ordinary TCP and UDP connections across several network
@@ -25,6 +28,11 @@ enum Command {
     /// Benchmarks (simulator speed, ...).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Emulated multipath testbed: network namespaces and a userspace link emulator.
+    #[command(subcommand)]
+    Lab(lab::LabCmd),
+    /// Show what braid does, with no setup.
+    Demo,
 }
 
 fn main() -> ExitCode {
@@ -32,6 +40,8 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Command::Sim(c) => sim::run(c),
         Command::Bench(c) => bench::run(c),
+        Command::Lab(c) => lab::run(c),
+        Command::Demo => demo::run(),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
