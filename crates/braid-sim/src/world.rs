@@ -103,6 +103,8 @@ pub struct RunResult {
     pub series_kbps: Vec<Vec<f64>>,
     pub reorder: Option<ReorderStats>,
     pub sender: Option<SenderStats>,
+    /// The proxy's packet-pair bandwidth estimate of each path at the end (bit/s).
+    pub path_bw_estimates_bps: Vec<Option<f64>>,
     pub bs_drops_queue: u64,
     pub bs_drops_loss: u64,
     pub events: u64,
@@ -731,6 +733,12 @@ impl World {
         if let Some(b) = &self.braid {
             r.reorder = Some(b.receiver.reorder_stats().clone());
             r.sender = Some(b.sender.stats().clone());
+            r.path_bw_estimates_bps = b
+                .sender
+                .paths()
+                .iter()
+                .map(|p| p.bw.estimate_bps())
+                .collect();
         }
         r.series_kbps = self.series;
         r

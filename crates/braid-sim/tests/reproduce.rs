@@ -156,3 +156,19 @@ fn same_seed_same_bytes() {
         .to_json();
     assert_ne!(a, c, "the seed should matter with cross traffic");
 }
+
+/// PET's packet-pair estimates converge to the true wireless rates.
+#[test]
+fn pet_estimates_converge_to_capacity() {
+    let sc = scenario("pet-table1");
+    let r = braid_sim::world::World::new(&sc, braid_sim::Scheme::PetBmp, 1, 0).run();
+    for (est, truth) in r.path_bw_estimates_bps.iter().zip([50e3, 100e3, 200e3]) {
+        let est = est.expect("every path has an estimate");
+        assert!(
+            (est - truth).abs() <= 0.1 * truth,
+            "estimate {est} vs capacity {truth}"
+        );
+    }
+    let s = r.sender.unwrap();
+    assert!(s.pair_samples > 100, "only {} pair samples", s.pair_samples);
+}
