@@ -16,7 +16,10 @@
 //! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
+//! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
+//!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
+pub mod conn;
 pub mod crypto;
 pub mod flow;
 pub mod path;

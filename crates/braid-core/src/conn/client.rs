@@ -1,0 +1,376 @@
+//! The client end of the tunnel: one [`Connection`] to one server over
+//! several paths.
+//!
+//! Handshakes: the client initiates (Noise IK, [`crate::crypto`]), sending
+//! message 1 on every path at once so that one working path suffices; the
+//! server answers the first copy and refuses the others as replays. The
+//! path the response arrives on is up at once; a keepalive on every path
+//! then confirms the session to the server and brings the other paths up.
+//! Unanswered handshakes are retried every `handshake_timeout`, forever
+//! (a daemon should keep trying); a rekey starts when the session needs it
+//! while the old session keeps carrying traffic, and also when every path
+//! went down (the server may have restarted and forgotten the session).
+
+use std::net::SocketAddr;
+
+use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use super::hello::{ClientHello, ServerHello};
+use super::tunnel::{Arrival, Role, Tunnel};
+use super::{ClientStatus, ConnConfig, Event, Output, Outputs, TunnelParams};
+use crate::crypto::{Initiator, PacketType, PrivateKey, PublicKey, Tai64n};
+use crate::path::{PathId, MAX_PATHS};
+use crate::time::Instant;
+use crate::wire::Control;
+
+/// Why a path cannot be added.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Path ids must be below [`MAX_PATHS`].
+    #[error("path id {0} is out of range (at most {max} paths, ids 0..{max})", max = MAX_PATHS)]
+    OutOfRange(u8),
+    /// The connection already has a path with this id.
+    #[error("path id {0} is already in use")]
+    Duplicate(u8),
+}
+
+/// A handshake in flight.
+struct Pending {
+    initiator: Initiator,
+    /// Message 1, resent as is on paths added meanwhile.
+    message: Vec<u8>,
+    sent_at: Instant,
+}
+
+/// The client's tunnel connection.
+pub struct Connection {
+    cfg: ConnConfig,
+    local_key: PrivateKey,
+    server_key: PublicKey,
+    rng: ChaCha20Rng,
+    /// Wall clock (Unix nanoseconds) at `Instant::ZERO`, for handshake
+    /// timestamps.
+    unix_nanos_at_zero: u64,
+    /// Last handshake timestamp used (they must strictly grow).
+    last_timestamp_ns: u64,
+    conn_id: u64,
+    tunnel: Tunnel,
+    pending: Option<Pending>,
+    /// With no session and no handshake in flight (a failed attempt), the
+    /// next attempt starts here.
+    retry_at: Instant,
+    /// The server's epoch from the last handshake.
+    server_epoch: Option<u64>,
+    params: Option<TunnelParams>,
+    out: Outputs,
+    closed: bool,
+}
+
+impl Connection {
+    /// A client connection to the server with static key `server_key`,
+    /// over `paths` (id and the server's address on that path; ids below
+    /// [`MAX_PATHS`], distinct). Starts the handshake at once: drain
+    /// [`Connection::poll_output`] afterwards.
+    ///
+    /// `unix_nanos_at_zero` is the wall clock, in nanoseconds since the Unix
+    /// epoch, at `Instant::ZERO` (handshake timestamps must grow across
+    /// client restarts, see [`Tai64n`]). All randomness (connection id,
+    /// ephemeral keys, session indices) comes from a ChaCha20 stream
+    /// seeded from `rng`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn client<R: RngCore + CryptoRng>(
+        cfg: ConnConfig,
+        local_key: PrivateKey,
+        server_key: PublicKey,
+        paths: &[(PathId, SocketAddr)],
+        unix_nanos_at_zero: u64,
+        now: Instant,
+        rng: &mut R,
+    ) -> Result<Connection, PathError> {
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        let mut c = Connection {
+            tunnel: Tunnel::new(Role::Client, None, &cfg, None),
+            out: Outputs::new(cfg.max_outputs),
+            cfg,
+            local_key,
+            server_key,
+            conn_id: rng.next_u64(),
+            rng,
+            unix_nanos_at_zero,
+            last_timestamp_ns: 0,
+            pending: None,
+            retry_at: now,
+            server_epoch: None,
+            params: None,
+            closed: false,
+        };
+        for &(id, remote) in paths {
+            c.check_new_path(id)?;
+            c.tunnel.add_link(id, remote);
+        }
+        c.start_handshake(now);
+        Ok(c)
+    }
+
+    fn check_new_path(&self, id: PathId) -> Result<(), PathError> {
+        if id.0 as usize >= MAX_PATHS {
+            return Err(PathError::OutOfRange(id.0));
+        }
+        if self.tunnel.has_link(id) {
+            return Err(PathError::Duplicate(id.0));
+        }
+        Ok(())
+    }
+
+    /// Adds a path at run time. It is probed at once (handshake message if
+    /// one is in flight, else a keepalive) and used once it answers.
+    pub fn add_path(
+        &mut self,
+        now: Instant,
+        id: PathId,
+        remote: SocketAddr,
+    ) -> Result<(), PathError> {
+        self.check_new_path(id)?;
+        self.tunnel.add_link(id, remote);
+        if let Some(p) = &self.pending {
+            let bytes = p.message.clone();
+            self.push_raw(id, remote, bytes);
+        } else {
+            self.tunnel.handle_timeout(now, &mut self.out);
+        }
+        Ok(())
+    }
+
+    /// Removes a path (the interface is gone); its packets in flight are
+    /// written off.
+    pub fn remove_path(&mut self, now: Instant, id: PathId) {
+        self.tunnel.remove_link(now, id);
+    }
+
+    /// The connection id this client sends in its handshakes.
+    pub fn conn_id(&self) -> u64 {
+        self.conn_id
+    }
+
+    /// What the server assigned, once established.
+    pub fn params(&self) -> Option<TunnelParams> {
+        self.params
+    }
+
+    /// Whether a session exists to send on.
+    pub fn is_established(&self) -> bool {
+        self.tunnel.sessions.current().is_some()
+    }
+
+    fn push_raw(&mut self, path: PathId, dest: SocketAddr, bytes: Vec<u8>) {
+        let len = bytes.len() as u64;
+        if self.out.push(Output::Transmit(super::Transmit {
+            path: Some(path),
+            dest,
+            bytes,
+        })) {
+            self.tunnel.counters.tx_datagrams += 1;
+            self.tunnel.counters.tx_bytes += len;
+        }
+    }
+
+    fn timestamp(&mut self, now: Instant) -> Tai64n {
+        let ns = self
+            .unix_nanos_at_zero
+            .saturating_add(now.as_nanos())
+            .max(self.last_timestamp_ns + 1);
+        self.last_timestamp_ns = ns;
+        Tai64n::from_unix_nanos(ns)
+    }
+
+    fn start_handshake(&mut self, now: Instant) {
+        self.retry_at = now + self.cfg.handshake_timeout;
+        let ts = self.timestamp(now);
+        let hello = ClientHello {
+            conn_id: self.conn_id,
+        }
+        .to_bytes();
+        let Ok((initiator, message)) = Initiator::new(
+            &self.local_key,
+            &self.server_key,
+            ts,
+            &hello,
+            &mut self.rng,
+            now,
+        ) else {
+            // Only an internal snow failure gets here; retry later.
+            self.tunnel.counters.handshake_failed += 1;
+            self.pending = None;
+            return;
+        };
+        let dests: Vec<(PathId, SocketAddr)> = self.tunnel.link_remotes().collect();
+        for (id, dest) in dests {
+            self.push_raw(id, dest, message.clone());
+        }
+        self.pending = Some(Pending {
+            initiator,
+            message,
+            sent_at: now,
+        });
+    }
+
+    /// One datagram arrived on path `path`'s socket (from the server: the
+    /// daemon connects each path's socket to the server's address).
+    pub fn handle_datagram(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
+        if self.closed {
+            return;
+        }
+        self.tunnel.counters.rx_datagrams += 1;
+        self.tunnel.counters.rx_bytes += datagram.len() as u64;
+        match PacketType::of(datagram) {
+            Some(PacketType::Transport) => {
+                let control =
+                    self.tunnel
+                        .handle_transport(now, Arrival::Path(path), datagram, &mut self.out);
+                // The server sends no control messages today; ignore kinds.
+                let _ = control;
+            }
+            Some(PacketType::HandshakeResponse) => self.handle_response(now, path, datagram),
+            _ => self.tunnel.counters.drop_malformed += 1,
+        }
+        self.maybe_rekey(now);
+    }
+
+    fn handle_response(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
+        let Some(p) = self.pending.as_mut() else {
+            // A duplicate or late response: the handshake is done.
+            self.tunnel.counters.handshake_failed += 1;
+            return;
+        };
+        let est = match p.initiator.handle_response(datagram, now) {
+            Ok(e) => e,
+            Err(_) => {
+                self.tunnel.counters.handshake_failed += 1;
+                return;
+            }
+        };
+        let Some(hello) = ServerHello::parse(&est.payload) else {
+            // Authenticated but unintelligible: a server of another
+            // version. Keep retrying; the operator sees the counter.
+            self.tunnel.counters.handshake_failed += 1;
+            self.pending = None;
+            return;
+        };
+        self.pending = None;
+        self.tunnel.counters.handshakes += 1;
+        let mut params = hello.params;
+        params.mtu = params.mtu.min(self.cfg.inner_mtu);
+        let reset = self.server_epoch.is_some_and(|e| e != hello.epoch);
+        if reset {
+            // The server lost our state: number from zero again, and forget
+            // sessions it no longer has.
+            self.tunnel.clear_sessions();
+            self.tunnel.reset_data(now);
+        }
+        let first = self.server_epoch.is_none();
+        self.server_epoch = Some(hello.epoch);
+        self.tunnel.install(est.session);
+        self.tunnel
+            .mark_rx(now, path, datagram.len(), &mut self.out);
+        self.tunnel.keepalive_all(now, &mut self.out);
+        if first || reset || self.params != Some(params) {
+            self.params = Some(params);
+            self.out.push(Output::Event(Event::Established { params }));
+        }
+    }
+
+    fn maybe_rekey(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        match &self.pending {
+            Some(p) => {
+                if now.saturating_since(p.sent_at) >= self.cfg.handshake_timeout {
+                    self.start_handshake(now);
+                }
+            }
+            None if self.tunnel.sessions.current().is_none() => {
+                if now >= self.retry_at {
+                    self.start_handshake(now);
+                }
+            }
+            None => {
+                // All paths silent with a session in hand: the server may
+                // have restarted and lost it (its answers would say
+                // "unknown index" by silence). A new handshake finds out;
+                // it is retried every `handshake_timeout` while unanswered.
+                if self.tunnel.sessions.needs_rekey(now) || self.tunnel.all_down() {
+                    self.start_handshake(now);
+                }
+            }
+        }
+    }
+
+    /// Sends one inner IP packet (from the TUN device) to the server.
+    /// Dropped and counted if there is no session, no usable path, or it
+    /// exceeds the inner MTU.
+    pub fn send_packet(&mut self, now: Instant, packet: &[u8]) {
+        if self.closed {
+            self.tunnel.counters.drop_no_session += 1;
+            return;
+        }
+        self.tunnel.send_packet(now, packet, &mut self.out);
+        self.maybe_rekey(now);
+    }
+
+    /// Runs due timers. Extra calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        self.tunnel.handle_timeout(now, &mut self.out);
+        self.maybe_rekey(now);
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed {
+            return None;
+        }
+        let own = match (&self.pending, self.tunnel.sessions.current()) {
+            (Some(p), _) => Some(p.sent_at + self.cfg.handshake_timeout),
+            (None, Some(s)) => Some(s.created_at() + s.limits().rekey_after_time),
+            // After a failed attempt.
+            (None, None) => Some(self.retry_at),
+        };
+        match (own, self.tunnel.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next output: a datagram to send, an inner packet for the TUN
+    /// device, or an event.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop()
+    }
+
+    /// Says goodbye to the server on every path (it frees our state at
+    /// once) and stops: no further handshakes, packets or timers; inputs
+    /// are ignored. Drain `poll_output` once more to send the goodbye.
+    pub fn close(&mut self, now: Instant) {
+        if !self.closed && self.is_established() {
+            self.tunnel.send_control(now, Control::CLOSE, &mut self.out);
+        }
+        self.closed = true;
+        self.pending = None;
+    }
+
+    pub fn status(&self, now: Instant) -> ClientStatus {
+        let mut tunnel = self.tunnel.status(now);
+        tunnel.counters.drop_output_overflow += self.out.overflow;
+        ClientStatus {
+            params: self.params,
+            handshaking: self.pending.is_some(),
+            tunnel,
+        }
+    }
+}

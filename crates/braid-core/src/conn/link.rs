@@ -1,0 +1,111 @@
+//! Liveness and traffic counters of one path of one tunnel.
+//!
+//! Pure bookkeeping: the tunnel decides what to do on the transitions this
+//! reports (see "Path liveness" in [`super`]).
+
+use std::net::SocketAddr;
+
+use crate::path::PathId;
+use crate::time::{Duration, Instant};
+
+/// One path as the connection layer sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct PathLink {
+    pub id: PathId,
+    /// Where datagrams for this path go: configured on the client, learnt
+    /// from authenticated datagrams on the server.
+    pub remote: Option<SocketAddr>,
+    /// Something authenticated arrived within `path_timeout`.
+    pub up: bool,
+    pub last_rx: Option<Instant>,
+    pub last_keepalive_tx: Option<Instant>,
+    /// Next keepalive identifier (echoed by the peer).
+    pub next_keepalive_id: u32,
+    /// Latest keepalive round trip.
+    pub keepalive_rtt: Option<Duration>,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub data_rx_packets: u64,
+    pub data_rx_bytes: u64,
+}
+
+impl PathLink {
+    pub(crate) fn new(id: PathId, remote: Option<SocketAddr>) -> Self {
+        PathLink {
+            id,
+            remote,
+            up: false,
+            last_rx: None,
+            last_keepalive_tx: None,
+            next_keepalive_id: 0,
+            keepalive_rtt: None,
+            tx_packets: 0,
+            tx_bytes: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            data_rx_packets: 0,
+            data_rx_bytes: 0,
+        }
+    }
+
+    /// An authenticated datagram of `len` bytes arrived. Returns whether
+    /// this brought the path up.
+    pub(crate) fn on_rx(&mut self, now: Instant, len: usize) -> bool {
+        self.rx_packets += 1;
+        self.rx_bytes += len as u64;
+        self.last_rx = Some(self.last_rx.map_or(now, |t| t.max(now)));
+        let was_up = self.up;
+        self.up = true;
+        !was_up
+    }
+
+    pub(crate) fn on_tx(&mut self, len: usize) {
+        self.tx_packets += 1;
+        self.tx_bytes += len as u64;
+    }
+
+    /// When the path goes down unless something arrives first.
+    pub(crate) fn down_at(&self, timeout: Duration) -> Option<Instant> {
+        if !self.up {
+            return None;
+        }
+        self.last_rx.map(|t| t + timeout)
+    }
+
+    /// When the client should next send a keepalive: `interval` after both
+    /// the last keepalive and the last arrival. Before anything was sent,
+    /// right away.
+    pub(crate) fn keepalive_at(&self, interval: Duration) -> Option<Instant> {
+        self.remote?;
+        let Some(sent) = self.last_keepalive_tx else {
+            return Some(Instant::ZERO);
+        };
+        let after_rx = self.last_rx.map_or(Instant::ZERO, |t| t + interval);
+        Some((sent + interval).max(after_rx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_deadlines() {
+        let ms = Instant::from_millis;
+        let iv = Duration::from_millis(200);
+        let mut l = PathLink::new(PathId(1), Some("127.0.0.1:1".parse().unwrap()));
+        assert_eq!(l.down_at(iv), None);
+        assert_eq!(l.keepalive_at(iv), Some(Instant::ZERO));
+        l.last_keepalive_tx = Some(ms(0));
+        assert_eq!(l.keepalive_at(iv), Some(ms(200)));
+        assert!(l.on_rx(ms(150), 40));
+        assert!(!l.on_rx(ms(100), 40), "already up; time does not go back");
+        assert_eq!(l.keepalive_at(iv), Some(ms(350)));
+        assert_eq!(l.down_at(Duration::from_millis(600)), Some(ms(750)));
+        assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
+        l.remote = None;
+        assert_eq!(l.keepalive_at(iv), None);
+    }
+}

@@ -1,0 +1,457 @@
+//! The tunnel connection: handshake, encrypted transport, both directions
+//! of striping (a [`Sender`] and a [`Receiver`] per side), path liveness
+//! and control messages, sans-IO.
+//!
+//! PET/BMP Section II: the client (MH) reaches the internet through a
+//! proxy over several paths; downlink packets are scheduled at the proxy
+//! and resequenced at the client, uplink packets the other way round.
+//! Here the proxy is the [`Server`] (one per host, many clients) and the
+//! client is a [`Connection`].
+//!
+//! # Driving it
+//!
+//! As quinn-proto: inputs are `handle_*`, outputs are pulled with `poll_*`,
+//! every call takes `now`. After any `handle_*`/`send_packet` call, drain
+//! [`Connection::poll_output`] (it returns owned [`Output`]s: datagrams to
+//! send, inner packets to deliver to the TUN device, events), then sleep
+//! until [`Connection::poll_timeout`] and call `handle_timeout`. Extra
+//! `handle_timeout` calls are no-ops.
+//!
+//! ```text
+//! client daemon                                  server daemon
+//! Connection::client(..) -> Transmit(init) x paths --> Server::handle_datagram
+//!                                                     Transmit(response) <--
+//! handle_datagram(path, ..) -> Event(Established{tunnel address})
+//!   -> Transmit(keepalive) on every path ------------> Event(PeerConnected), PathUp
+//! TUN -> send_packet -> Transmit(data, path chosen by the scheduler)
+//!                                           ---------> Deliver(inner) -> TUN
+//!                                  Transmit(feedback) <-- (batched)
+//! ```
+//!
+//! # Packets
+//!
+//! Every datagram is one crypto packet ([`crate::crypto::packet`]): a
+//! handshake message or a transport packet whose plaintext is one frame of
+//! [`crate::wire`]. Data frames carry the tunnel sequence number; the
+//! receiver reports each arrival in a feedback frame on the same path
+//! (batched: up to `feedback_max_entries` entries or `feedback_max_delay`).
+//!
+//! # MTU
+//!
+//! An inner packet of `n` bytes becomes a UDP payload of
+//! `13 (transport header) + 9 (data header) + n + 16 (AEAD tag)` bytes, so
+//! with IPv4 (20) and UDP (8) outer headers an outer packet is `n + 66`
+//! bytes. Inner packets up to [`DEFAULT_INNER_MTU`] = 1500 - 66 = 1434
+//! bytes fill a 1500-byte path MTU without fragmentation.
+//!
+//! # Path liveness
+//!
+//! A path is *up* once an authenticated datagram arrived on it, and *down*
+//! when nothing authenticated arrived for `path_timeout` (default 600 ms):
+//! its sender stops scheduling on it (`Sender::set_usable(false)`) and the
+//! resequencer stops waiting for it (`Receiver::remove_path`). The client
+//! sends a keepalive on a path when nothing arrived on it for
+//! `keepalive_interval` (default 200 ms), and keeps doing so while the path
+//! is down; the server echoes keepalives. The first authenticated datagram
+//! on a down path brings it back up. Traffic in either direction keeps a
+//! path alive on both sides because every data frame is answered by
+//! feedback on the same path.
+//!
+//! # Sessions and state resets
+//!
+//! The client starts a new handshake when [`PeerSessions::needs_rekey`]
+//! says so (and retries every `handshake_timeout` while unanswered); the
+//! new session replaces the old one without disturbing the tunnel sequence
+//! numbers. The handshake payloads carry a client connection id and a
+//! server epoch: if the client restarted (new connection id) the server
+//! resets its per-client state, and if the server restarted (new epoch) the
+//! client resets its own, so both start numbering from zero again.
+//!
+//! # Failure handling
+//!
+//! Unauthenticated, malformed, replayed or unroutable datagrams are
+//! dropped silently and counted in [`Counters`]; nothing here panics on
+//! input. The server lets a client send only inner IPv4 packets whose
+//! source is the address the server assigned to it.
+//!
+//! [`Sender`]: crate::sender::Sender
+//! [`Receiver`]: crate::receiver::Receiver
+//! [`PeerSessions::needs_rekey`]: crate::crypto::PeerSessions::needs_rekey
+
+mod client;
+mod hello;
+mod ip;
+mod link;
+mod pool;
+mod server;
+mod tunnel;
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddr};
+
+pub use client::{Connection, PathError};
+pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
+pub use pool::{Ipv4Net, PoolError};
+pub use server::{ClientEntry, Server, ServerConfig};
+
+use crate::crypto::{PublicKey, SessionLimits};
+use crate::path::PathId;
+use crate::receiver::ReceiverConfig;
+use crate::reorder::ReorderStats;
+use crate::sched::SchedulerKind;
+use crate::sender::{SenderConfig, SenderStats};
+use crate::time::Duration;
+
+/// Bytes one inner packet adds on the path: transport header (13), data
+/// header (9), AEAD tag (16), UDP (8) and IPv4 (20) headers.
+pub const OUTER_OVERHEAD: usize = 13 + 9 + 16 + 8 + 20;
+/// The largest inner packet that keeps outer packets within a 1500-byte
+/// path MTU: 1500 - [`OUTER_OVERHEAD`].
+pub const DEFAULT_INNER_MTU: u16 = 1500 - OUTER_OVERHEAD as u16;
+/// Default bound on outputs waiting for `poll_output`.
+pub const DEFAULT_MAX_OUTPUTS: usize = 16_384;
+
+/// Tuning shared by client and server.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    /// Which scheduler places this side's outgoing packets.
+    pub scheduler: SchedulerKind,
+    pub sender: SenderConfig,
+    pub receiver: ReceiverConfig,
+    /// The client sends a keepalive on a path after this long without
+    /// receiving anything on it.
+    pub keepalive_interval: Duration,
+    /// A path with nothing received for this long is taken out of use.
+    pub path_timeout: Duration,
+    /// The client resends its handshake initiation after this long without
+    /// a response.
+    pub handshake_timeout: Duration,
+    /// Largest inner packet accepted by `send_packet` (see the module doc).
+    pub inner_mtu: u16,
+    /// Rekey and expiry limits of the sessions (tests shrink them).
+    pub session_limits: SessionLimits,
+    /// Bound on outputs waiting to be polled; beyond it outputs are dropped
+    /// and counted (`Counters::drop_output_overflow`).
+    pub max_outputs: usize,
+}
+
+impl Default for ConnConfig {
+    fn default() -> Self {
+        ConnConfig {
+            scheduler: SchedulerKind::Pet,
+            sender: SenderConfig::default(),
+            receiver: ReceiverConfig {
+                feedback_max_entries: 16,
+                feedback_max_delay: Duration::from_millis(1),
+                ..ReceiverConfig::default()
+            },
+            keepalive_interval: Duration::from_millis(200),
+            path_timeout: Duration::from_millis(600),
+            handshake_timeout: crate::crypto::REKEY_TIMEOUT,
+            inner_mtu: DEFAULT_INNER_MTU,
+            session_limits: SessionLimits::default(),
+            max_outputs: DEFAULT_MAX_OUTPUTS,
+        }
+    }
+}
+
+/// What the server assigns to a client, carried in handshake message 2.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TunnelParams {
+    /// The client's inner (tunnel) IPv4 address.
+    pub address: Ipv4Addr,
+    /// Prefix length of the tunnel network.
+    pub prefix_len: u8,
+    /// The server's address on the tunnel network.
+    pub gateway: Ipv4Addr,
+    /// The server's inner MTU; the client uses the smaller of this and its own.
+    pub mtu: u16,
+}
+
+/// One datagram to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The path to send it on: always `Some` on the client (send it from
+    /// that path's socket); on the server the path the datagram belongs
+    /// to, `None` for handshake responses (the server has one socket).
+    pub path: Option<PathId>,
+    /// Where to send it.
+    pub dest: SocketAddr,
+    /// The UDP payload.
+    pub bytes: Vec<u8>,
+}
+
+/// Something that happened, for logs and for the daemon to act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Client: a session with the server exists and the tunnel has these
+    /// parameters. Emitted on the first handshake and again whenever the
+    /// server's state was reset (it restarted) or the parameters changed;
+    /// not on a plain rekey.
+    Established { params: TunnelParams },
+    /// Server: a client completed a handshake with new state (first
+    /// connection or client restart).
+    PeerConnected { peer: PublicKey, address: Ipv4Addr },
+    /// Server: a client's state was dropped (it said goodbye or went idle).
+    PeerDisconnected { peer: PublicKey, address: Ipv4Addr },
+    /// A path started carrying traffic (or came back). `peer` is the client
+    /// on the server, `None` on the client.
+    PathUp {
+        peer: Option<PublicKey>,
+        path: PathId,
+    },
+    /// A path went silent and was taken out of use.
+    PathDown {
+        peer: Option<PublicKey>,
+        path: PathId,
+    },
+}
+
+/// What `poll_output` returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Send a datagram.
+    Transmit(Transmit),
+    /// Hand an inner IP packet to the TUN device, in tunnel order.
+    Deliver(Vec<u8>),
+    /// Report an event.
+    Event(Event),
+}
+
+/// Traffic and drop counters. Drops are silent on the wire; these are how
+/// an operator sees them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Datagrams handed to `handle_datagram`, and their bytes.
+    pub rx_datagrams: u64,
+    pub rx_bytes: u64,
+    /// Datagrams produced for sending, and their bytes.
+    pub tx_datagrams: u64,
+    pub tx_bytes: u64,
+    /// Inner packets accepted by `send_packet`.
+    pub packets_sent: u64,
+    /// Inner packets delivered (`Output::Deliver`).
+    pub packets_delivered: u64,
+    /// Handshakes completed (client: responses accepted; server: inits
+    /// accepted).
+    pub handshakes: u64,
+    /// Not a braid packet: unknown type byte or too short.
+    pub drop_malformed: u64,
+    /// Transport packet for a session this side does not hold.
+    pub drop_unknown_index: u64,
+    /// Transport packet that failed authentication.
+    pub drop_auth_failed: u64,
+    /// Replayed or stale transport packet.
+    pub drop_replay: u64,
+    /// Transport packet on an expired session.
+    pub drop_expired: u64,
+    /// Authenticated plaintext that is no valid frame.
+    pub drop_bad_frame: u64,
+    /// Frame naming a path this side cannot track (id >= `MAX_PATHS`, or a
+    /// path the client does not have).
+    pub drop_bad_path: u64,
+    /// Handshake message that failed (decryption, length, wrong index,
+    /// bad payload).
+    pub handshake_failed: u64,
+    /// Handshake initiation from a key that is not allowed.
+    pub handshake_unknown_client: u64,
+    /// Replayed or flooding handshake initiation.
+    pub handshake_replay: u64,
+    /// Server: inner packet from a client with a source address that is not
+    /// the one assigned to it (or not IPv4).
+    pub drop_spoofed: u64,
+    /// Server: inner packet for an address no connected client has.
+    pub drop_no_route: u64,
+    /// Inner packet offered with no session to send it on.
+    pub drop_no_session: u64,
+    /// Inner packet offered while no path is usable.
+    pub drop_no_path: u64,
+    /// Inner packet larger than `inner_mtu`, or empty.
+    pub drop_too_large: u64,
+    /// Output dropped because `poll_output` was not drained.
+    pub drop_output_overflow: u64,
+}
+
+impl Counters {
+    /// Adds every counter of `other` to `self` (server totals).
+    pub fn add(&mut self, other: &Counters) {
+        macro_rules! sum {
+            ($($f:ident),*) => { $( self.$f += other.$f; )* };
+        }
+        sum!(
+            rx_datagrams,
+            rx_bytes,
+            tx_datagrams,
+            tx_bytes,
+            packets_sent,
+            packets_delivered,
+            handshakes,
+            drop_malformed,
+            drop_unknown_index,
+            drop_auth_failed,
+            drop_replay,
+            drop_expired,
+            drop_bad_frame,
+            drop_bad_path,
+            handshake_failed,
+            handshake_unknown_client,
+            handshake_replay,
+            drop_spoofed,
+            drop_no_route,
+            drop_no_session,
+            drop_no_path,
+            drop_too_large,
+            drop_output_overflow
+        );
+    }
+
+    /// `(name, value)` of every counter, for metrics exporters.
+    pub fn fields(&self) -> [(&'static str, u64); 23] {
+        [
+            ("rx_datagrams", self.rx_datagrams),
+            ("rx_bytes", self.rx_bytes),
+            ("tx_datagrams", self.tx_datagrams),
+            ("tx_bytes", self.tx_bytes),
+            ("packets_sent", self.packets_sent),
+            ("packets_delivered", self.packets_delivered),
+            ("handshakes", self.handshakes),
+            ("drop_malformed", self.drop_malformed),
+            ("drop_unknown_index", self.drop_unknown_index),
+            ("drop_auth_failed", self.drop_auth_failed),
+            ("drop_replay", self.drop_replay),
+            ("drop_expired", self.drop_expired),
+            ("drop_bad_frame", self.drop_bad_frame),
+            ("drop_bad_path", self.drop_bad_path),
+            ("handshake_failed", self.handshake_failed),
+            ("handshake_unknown_client", self.handshake_unknown_client),
+            ("handshake_replay", self.handshake_replay),
+            ("drop_spoofed", self.drop_spoofed),
+            ("drop_no_route", self.drop_no_route),
+            ("drop_no_session", self.drop_no_session),
+            ("drop_no_path", self.drop_no_path),
+            ("drop_too_large", self.drop_too_large),
+            ("drop_output_overflow", self.drop_output_overflow),
+        ]
+    }
+}
+
+/// One path as `status()` reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathStatus {
+    pub id: PathId,
+    /// In use (something authenticated arrived within `path_timeout`).
+    pub up: bool,
+    /// The peer's address on this path, once known.
+    pub remote: Option<SocketAddr>,
+    /// Smoothed RTT from data feedback, or the latest keepalive round trip
+    /// on a path that carried no data yet.
+    pub srtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    /// Packet-pair bandwidth estimate of this side's sending direction.
+    pub bandwidth_bps: Option<f64>,
+    /// Smoothed loss rate of this side's sending direction, in [0, 1].
+    pub loss_rate: f64,
+    /// Data packets this side sent on the path and declared lost.
+    pub lost_packets: u64,
+    /// Data packets awaiting feedback.
+    pub in_flight_packets: u32,
+    /// Datagrams (all kinds) sent and received on the path, and UDP
+    /// payload bytes.
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Inner packets scheduled on this path and their bytes.
+    pub data_tx_packets: u64,
+    pub data_tx_bytes: u64,
+    /// Inner packets that arrived on this path and their bytes.
+    pub data_rx_packets: u64,
+    pub data_rx_bytes: u64,
+    /// Time since something authenticated arrived on the path.
+    pub last_rx_ago: Option<Duration>,
+}
+
+/// One tunnel (the client's, or one client's on the server) for `status()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunnelStatus {
+    /// A session exists that can send.
+    pub established: bool,
+    /// Age of the current session.
+    pub session_age: Option<Duration>,
+    /// Name of the scheduler of this side's sending direction.
+    pub scheduler: &'static str,
+    pub paths: Vec<PathStatus>,
+    /// The resequencer of this side's receiving direction; its
+    /// `buffered_packets`/`buffered_bytes` are the reorder-buffer occupancy.
+    pub reorder: ReorderStats,
+    pub sender: SenderStats,
+    pub counters: Counters,
+}
+
+/// The client's `status()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientStatus {
+    /// What the server assigned, once a handshake completed.
+    pub params: Option<TunnelParams>,
+    /// A handshake is in progress (initial or rekey).
+    pub handshaking: bool,
+    pub tunnel: TunnelStatus,
+}
+
+/// One client as the server's `status()` reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerStatus {
+    pub key: PublicKey,
+    /// The name given in the configuration.
+    pub name: String,
+    pub address: Ipv4Addr,
+    pub tunnel: TunnelStatus,
+}
+
+/// The server's `status()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStatus {
+    /// Totals: drops before a datagram could be tied to a client, plus the
+    /// counters of every client, connected or gone.
+    pub counters: Counters,
+    /// Connected clients, by key.
+    pub peers: Vec<PeerStatus>,
+}
+
+/// The bounded output queue shared by a side's tunnels.
+#[derive(Debug)]
+pub(crate) struct Outputs {
+    queue: VecDeque<Output>,
+    max: usize,
+    /// Outputs dropped because the queue was full.
+    pub overflow: u64,
+}
+
+impl Outputs {
+    pub(crate) fn new(max: usize) -> Self {
+        Outputs {
+            queue: VecDeque::new(),
+            max: max.max(1),
+            overflow: 0,
+        }
+    }
+
+    /// Queues `o` unless the queue is full. Events get twice the room
+    /// (they are rare and the daemon acts on them).
+    pub(crate) fn push(&mut self, o: Output) -> bool {
+        let limit = match o {
+            Output::Event(_) => self.max.saturating_mul(2),
+            _ => self.max,
+        };
+        if self.queue.len() >= limit {
+            self.overflow += 1;
+            return false;
+        }
+        self.queue.push_back(o);
+        true
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Output> {
+        self.queue.pop_front()
+    }
+}

@@ -1,0 +1,425 @@
+//! The server end: one [`Server`] for all clients, on one UDP port.
+//!
+//! Routing of an incoming datagram, cheapest checks first:
+//! - transport packet: receiver index -> client (a map of the indices of
+//!   every client's live sessions), then that client's tunnel decrypts;
+//! - handshake initiation: [`Responder::read_init`] admits only configured
+//!   client keys, refuses replays and floods, then the client's hello
+//!   decides between a rekey (same connection id: keep the tunnel state)
+//!   and a new connection (fresh state, new epoch);
+//! - anything else: dropped and counted.
+//!
+//! Downlink: an inner packet from the TUN device goes to the client whose
+//! assigned address is its IPv4 destination. Uplink: a client's inner
+//! packets are delivered only if their IPv4 source is its own address, so
+//! clients cannot spoof each other or the outside.
+//!
+//! State is bounded by the configuration: only configured clients get a
+//! tunnel, each holds at most three sessions, and a client that sent
+//! nothing authenticated for `peer_idle_timeout` (or said goodbye) is
+//! dropped. Maps are ordered (`BTreeMap`) so that runs are deterministic.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+
+use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use super::hello::{ClientHello, ServerHello};
+use super::ip::ipv4_destination;
+use super::pool::{Ipv4Net, PoolError};
+use super::tunnel::{Arrival, Role, Tunnel};
+use super::{
+    ConnConfig, Counters, Event, Output, Outputs, PeerStatus, ServerStatus, Transmit, TunnelParams,
+};
+use crate::crypto::{
+    peek_receiver_index, HandshakeError, PacketType, PrivateKey, PublicKey, Responder,
+};
+use crate::time::{Duration, Instant};
+use crate::wire::Control;
+
+/// A client the server admits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientEntry {
+    /// For logs and status.
+    pub name: String,
+    pub key: PublicKey,
+    /// A fixed tunnel address, or `None` for the next free one of the pool.
+    pub address: Option<Ipv4Addr>,
+}
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub conn: ConnConfig,
+    /// The tunnel network; the server is its first host.
+    pub network: Ipv4Net,
+    pub clients: Vec<ClientEntry>,
+    /// Drop a client's state after this long without an authenticated
+    /// datagram (it can reconnect any time).
+    pub peer_idle_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults for everything but the network and the clients.
+    pub fn new(network: Ipv4Net, clients: Vec<ClientEntry>) -> Self {
+        ServerConfig {
+            conn: ConnConfig::default(),
+            network,
+            clients,
+            peer_idle_timeout: crate::crypto::REJECT_AFTER_TIME,
+        }
+    }
+}
+
+/// A configured client: its assigned address.
+#[derive(Clone, Debug)]
+struct Admitted {
+    name: String,
+    address: Ipv4Addr,
+}
+
+/// A client with tunnel state.
+struct Peer {
+    tunnel: Tunnel,
+    conn_id: u64,
+    epoch: u64,
+    address: Ipv4Addr,
+    /// Receiver indices registered in `Server::by_index` for this peer.
+    indices: Vec<u32>,
+    connected_at: Instant,
+}
+
+pub struct Server {
+    cfg: ServerConfig,
+    responder: Responder,
+    rng: ChaCha20Rng,
+    admitted: BTreeMap<PublicKey, Admitted>,
+    by_address: BTreeMap<Ipv4Addr, PublicKey>,
+    peers: BTreeMap<PublicKey, Peer>,
+    by_index: BTreeMap<u32, PublicKey>,
+    counters: Counters,
+    out: Outputs,
+}
+
+impl Server {
+    /// A server with static key `local_key`. Assigns every configured
+    /// client its address (see [`Ipv4Net::assign`]); fails if the
+    /// assignment is impossible. Randomness (epochs, ephemeral keys,
+    /// indices) comes from a ChaCha20 stream seeded from `rng`.
+    pub fn new<R: RngCore + CryptoRng>(
+        cfg: ServerConfig,
+        local_key: PrivateKey,
+        rng: &mut R,
+    ) -> Result<Server, PoolError> {
+        let fixed: Vec<Option<Ipv4Addr>> = cfg.clients.iter().map(|c| c.address).collect();
+        let addresses = cfg.network.assign(&fixed)?;
+        let mut admitted = BTreeMap::new();
+        let mut by_address = BTreeMap::new();
+        for (c, a) in cfg.clients.iter().zip(addresses) {
+            admitted.insert(
+                c.key,
+                Admitted {
+                    name: c.name.clone(),
+                    address: a,
+                },
+            );
+            by_address.insert(a, c.key);
+        }
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        Ok(Server {
+            out: Outputs::new(cfg.conn.max_outputs),
+            cfg,
+            responder: Responder::new(local_key),
+            rng: ChaCha20Rng::from_seed(seed),
+            admitted,
+            by_address,
+            peers: BTreeMap::new(),
+            by_index: BTreeMap::new(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The server's public key (what clients configure).
+    pub fn public_key(&self) -> &PublicKey {
+        self.responder.public_key()
+    }
+
+    /// The address assigned to a configured client.
+    pub fn address_of(&self, key: &PublicKey) -> Option<Ipv4Addr> {
+        self.admitted.get(key).map(|a| a.address)
+    }
+
+    /// The server's own tunnel address and the network's prefix length.
+    pub fn gateway(&self) -> (Ipv4Addr, u8) {
+        (self.cfg.network.gateway(), self.cfg.network.prefix_len())
+    }
+
+    /// Number of clients with tunnel state.
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// One datagram arrived from `from`.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        match PacketType::of(datagram) {
+            Some(PacketType::Transport) => self.handle_transport(now, from, datagram),
+            Some(PacketType::HandshakeInit) => {
+                self.count_rx(datagram.len());
+                self.handle_init(now, from, datagram)
+            }
+            _ => {
+                self.count_rx(datagram.len());
+                self.counters.drop_malformed += 1
+            }
+        }
+    }
+
+    fn count_rx(&mut self, len: usize) {
+        self.counters.rx_datagrams += 1;
+        self.counters.rx_bytes += len as u64;
+    }
+
+    fn handle_transport(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let peer = peek_receiver_index(datagram).and_then(|i| self.by_index.get(&i).copied());
+        let Some(key) = peer else {
+            self.count_rx(datagram.len());
+            if peek_receiver_index(datagram).is_some() {
+                self.counters.drop_unknown_index += 1;
+            } else {
+                self.counters.drop_malformed += 1;
+            }
+            return;
+        };
+        let Some(p) = self.peers.get_mut(&key) else {
+            self.count_rx(datagram.len());
+            self.counters.drop_unknown_index += 1;
+            return;
+        };
+        p.tunnel.counters.rx_datagrams += 1;
+        p.tunnel.counters.rx_bytes += datagram.len() as u64;
+        let control = p
+            .tunnel
+            .handle_transport(now, Arrival::From(from), datagram, &mut self.out);
+        // A session may have been promoted (next -> current), which can
+        // drop the previous one.
+        self.reindex(&key);
+        if control == Some(Control::CLOSE) {
+            self.remove_peer(&key);
+        }
+    }
+
+    fn handle_init(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let admitted = &self.admitted;
+        let pending = match self.responder.read_init(
+            datagram,
+            |k| admitted.contains_key(k),
+            &mut self.rng,
+            now,
+        ) {
+            Ok(p) => p,
+            Err(HandshakeError::UnknownClient) => {
+                self.counters.handshake_unknown_client += 1;
+                return;
+            }
+            Err(HandshakeError::Replay | HandshakeError::Flood) => {
+                self.counters.handshake_replay += 1;
+                return;
+            }
+            Err(_) => {
+                self.counters.handshake_failed += 1;
+                return;
+            }
+        };
+        let key = *pending.client();
+        let Some(hello) = ClientHello::parse(pending.payload()) else {
+            self.counters.handshake_failed += 1;
+            return;
+        };
+        if self.by_index.contains_key(&pending.local_index()) {
+            // Index collision (1 in 2^32 per live session): the client
+            // retries with a new handshake.
+            self.counters.handshake_failed += 1;
+            return;
+        }
+        let Some(adm) = self.admitted.get(&key).cloned() else {
+            self.counters.handshake_unknown_client += 1;
+            return;
+        };
+        let rekey = self
+            .peers
+            .get(&key)
+            .is_some_and(|p| p.conn_id == hello.conn_id);
+        let epoch = match self.peers.get(&key) {
+            Some(p) if rekey => p.epoch,
+            _ => self.rng.next_u64(),
+        };
+        let params = TunnelParams {
+            address: adm.address,
+            prefix_len: self.cfg.network.prefix_len(),
+            gateway: self.cfg.network.gateway(),
+            mtu: self.cfg.conn.inner_mtu,
+        };
+        let reply = ServerHello { epoch, params }.to_bytes();
+        let accepted = match pending.accept(&reply, now) {
+            Ok(a) => a,
+            Err(_) => {
+                self.counters.handshake_failed += 1;
+                return;
+            }
+        };
+        if !rekey {
+            // New connection (or the client restarted): fresh state.
+            if self.peers.contains_key(&key) {
+                self.remove_peer_quietly(&key);
+            }
+            let tunnel = Tunnel::new(Role::Server, Some(key), &self.cfg.conn, Some(adm.address));
+            self.peers.insert(
+                key,
+                Peer {
+                    tunnel,
+                    conn_id: hello.conn_id,
+                    epoch,
+                    address: adm.address,
+                    indices: Vec::new(),
+                    connected_at: now,
+                },
+            );
+            self.out.push(Output::Event(Event::PeerConnected {
+                peer: key,
+                address: adm.address,
+            }));
+        }
+        let p = self.peers.get_mut(&key).expect("inserted above");
+        p.tunnel.install(accepted.session);
+        p.tunnel.counters.handshakes += 1;
+        p.tunnel.last_rx = Some(now);
+        self.reindex(&key);
+        let len = accepted.response.len() as u64;
+        if self.out.push(Output::Transmit(Transmit {
+            path: None,
+            dest: from,
+            bytes: accepted.response,
+        })) {
+            self.counters.tx_datagrams += 1;
+            self.counters.tx_bytes += len;
+        }
+    }
+
+    /// Makes `by_index` match the sessions `key` holds.
+    fn reindex(&mut self, key: &PublicKey) {
+        let Some(p) = self.peers.get_mut(key) else {
+            return;
+        };
+        let live: Vec<u32> = p.tunnel.sessions.local_indices().collect();
+        if live == p.indices {
+            return;
+        }
+        for i in &p.indices {
+            if self.by_index.get(i) == Some(key) {
+                self.by_index.remove(i);
+            }
+        }
+        for &i in &live {
+            self.by_index.insert(i, *key);
+        }
+        p.indices = live;
+    }
+
+    fn remove_peer_quietly(&mut self, key: &PublicKey) -> Option<Peer> {
+        let p = self.peers.remove(key)?;
+        for i in &p.indices {
+            if self.by_index.get(i) == Some(key) {
+                self.by_index.remove(i);
+            }
+        }
+        // Keep what it counted.
+        self.counters.add(&p.tunnel.counters);
+        Some(p)
+    }
+
+    fn remove_peer(&mut self, key: &PublicKey) {
+        if let Some(p) = self.remove_peer_quietly(key) {
+            self.out.push(Output::Event(Event::PeerDisconnected {
+                peer: *key,
+                address: p.address,
+            }));
+        }
+    }
+
+    /// One inner IP packet from the TUN device: sent to the client whose
+    /// address is its destination, or dropped and counted.
+    pub fn send_packet(&mut self, now: Instant, packet: &[u8]) {
+        let peer = ipv4_destination(packet)
+            .and_then(|d| self.by_address.get(&d))
+            .and_then(|k| self.peers.get_mut(k));
+        match peer {
+            Some(p) => p.tunnel.send_packet(now, packet, &mut self.out),
+            None => self.counters.drop_no_route += 1,
+        }
+    }
+
+    /// Runs due timers of every client. Extra calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let idle = self.cfg.peer_idle_timeout;
+        let mut gone = Vec::new();
+        let keys: Vec<PublicKey> = self.peers.keys().copied().collect();
+        for key in keys {
+            let Some(p) = self.peers.get_mut(&key) else {
+                continue;
+            };
+            p.tunnel.handle_timeout(now, &mut self.out);
+            let last = p.tunnel.last_rx.unwrap_or(p.connected_at);
+            if now >= last + idle {
+                gone.push(key);
+            }
+            self.reindex(&key);
+        }
+        for key in gone {
+            self.remove_peer(&key);
+        }
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let idle = self.cfg.peer_idle_timeout;
+        self.peers
+            .values()
+            .flat_map(|p| {
+                let last = p.tunnel.last_rx.unwrap_or(p.connected_at);
+                [p.tunnel.poll_timeout(), Some(last + idle)]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// The next output: a datagram to send, an inner packet for the TUN
+    /// device, or an event.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop()
+    }
+
+    pub fn status(&self, now: Instant) -> ServerStatus {
+        let mut counters = self.counters.clone();
+        counters.drop_output_overflow += self.out.overflow;
+        for p in self.peers.values() {
+            counters.add(&p.tunnel.counters);
+        }
+        let peers = self
+            .peers
+            .iter()
+            .map(|(key, p)| PeerStatus {
+                key: *key,
+                name: self
+                    .admitted
+                    .get(key)
+                    .map(|a| a.name.clone())
+                    .unwrap_or_default(),
+                address: p.address,
+                tunnel: p.tunnel.status(now),
+            })
+            .collect();
+        ServerStatus { counters, peers }
+    }
+}

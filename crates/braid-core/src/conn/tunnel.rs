@@ -1,0 +1,543 @@
+//! One tunnel between a client and the server, as either side holds it:
+//! the sessions, this side's [`Sender`] (uplink on the client, downlink on
+//! the server), its [`Receiver`] for the other direction, and the paths.
+//!
+//! Receive pipeline ([`Tunnel::handle_transport`]):
+//! 1. decrypt with [`PeerSessions`] (replay window, authentication);
+//! 2. decode the frame ([`wire::decode`]);
+//! 3. path liveness: the path the datagram came on is alive;
+//! 4. dispatch: data to the receiver, feedback to the sender, keepalives
+//!    echoed, control returned to the caller;
+//! 5. flush: due feedback frames out, in-order inner packets up.
+//!
+//! Send pipeline ([`Tunnel::send_packet`]): size check, retransmission
+//! detection (for PET's packet pairs), scheduling, data header, encryption.
+//!
+//! The client-or-server differences are few and explicit in [`Role`].
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use super::ip::ipv4_source;
+use super::link::PathLink;
+use super::{ConnConfig, Counters, Event, Output, Outputs, PathStatus, Transmit, TunnelStatus};
+use crate::crypto::{CryptoError, PeerSessions, PublicKey, Session};
+use crate::flow::{tcp_segment, RetransmitDetector};
+use crate::path::{PathId, PathParams, MAX_PATHS};
+use crate::receiver::Receiver;
+use crate::sched::PacketInfo;
+use crate::sender::Sender;
+use crate::time::Instant;
+use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
+
+/// Connections tracked by the retransmission detector.
+const RETX_SLOTS: usize = 1024;
+
+/// Which end of the tunnel this is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Knows its paths and their remote addresses; sends keepalives.
+    Client,
+    /// Learns paths and addresses from authenticated datagrams; echoes
+    /// keepalives.
+    Server,
+}
+
+/// Where a datagram came from, as the caller knows it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Client: the socket (path) it arrived on.
+    Path(PathId),
+    /// Server: the source address.
+    From(SocketAddr),
+}
+
+pub(crate) struct Tunnel {
+    role: Role,
+    /// The client's key, on the server (tags events).
+    peer: Option<PublicKey>,
+    cfg: ConnConfig,
+    pub sessions: PeerSessions,
+    sender: Sender,
+    receiver: Receiver<Vec<u8>>,
+    retx: RetransmitDetector,
+    /// At most [`MAX_PATHS`], ids below [`MAX_PATHS`].
+    links: Vec<PathLink>,
+    /// Server: released inner packets must come from this address.
+    source_filter: Option<Ipv4Addr>,
+    pub counters: Counters,
+    /// Last authenticated datagram on any path.
+    pub last_rx: Option<Instant>,
+    /// Scratch plaintext and feedback buffers.
+    plain: Vec<u8>,
+    fb: Vec<u8>,
+}
+
+impl Tunnel {
+    pub(crate) fn new(
+        role: Role,
+        peer: Option<PublicKey>,
+        cfg: &ConnConfig,
+        source_filter: Option<Ipv4Addr>,
+    ) -> Tunnel {
+        Tunnel {
+            role,
+            peer,
+            sender: Sender::new(cfg.sender.clone(), cfg.scheduler.build()),
+            receiver: Receiver::new(cfg.receiver.clone()),
+            cfg: cfg.clone(),
+            sessions: PeerSessions::new(),
+            retx: RetransmitDetector::new(RETX_SLOTS),
+            links: Vec::new(),
+            source_filter,
+            counters: Counters::default(),
+            last_rx: None,
+            plain: Vec::with_capacity(2048),
+            fb: vec![0; wire::feedback_len(MAX_FEEDBACK_ENTRIES)],
+        }
+    }
+
+    /// Installs a session from a handshake, with the configured limits.
+    pub(crate) fn install(&mut self, mut session: Session) {
+        session.set_limits(self.cfg.session_limits);
+        self.sessions.install(session);
+    }
+
+    /// Drops all sessions (the peer lost its state).
+    pub(crate) fn clear_sessions(&mut self) {
+        self.sessions = PeerSessions::new();
+    }
+
+    /// Starts the data plane afresh (tunnel sequence numbers from zero)
+    /// because the peer did; paths and their liveness are kept.
+    pub(crate) fn reset_data(&mut self, now: Instant) {
+        self.sender = Sender::new(self.cfg.sender.clone(), self.cfg.scheduler.build());
+        self.receiver = Receiver::new(self.cfg.receiver.clone());
+        self.retx = RetransmitDetector::new(RETX_SLOTS);
+        for l in &self.links {
+            self.sender.add_path(l.id, PathParams::default());
+            self.sender.set_usable(l.id, l.up);
+            if l.up {
+                self.receiver.add_path(now, l.id);
+            }
+        }
+    }
+
+    /// Every path is down (and there is at least one).
+    pub(crate) fn all_down(&self) -> bool {
+        !self.links.is_empty() && self.links.iter().all(|l| !l.up)
+    }
+
+    pub(crate) fn has_link(&self, id: PathId) -> bool {
+        self.links.iter().any(|l| l.id == id)
+    }
+
+    pub(crate) fn link_remotes(&self) -> impl Iterator<Item = (PathId, SocketAddr)> + '_ {
+        self.links
+            .iter()
+            .filter_map(|l| l.remote.map(|r| (l.id, r)))
+    }
+
+    /// Client: a configured path, down until something arrives on it.
+    pub(crate) fn add_link(&mut self, id: PathId, remote: SocketAddr) {
+        debug_assert!((id.0 as usize) < MAX_PATHS && !self.has_link(id));
+        self.links.push(PathLink::new(id, Some(remote)));
+        self.links.sort_by_key(|l| l.id);
+        self.sender.add_path(id, PathParams::default());
+        self.sender.set_usable(id, false);
+    }
+
+    pub(crate) fn remove_link(&mut self, now: Instant, id: PathId) {
+        self.links.retain(|l| l.id != id);
+        self.sender.remove_path(now, id);
+        self.receiver.remove_path(id);
+    }
+
+    fn link_mut(&mut self, id: PathId) -> Option<&mut PathLink> {
+        self.links.iter_mut().find(|l| l.id == id)
+    }
+
+    /// Something authenticated of `len` bytes arrived on path `id` (client:
+    /// the handshake response). Brings the path up if it was down.
+    pub(crate) fn mark_rx(&mut self, now: Instant, id: PathId, len: usize, out: &mut Outputs) {
+        self.last_rx = Some(self.last_rx.map_or(now, |t| t.max(now)));
+        let Some(link) = self.link_mut(id) else {
+            return;
+        };
+        if link.on_rx(now, len) {
+            self.path_up(now, id, out);
+        } else {
+            // The path is alive, so the peer may put data on it at any
+            // moment: the resequencer must keep counting it as active for
+            // comparison-based loss detection even while it carries no
+            // data (BMP's "active" is data-based, and after an idle spell
+            // a slow path's first packet would otherwise be skipped
+            // before it arrives). Losses on the paths in use are still
+            // found at once by the previous-on-path links.
+            self.receiver.add_path(now, id);
+        }
+    }
+
+    fn path_up(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
+        if self.sender.path(id).is_some() {
+            self.sender.set_usable(id, true);
+        } else {
+            self.sender.add_path(id, PathParams::default());
+        }
+        self.receiver.add_path(now, id);
+        out.push(Output::Event(Event::PathUp {
+            peer: self.peer,
+            path: id,
+        }));
+    }
+
+    fn path_down(&mut self, id: PathId, out: &mut Outputs) {
+        if let Some(l) = self.link_mut(id) {
+            l.up = false;
+        }
+        self.sender.set_usable(id, false);
+        self.receiver.remove_path(id);
+        out.push(Output::Event(Event::PathDown {
+            peer: self.peer,
+            path: id,
+        }));
+    }
+
+    /// Handles one transport packet. Returns the kind of a control frame
+    /// it carried, for the caller to act on.
+    pub(crate) fn handle_transport(
+        &mut self,
+        now: Instant,
+        arrival: Arrival,
+        packet: &[u8],
+        out: &mut Outputs,
+    ) -> Option<u8> {
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.clear();
+        let r = match self.sessions.decrypt(packet, &mut plain, now) {
+            Ok(()) => self.on_frame(now, arrival, packet.len(), &plain, out),
+            Err(e) => {
+                self.count_crypto_error(e);
+                None
+            }
+        };
+        self.plain = plain;
+        r
+    }
+
+    fn count_crypto_error(&mut self, e: CryptoError) {
+        let c = &mut self.counters;
+        match e {
+            CryptoError::Truncated | CryptoError::BadType | CryptoError::TooLarge => {
+                c.drop_malformed += 1
+            }
+            CryptoError::UnknownIndex => c.drop_unknown_index += 1,
+            CryptoError::Replay => c.drop_replay += 1,
+            CryptoError::AuthFailed => c.drop_auth_failed += 1,
+            CryptoError::Expired => c.drop_expired += 1,
+            CryptoError::NoSession => c.drop_no_session += 1,
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        now: Instant,
+        arrival: Arrival,
+        len: usize,
+        plain: &[u8],
+        out: &mut Outputs,
+    ) -> Option<u8> {
+        let Ok(frame) = wire::decode(plain) else {
+            self.counters.drop_bad_frame += 1;
+            return None;
+        };
+        let frame_path = match frame {
+            Frame::Data(h, _) => Some(h.path),
+            Frame::Feedback(v) => Some(v.path),
+            Frame::Keepalive(k) | Frame::KeepaliveAck(k) => Some(k.path),
+            Frame::Control(_) => None,
+        };
+        // The path whose liveness this datagram proves: the socket on the
+        // client, the path the frame names on the server.
+        let path = match arrival {
+            Arrival::Path(p) => Some(p),
+            Arrival::From(_) => frame_path,
+        };
+        if let Some(p) = path {
+            let known = self.has_link(p);
+            if !known && (self.role == Role::Client || p.0 as usize >= MAX_PATHS) {
+                self.counters.drop_bad_path += 1;
+                return None;
+            }
+            if !known {
+                self.links.push(PathLink::new(p, None));
+                self.links.sort_by_key(|l| l.id);
+            }
+            if let (Arrival::From(from), Some(l)) = (arrival, self.link_mut(p)) {
+                // Roaming, as WireGuard: the latest authenticated source wins.
+                l.remote = Some(from);
+            }
+            self.mark_rx(now, p, len, out);
+        } else {
+            self.last_rx = Some(self.last_rx.map_or(now, |t| t.max(now)));
+        }
+
+        let mut control = None;
+        match frame {
+            Frame::Data(h, payload) => {
+                if let Some(l) = path.and_then(|p| self.link_mut(p)) {
+                    l.data_rx_packets += 1;
+                    l.data_rx_bytes += payload.len() as u64;
+                }
+                self.receiver
+                    .handle_data(now, &h, payload.len(), payload.to_vec());
+            }
+            Frame::Feedback(v) => self.sender.handle_feedback(now, v.entries()),
+            Frame::Keepalive(k) => {
+                if let Some(p) = path {
+                    let mut b = [0u8; Keepalive::LEN];
+                    let echo = Keepalive { path: p, ..k };
+                    if echo.emit(true, &mut b).is_ok() {
+                        self.transmit(now, p, &b, out);
+                    }
+                }
+            }
+            Frame::KeepaliveAck(k) => {
+                let rtt = now.saturating_since(Instant::from_nanos(k.tx_time_ns));
+                if let Some(l) = path.and_then(|p| self.link_mut(p)) {
+                    if k.tx_time_ns <= now.as_nanos() {
+                        l.keepalive_rtt = Some(rtt);
+                    }
+                }
+            }
+            Frame::Control(c) => control = Some(c.kind),
+        }
+        self.flush(now, out);
+        control
+    }
+
+    /// Sends due feedback and delivers in-order inner packets.
+    fn flush(&mut self, now: Instant, out: &mut Outputs) {
+        let mut fb = std::mem::take(&mut self.fb);
+        while let Some((path, n)) = self.receiver.poll_feedback(now, &mut fb) {
+            self.transmit(now, path, &fb[..n], out);
+        }
+        self.fb = fb;
+        while let Some(pkt) = self.receiver.poll_release(now) {
+            if let Some(want) = self.source_filter {
+                if ipv4_source(&pkt) != Some(want) {
+                    self.counters.drop_spoofed += 1;
+                    continue;
+                }
+            }
+            self.counters.packets_delivered += 1;
+            out.push(Output::Deliver(pkt));
+        }
+    }
+
+    /// Encrypts `plaintext` and queues it for path `id`. False if the path
+    /// has no address or there is no session.
+    fn transmit(&mut self, now: Instant, id: PathId, plaintext: &[u8], out: &mut Outputs) -> bool {
+        let Some(dest) = self
+            .links
+            .iter()
+            .find(|l| l.id == id)
+            .and_then(|l| l.remote)
+        else {
+            self.counters.drop_bad_path += 1;
+            return false;
+        };
+        let mut bytes =
+            Vec::with_capacity(plaintext.len() + crate::crypto::packet::TRANSPORT_MIN_LEN);
+        if let Err(e) = self.sessions.encrypt(plaintext, &mut bytes, now) {
+            match e {
+                CryptoError::TooLarge => self.counters.drop_too_large += 1,
+                _ => self.counters.drop_no_session += 1,
+            }
+            return false;
+        }
+        let len = bytes.len();
+        if !out.push(Output::Transmit(Transmit {
+            path: Some(id),
+            dest,
+            bytes,
+        })) {
+            return false;
+        }
+        self.counters.tx_datagrams += 1;
+        self.counters.tx_bytes += len as u64;
+        if let Some(l) = self.link_mut(id) {
+            l.on_tx(len);
+        }
+        true
+    }
+
+    /// Schedules and sends one inner packet.
+    pub(crate) fn send_packet(&mut self, now: Instant, packet: &[u8], out: &mut Outputs) {
+        if packet.is_empty() || packet.len() > self.cfg.inner_mtu as usize {
+            self.counters.drop_too_large += 1;
+            return;
+        }
+        if self.sessions.current().is_none() {
+            self.counters.drop_no_session += 1;
+            return;
+        }
+        let retransmit =
+            tcp_segment(packet).is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
+        let info = PacketInfo {
+            len: (packet.len() + super::OUTER_OVERHEAD) as u32,
+            retransmit,
+        };
+        let Some(tx) = self.sender.send(now, &info) else {
+            self.counters.drop_no_path += 1;
+            return;
+        };
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.clear();
+        plain.resize(DataHeader::LEN, 0);
+        let ok = tx.header.emit(&mut plain).is_ok();
+        plain.extend_from_slice(packet);
+        if ok && self.transmit(now, tx.path, &plain, out) {
+            self.counters.packets_sent += 1;
+        }
+        self.plain = plain;
+    }
+
+    /// Sends a keepalive on path `id`.
+    fn send_keepalive(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
+        let Some(l) = self.link_mut(id) else { return };
+        let ka = Keepalive {
+            path: id,
+            id: l.next_keepalive_id,
+            tx_time_ns: now.as_nanos(),
+        };
+        l.next_keepalive_id = l.next_keepalive_id.wrapping_add(1);
+        l.last_keepalive_tx = Some(now);
+        let mut b = [0u8; Keepalive::LEN];
+        if ka.emit(false, &mut b).is_ok() {
+            self.transmit(now, id, &b, out);
+        }
+    }
+
+    /// Client: a keepalive on every path now (after a handshake, to confirm
+    /// the session and announce every path to the server).
+    pub(crate) fn keepalive_all(&mut self, now: Instant, out: &mut Outputs) {
+        let ids: Vec<PathId> = self.links.iter().map(|l| l.id).collect();
+        for id in ids {
+            self.send_keepalive(now, id, out);
+        }
+    }
+
+    /// Sends a control message on every path that is up (all paths if none is).
+    pub(crate) fn send_control(&mut self, now: Instant, kind: u8, out: &mut Outputs) {
+        let up: Vec<PathId> = self.links.iter().filter(|l| l.up).map(|l| l.id).collect();
+        let ids = if up.is_empty() {
+            self.links.iter().map(|l| l.id).collect()
+        } else {
+            up
+        };
+        let mut b = [0u8; Control::HEADER_LEN];
+        if (Control { kind, body: &[] }).emit(&mut b).is_err() {
+            return;
+        }
+        for id in ids {
+            self.transmit(now, id, &b, out);
+        }
+    }
+
+    /// Runs due timers: sender loss detection, resequencer, session expiry,
+    /// path liveness, client keepalives; then flushes.
+    pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outputs) {
+        self.sender.handle_timeout(now);
+        self.receiver.handle_timeout(now);
+        self.sessions.handle_timeout(now);
+        let timeout = self.cfg.path_timeout;
+        let dead: Vec<PathId> = self
+            .links
+            .iter()
+            .filter(|l| l.down_at(timeout).is_some_and(|t| now >= t))
+            .map(|l| l.id)
+            .collect();
+        for id in dead {
+            self.path_down(id, out);
+        }
+        if self.role == Role::Client && self.sessions.current().is_some() {
+            let iv = self.cfg.keepalive_interval;
+            let due: Vec<PathId> = self
+                .links
+                .iter()
+                .filter(|l| l.keepalive_at(iv).is_some_and(|t| now >= t))
+                .map(|l| l.id)
+                .collect();
+            for id in due {
+                self.send_keepalive(now, id, out);
+            }
+        }
+        self.flush(now, out);
+    }
+
+    /// When `handle_timeout` next has work.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let timeout = self.cfg.path_timeout;
+        let mut t = [
+            self.sender.poll_timeout(),
+            self.receiver.poll_timeout(),
+            self.sessions.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let mut take = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |y| y.min(x)));
+            }
+        };
+        for l in &self.links {
+            take(l.down_at(timeout));
+            if self.role == Role::Client && self.sessions.current().is_some() {
+                take(l.keepalive_at(self.cfg.keepalive_interval));
+            }
+        }
+        t
+    }
+
+    pub(crate) fn status(&self, now: Instant) -> TunnelStatus {
+        let paths = self
+            .links
+            .iter()
+            .map(|l| {
+                let ps = self.sender.path(l.id);
+                let sampled = ps.filter(|p| p.rtt.has_samples());
+                PathStatus {
+                    id: l.id,
+                    up: l.up,
+                    remote: l.remote,
+                    srtt: sampled.map(|p| p.rtt.srtt()).or(l.keepalive_rtt),
+                    min_rtt: sampled.and_then(|p| p.rtt.min_rtt()),
+                    bandwidth_bps: ps.and_then(|p| p.bw.estimate_bps()),
+                    loss_rate: ps.map_or(0.0, |p| p.loss.rate()),
+                    lost_packets: ps.map_or(0, |p| p.loss.lost()),
+                    in_flight_packets: ps.map_or(0, |p| p.in_flight_packets),
+                    tx_packets: l.tx_packets,
+                    tx_bytes: l.tx_bytes,
+                    rx_packets: l.rx_packets,
+                    rx_bytes: l.rx_bytes,
+                    data_tx_packets: ps.map_or(0, |p| p.sent_packets),
+                    data_tx_bytes: ps.map_or(0, |p| p.sent_bytes),
+                    data_rx_packets: l.data_rx_packets,
+                    data_rx_bytes: l.data_rx_bytes,
+                    last_rx_ago: l.last_rx.map(|t| now.saturating_since(t)),
+                }
+            })
+            .collect();
+        let current = self.sessions.current();
+        TunnelStatus {
+            established: current.is_some(),
+            session_age: current.map(|s| now.saturating_since(s.created_at())),
+            scheduler: self.sender.scheduler_name(),
+            paths,
+            reorder: self.receiver.reorder_stats().clone(),
+            sender: self.sender.stats().clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! An in-memory client/server pair for `braid_core::conn`, in the style of
+//! quinn-proto's `Pair`: datagrams travel over simulated paths (rate,
+//! delay, blackhole switch), time jumps to the next event or wake-up, and
+//! tests read like scripts. Deterministic: in-flight datagrams are ordered
+//! by `(arrival time, id)` and all randomness comes from one seed.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+
+use braid_core::conn::{
+    ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig, Transmit,
+};
+use braid_core::crypto::{PrivateKey, PublicKey};
+use braid_core::path::PathId;
+use braid_core::time::{tx_time, Duration, Instant};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+/// Wall clock at `Instant::ZERO` for handshake timestamps.
+pub const UNIX_AT_ZERO: u64 = 1_700_000_000_000_000_000;
+/// Size of the dummy inner packets (distinct from any control datagram
+/// size, so the blackhole can count data it swallowed).
+pub const INNER_LEN: usize = 200;
+/// Outer UDP payload of one data datagram: 13 + 9 + inner + 16.
+pub const DATA_DATAGRAM_LEN: usize = 13 + 9 + INNER_LEN + 16;
+
+pub fn server_addr() -> SocketAddr {
+    "192.0.2.1:51820".parse().unwrap()
+}
+
+pub fn client_addr(path: usize) -> SocketAddr {
+    SocketAddr::new(
+        Ipv4Addr::new(10, 0, path as u8, 2).into(),
+        4000 + path as u16,
+    )
+}
+
+/// One simulated path, both directions alike.
+#[derive(Clone, Debug)]
+pub struct LinkSpec {
+    pub rate_bps: f64,
+    pub delay: Duration,
+}
+
+#[derive(Clone, Debug)]
+struct LinkState {
+    spec: LinkSpec,
+    /// Drop everything in both directions.
+    blackhole: bool,
+    /// When each direction's transmitter is free again (up, down).
+    free_at: [Instant; 2],
+}
+
+#[derive(Clone, Debug)]
+enum Flight {
+    ToServer { from: SocketAddr, bytes: Vec<u8> },
+    ToClient { path: PathId, bytes: Vec<u8> },
+}
+
+/// What the blackhole swallowed: (time, path, direction 0 = up, datagram length).
+pub type Swallowed = (Instant, usize, u8, usize);
+
+pub struct Pair {
+    pub now: Instant,
+    pub client: Connection,
+    pub server: Server,
+    pub client_key: PrivateKey,
+    pub server_pub: PublicKey,
+    links: Vec<LinkState>,
+    flights: BTreeMap<(Instant, u64), Flight>,
+    next_id: u64,
+    /// Inner packets delivered at the client (downlink) and server (uplink).
+    pub client_rx: Vec<Vec<u8>>,
+    pub server_rx: Vec<Vec<u8>>,
+    pub client_events: Vec<(Instant, Event)>,
+    pub server_events: Vec<(Instant, Event)>,
+    pub swallowed: Vec<Swallowed>,
+    /// Every datagram the client sent, if capturing: (path, bytes).
+    pub capture: Option<Vec<(usize, Vec<u8>)>>,
+    rng: ChaCha20Rng,
+}
+
+pub fn keys(seed: u64) -> (ChaCha20Rng, PrivateKey, PrivateKey) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let c = PrivateKey::generate(&mut rng);
+    let s = PrivateKey::generate(&mut rng);
+    (rng, c, s)
+}
+
+pub fn three_links() -> Vec<LinkSpec> {
+    vec![
+        LinkSpec {
+            rate_bps: 10e6,
+            delay: Duration::from_millis(10),
+        },
+        LinkSpec {
+            rate_bps: 5e6,
+            delay: Duration::from_millis(25),
+        },
+        LinkSpec {
+            rate_bps: 3e6,
+            delay: Duration::from_millis(40),
+        },
+    ]
+}
+
+pub fn server_config(client_pub: PublicKey, conn: ConnConfig) -> ServerConfig {
+    let mut cfg = ServerConfig::new(
+        Ipv4Net::parse("10.77.0.0/24").unwrap(),
+        vec![ClientEntry {
+            name: "laptop".into(),
+            key: client_pub,
+            address: None,
+        }],
+    );
+    cfg.conn = conn;
+    cfg
+}
+
+impl Pair {
+    /// Client and server with default configurations over `links`.
+    pub fn new(seed: u64, links: Vec<LinkSpec>) -> Pair {
+        Self::with_config(seed, links, ConnConfig::default(), ConnConfig::default())
+    }
+
+    pub fn with_config(
+        seed: u64,
+        links: Vec<LinkSpec>,
+        client_cfg: ConnConfig,
+        server_cfg: ConnConfig,
+    ) -> Pair {
+        let (mut rng, ck, sk) = keys(seed);
+        let server_pub = sk.public_key();
+        let server = Server::new(server_config(ck.public_key(), server_cfg), sk, &mut rng).unwrap();
+        Self::from_parts(rng, ck, server_pub, server, links, client_cfg)
+    }
+
+    /// A pair from a ready server and the client's view of the server key
+    /// (tests of wrong keys pass a mismatching one).
+    pub fn from_parts(
+        mut rng: ChaCha20Rng,
+        client_key: PrivateKey,
+        server_pub: PublicKey,
+        server: Server,
+        links: Vec<LinkSpec>,
+        client_cfg: ConnConfig,
+    ) -> Pair {
+        let paths: Vec<(PathId, SocketAddr)> = (0..links.len())
+            .map(|i| (PathId(i as u8), server_addr()))
+            .collect();
+        let client = Connection::client(
+            client_cfg,
+            client_key.clone(),
+            server_pub,
+            &paths,
+            UNIX_AT_ZERO,
+            Instant::ZERO,
+            &mut rng,
+        )
+        .unwrap();
+        let mut p = Pair {
+            now: Instant::ZERO,
+            client,
+            server,
+            client_key,
+            server_pub,
+            links: links
+                .into_iter()
+                .map(|spec| LinkState {
+                    spec,
+                    blackhole: false,
+                    free_at: [Instant::ZERO; 2],
+                })
+                .collect(),
+            flights: BTreeMap::new(),
+            next_id: 0,
+            client_rx: Vec::new(),
+            server_rx: Vec::new(),
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            swallowed: Vec::new(),
+            capture: None,
+            rng,
+        };
+        p.drain();
+        p
+    }
+
+    /// Replaces the client by a new one (a client restart), same key.
+    pub fn restart_client(&mut self, cfg: ConnConfig) {
+        let paths: Vec<(PathId, SocketAddr)> = (0..self.links.len())
+            .map(|i| (PathId(i as u8), server_addr()))
+            .collect();
+        self.client = Connection::client(
+            cfg,
+            self.client_key.clone(),
+            self.server_pub,
+            &paths,
+            UNIX_AT_ZERO,
+            self.now,
+            &mut self.rng,
+        )
+        .unwrap();
+        self.drain();
+    }
+
+    pub fn set_blackhole(&mut self, path: usize, on: bool) {
+        self.links[path].blackhole = on;
+    }
+
+    /// Adds a link (the caller adds the path to the client).
+    pub fn add_link(&mut self, spec: LinkSpec) -> usize {
+        self.links.push(LinkState {
+            spec,
+            blackhole: false,
+            free_at: [self.now; 2],
+        });
+        self.links.len() - 1
+    }
+
+    fn path_of_client_addr(&self, a: SocketAddr) -> Option<usize> {
+        (0..self.links.len()).find(|&i| client_addr(i) == a)
+    }
+
+    fn launch(&mut self, path: usize, dir: u8, flight: Flight, len: usize) {
+        let link = &mut self.links[path];
+        if link.blackhole {
+            self.swallowed.push((self.now, path, dir, len));
+            return;
+        }
+        let start = link.free_at[dir as usize].max(self.now);
+        let done = start + tx_time((len + 28) as u32, link.spec.rate_bps);
+        link.free_at[dir as usize] = done;
+        let at = done + link.spec.delay;
+        self.flights.insert((at, self.next_id), flight);
+        self.next_id += 1;
+    }
+
+    fn client_transmit(&mut self, t: Transmit) {
+        let path = t.path.expect("client transmits name their path").0 as usize;
+        assert_eq!(t.dest, server_addr());
+        if let Some(c) = self.capture.as_mut() {
+            c.push((path, t.bytes.clone()));
+        }
+        let len = t.bytes.len();
+        let flight = Flight::ToServer {
+            from: client_addr(path),
+            bytes: t.bytes,
+        };
+        self.launch(path, 0, flight, len);
+    }
+
+    fn server_transmit(&mut self, t: Transmit) {
+        let path = self
+            .path_of_client_addr(t.dest)
+            .expect("server sends to client addresses only");
+        let len = t.bytes.len();
+        let flight = Flight::ToClient {
+            path: PathId(path as u8),
+            bytes: t.bytes,
+        };
+        self.launch(path, 1, flight, len);
+    }
+
+    /// Routes every pending output of both ends.
+    pub fn drain(&mut self) {
+        loop {
+            let mut any = false;
+            while let Some(o) = self.client.poll_output() {
+                any = true;
+                match o {
+                    Output::Transmit(t) => self.client_transmit(t),
+                    Output::Deliver(p) => self.client_rx.push(p),
+                    Output::Event(e) => self.client_events.push((self.now, e)),
+                }
+            }
+            while let Some(o) = self.server.poll_output() {
+                any = true;
+                match o {
+                    Output::Transmit(t) => self.server_transmit(t),
+                    Output::Deliver(p) => self.server_rx.push(p),
+                    Output::Event(e) => self.server_events.push((self.now, e)),
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    /// Delivers a datagram to the server now, as if from path `path`.
+    pub fn inject_to_server(&mut self, path: usize, bytes: &[u8]) {
+        self.server
+            .handle_datagram(self.now, client_addr(path), bytes);
+        self.drain();
+    }
+
+    /// Advances to the next event no later than `deadline`; false when
+    /// there is none before it (time is then `deadline`).
+    fn step(&mut self, deadline: Instant) -> bool {
+        let next = [
+            self.flights.keys().next().map(|k| k.0),
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next.filter(|&t| t <= deadline) else {
+            self.now = self.now.max(deadline);
+            return false;
+        };
+        self.now = self.now.max(next);
+        while let Some(entry) = self.flights.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            match entry.remove() {
+                Flight::ToServer { from, bytes } => {
+                    self.server.handle_datagram(self.now, from, &bytes)
+                }
+                Flight::ToClient { path, bytes } => {
+                    self.client.handle_datagram(self.now, path, &bytes)
+                }
+            }
+            self.drain();
+        }
+        if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.client.handle_timeout(self.now);
+        }
+        if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.server.handle_timeout(self.now);
+        }
+        self.drain();
+        true
+    }
+
+    /// Runs until `t`. Panics if the endpoints spin without time passing.
+    pub fn run_until(&mut self, t: Instant) {
+        let mut spins = 0u32;
+        let mut last = self.now;
+        while self.step(t) {
+            if self.now == last {
+                spins += 1;
+                assert!(spins < 10_000, "endpoints spin at {:?}", self.now);
+            } else {
+                spins = 0;
+                last = self.now;
+            }
+        }
+    }
+
+    pub fn run_for(&mut self, d: Duration) {
+        let t = self.now + d;
+        self.run_until(t);
+    }
+
+    pub fn client_established(&self) -> bool {
+        self.client_events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::Established { .. }))
+    }
+
+    /// The client's tunnel address once established.
+    pub fn client_address(&self) -> Ipv4Addr {
+        self.client.params().expect("established").address
+    }
+
+    /// Sends numbered packet `n` up (client to the internet) and down.
+    pub fn send_both(&mut self, n: u64) {
+        let me = self.client_address();
+        let far = Ipv4Addr::new(198, 51, 100, 7);
+        self.client.send_packet(self.now, &dummy(me, far, n));
+        self.server.send_packet(self.now, &dummy(far, me, n));
+        self.drain();
+    }
+
+    /// Sends packets `range` both ways, one each way every `gap`.
+    pub fn stream(&mut self, range: std::ops::Range<u64>, gap: Duration) {
+        for n in range {
+            self.send_both(n);
+            self.run_for(gap);
+        }
+    }
+}
+
+/// A dummy IPv4/UDP packet of [`INNER_LEN`] bytes numbered `n`.
+pub fn dummy(src: Ipv4Addr, dst: Ipv4Addr, n: u64) -> Vec<u8> {
+    let mut p = vec![0u8; INNER_LEN];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(INNER_LEN as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    p[28..36].copy_from_slice(&n.to_be_bytes());
+    p
+}
+
+/// The number in a dummy packet.
+pub fn number(p: &[u8]) -> u64 {
+    u64::from_be_bytes(p[28..36].try_into().unwrap())
+}
+
+pub fn numbers(ps: &[Vec<u8>]) -> Vec<u64> {
+    ps.iter().map(|p| number(p)).collect()
+}
