@@ -33,6 +33,14 @@ enum Command {
     Lab(lab::LabCmd),
     /// Show what braid does, with no setup.
     Demo,
+    /// Run the tunnel server (proxy): `braid server --config server.toml`.
+    Server(braid::DaemonArgs),
+    /// Run the tunnel client: `braid client --config client.toml`.
+    Client(braid::DaemonArgs),
+    /// Generate a key pair (private key file mode 0600).
+    Keygen(braid::keygen::KeygenArgs),
+    /// Show a running daemon's paths and counters.
+    Status(braid::status::StatusArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +50,10 @@ fn main() -> ExitCode {
         Command::Bench(c) => bench::run(c),
         Command::Lab(c) => lab::run(c),
         Command::Demo => demo::run(),
+        Command::Server(a) => braid::run_server(a),
+        Command::Client(a) => braid::run_client(a),
+        Command::Keygen(a) => braid::keygen::run(a),
+        Command::Status(a) => braid::status::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,724 @@
+//! The daemon's configuration files: one TOML file per side, checked
+//! completely at start.
+//!
+//! Parsing is strict (`deny_unknown_fields`: a misspelt key is an error,
+//! not a silently ignored line). Every error names the offending key and
+//! says how to fix it. The files and every key are documented in
+//! `examples/server.toml` and `examples/client.toml`; the structures
+//! below mirror them.
+//!
+//! A private key file must not be accessible to group or others (`chmod
+//! 600`), as ssh insists for identity files.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use braid_core::conn::{ClientEntry, ConnConfig, Ipv4Net, ServerConfig};
+use braid_core::crypto::{check_key_file_mode, PrivateKey, PublicKey};
+use braid_core::path::{PathId, MAX_PATHS};
+use braid_core::reorder::ReorderConfig;
+use braid_core::sched::SchedulerKind;
+use braid_core::time::Duration;
+use serde::Deserialize;
+
+/// Default UDP port of the server.
+pub const DEFAULT_PORT: u16 = 51820;
+/// Default control socket of each side.
+pub const DEFAULT_SERVER_SOCKET: &str = "/run/braid/server.sock";
+pub const DEFAULT_CLIENT_SOCKET: &str = "/run/braid/client.sock";
+/// Default metrics endpoints (loopback only).
+pub const DEFAULT_SERVER_METRICS: &str = "127.0.0.1:9184";
+pub const DEFAULT_CLIENT_METRICS: &str = "127.0.0.1:9185";
+
+// ---------------------------------------------------------------------------
+// File formats
+
+/// `server.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerFile {
+    /// UDP address to listen on, e.g. "0.0.0.0:51820".
+    pub listen: String,
+    /// File with the server's private key (base64, mode 0600).
+    pub private_key_file: PathBuf,
+    /// The tunnel network; the server takes its first address.
+    pub network: String,
+    #[serde(default)]
+    pub tun: TunFile,
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    #[serde(default)]
+    pub control_socket: Option<PathBuf>,
+    #[serde(default)]
+    pub log_level: Option<String>,
+    #[serde(default)]
+    pub metrics: MetricsFile,
+    #[serde(default)]
+    pub nat: NatFile,
+    #[serde(default)]
+    pub tuning: TuningFile,
+    /// Seconds without traffic after which a client's state is dropped.
+    #[serde(default)]
+    pub peer_idle_timeout_s: Option<u64>,
+    #[serde(default, rename = "client")]
+    pub clients: Vec<ClientEntryFile>,
+}
+
+/// `[[client]]` in `server.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientEntryFile {
+    pub name: String,
+    pub public_key: String,
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
+/// `client.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientFile {
+    /// The server's address, e.g. "203.0.113.1:51820".
+    pub server: String,
+    pub server_public_key: String,
+    pub private_key_file: PathBuf,
+    #[serde(default)]
+    pub tun: TunFile,
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    /// Networks to route into the tunnel once it is up.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    #[serde(default)]
+    pub control_socket: Option<PathBuf>,
+    #[serde(default)]
+    pub log_level: Option<String>,
+    #[serde(default)]
+    pub metrics: MetricsFile,
+    #[serde(default)]
+    pub tuning: TuningFile,
+    #[serde(default, rename = "path")]
+    pub paths: Vec<PathFile>,
+}
+
+/// `[[path]]` in `client.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathFile {
+    pub name: String,
+    /// Local source address of this path's socket (the interface's address).
+    #[serde(default)]
+    pub bind: Option<String>,
+    /// Interface to bind the socket to (SO_BINDTODEVICE, needs CAP_NET_RAW).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// The server's address on this path, if not the global `server`.
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+/// `[tun]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunFile {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub mtu: Option<u16>,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsFile {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub listen: Option<String>,
+}
+
+/// `[nat]` (server).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatFile {
+    /// Apply the nftables masquerade rule and enable IPv4 forwarding at start.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The interface towards the internet.
+    #[serde(default)]
+    pub out_interface: Option<String>,
+}
+
+/// `[tuning]`: protocol timers and buffers; the defaults suit most links.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningFile {
+    pub keepalive_ms: Option<u64>,
+    pub path_timeout_ms: Option<u64>,
+    pub handshake_timeout_ms: Option<u64>,
+    pub feedback_max_entries: Option<usize>,
+    pub feedback_max_delay_us: Option<u64>,
+    pub reorder: Option<bool>,
+    pub reorder_loss_timeout_ms: Option<u64>,
+    pub reorder_max_buffer_bytes: Option<usize>,
+}
+
+fn default_scheduler() -> String {
+    "pet".into()
+}
+
+// ---------------------------------------------------------------------------
+// Checked settings
+
+/// `[metrics]` after checking: where to serve `/metrics`, if anywhere.
+pub type MetricsAddr = Option<SocketAddr>;
+
+/// Everything `braid server` needs, checked.
+#[derive(Debug)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+    pub private_key: PrivateKey,
+    pub core: ServerConfig,
+    pub tun_name: String,
+    pub control_socket: Option<PathBuf>,
+    pub metrics: MetricsAddr,
+    pub log_level: String,
+    pub nat_out_interface: Option<String>,
+}
+
+/// One client path, checked.
+#[derive(Clone, Debug)]
+pub struct PathSettings {
+    pub id: PathId,
+    pub name: String,
+    pub bind: Option<IpAddr>,
+    pub device: Option<String>,
+    pub server: SocketAddr,
+}
+
+/// Everything `braid client` needs, checked.
+#[derive(Debug)]
+pub struct ClientSettings {
+    pub private_key: PrivateKey,
+    pub server_key: PublicKey,
+    pub conn: ConnConfig,
+    pub paths: Vec<PathSettings>,
+    pub tun_name: String,
+    pub routes: Vec<Ipv4Net>,
+    pub control_socket: Option<PathBuf>,
+    pub metrics: MetricsAddr,
+    pub log_level: String,
+}
+
+/// Reads and checks `server.toml`.
+pub fn load_server(path: &Path) -> Result<ServerSettings> {
+    let text = read(path)?;
+    let file: ServerFile = parse(path, &text)?;
+    server_settings(file, path.parent().unwrap_or(Path::new(".")))
+        .with_context(|| format!("{}", path.display()))
+}
+
+/// Reads and checks `client.toml`.
+pub fn load_client(path: &Path) -> Result<ClientSettings> {
+    let text = read(path)?;
+    let file: ClientFile = parse(path, &text)?;
+    client_settings(file, path.parent().unwrap_or(Path::new(".")))
+        .with_context(|| format!("{}", path.display()))
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read configuration file {} (see examples/ for a template)",
+            path.display()
+        )
+    })
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(path: &Path, text: &str) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        // toml's message names the key (unknown, missing, wrong type) and
+        // shows the line.
+        anyhow!(
+            "{}: {}\n(every key is documented in examples/server.toml and examples/client.toml)",
+            path.display(),
+            e.to_string().trim_end()
+        )
+    })
+}
+
+/// Checks a parsed `server.toml`; relative key paths are taken from `base`.
+pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
+    let listen = socket_addr("listen", &f.listen, "listen = \"0.0.0.0:51820\"")?;
+    let network = Ipv4Net::parse(&f.network)
+        .map_err(|e| anyhow!("`network`: {e}; write e.g. network = \"10.77.0.0/24\""))?;
+    let conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    let private_key = load_private_key(&resolve(base, &f.private_key_file), "private_key_file")?;
+    if f.clients.is_empty() {
+        bail!(
+            "no `[[client]]` entries: the server admits only listed clients; add\n\
+             [[client]]\nname = \"laptop\"\npublic_key = \"<output of braid keygen on the client>\""
+        );
+    }
+    let mut clients = Vec::new();
+    for (i, c) in f.clients.iter().enumerate() {
+        let key = PublicKey::from_base64(&c.public_key).map_err(|e| {
+            anyhow!(
+                "`client[{i}].public_key` ({}): {e}; paste the public key `braid keygen` printed",
+                c.name
+            )
+        })?;
+        if clients.iter().any(|e: &ClientEntry| e.key == key) {
+            bail!(
+                "`client[{i}].public_key` ({}): the same key is listed twice",
+                c.name
+            );
+        }
+        let address = match &c.address {
+            None => None,
+            Some(a) => Some(a.parse::<Ipv4Addr>().map_err(|_| {
+                anyhow!("`client[{i}].address` ({}): `{a}` is not an IPv4 address; write e.g. address = \"10.77.0.2\" or leave it out", c.name)
+            })?),
+        };
+        clients.push(ClientEntry {
+            name: c.name.clone(),
+            key,
+            address,
+        });
+    }
+    let mut core = ServerConfig::new(network, clients);
+    core.conn = conn;
+    if let Some(s) = f.peer_idle_timeout_s {
+        if s == 0 {
+            bail!("`peer_idle_timeout_s` must be at least 1");
+        }
+        core.peer_idle_timeout = Duration::from_secs(s);
+    }
+    // The same check the server makes at start, reported against the keys.
+    let fixed: Vec<Option<Ipv4Addr>> = core.clients.iter().map(|c| c.address).collect();
+    network
+        .assign(&fixed)
+        .map_err(|e| anyhow!("`client[].address` / `network`: {e}"))?;
+    let nat_out_interface = if f.nat.enabled {
+        Some(f.nat.out_interface.clone().ok_or_else(|| {
+            anyhow!("`nat.out_interface` is required when `nat.enabled = true`; write e.g. out_interface = \"eth0\"")
+        })?)
+    } else {
+        None
+    };
+    Ok(ServerSettings {
+        listen,
+        private_key,
+        core,
+        tun_name: tun_name(&f.tun)?,
+        control_socket: control_socket(f.control_socket, DEFAULT_SERVER_SOCKET),
+        metrics: metrics(&f.metrics, DEFAULT_SERVER_METRICS)?,
+        log_level: log_level(f.log_level)?,
+        nat_out_interface,
+    })
+}
+
+/// Checks a parsed `client.toml`; relative key paths are taken from `base`.
+pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
+    let server = socket_addr("server", &f.server, "server = \"203.0.113.1:51820\"")?;
+    let server_key = PublicKey::from_base64(&f.server_public_key).map_err(|e| {
+        anyhow!(
+            "`server_public_key`: {e}; paste the public key `braid keygen` printed on the server"
+        )
+    })?;
+    let conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    if f.paths.is_empty() {
+        bail!(
+            "no `[[path]]` entries: list each network path, e.g.\n\
+             [[path]]\nname = \"wlan\"\nbind = \"192.168.1.10\"\ndevice = \"wlan0\""
+        );
+    }
+    if f.paths.len() > MAX_PATHS {
+        bail!(
+            "{} `[[path]]` entries: at most {MAX_PATHS} are supported",
+            f.paths.len()
+        );
+    }
+    let mut paths = Vec::new();
+    for (i, p) in f.paths.iter().enumerate() {
+        if paths.iter().any(|q: &PathSettings| q.name == p.name) {
+            bail!("`path[{i}].name`: the name `{}` is used twice", p.name);
+        }
+        let bind = match &p.bind {
+            None => None,
+            Some(b) => Some(b.parse::<IpAddr>().map_err(|_| {
+                anyhow!("`path[{i}].bind` ({}): `{b}` is not an IP address; write the interface's address, e.g. bind = \"192.168.1.10\"", p.name)
+            })?),
+        };
+        if bind.is_none() && p.device.is_none() {
+            bail!("`path[{i}]` ({}): give `bind` (source address) or `device` (interface), or both, so the path uses its own interface", p.name);
+        }
+        let server = match &p.server {
+            None => server,
+            Some(s) => socket_addr(
+                &format!("path[{i}].server"),
+                s,
+                "server = \"203.0.113.1:51820\"",
+            )?,
+        };
+        paths.push(PathSettings {
+            id: PathId(i as u8),
+            name: p.name.clone(),
+            bind,
+            device: p.device.clone(),
+            server,
+        });
+    }
+    let mut routes = Vec::new();
+    for (i, r) in f.routes.iter().enumerate() {
+        routes.push(Ipv4Net::parse(r).map_err(|e| {
+            anyhow!("`routes[{i}]`: {e}; write e.g. routes = [\"0.0.0.0/1\", \"128.0.0.0/1\"]")
+        })?);
+    }
+    let private_key = load_private_key(&resolve(base, &f.private_key_file), "private_key_file")?;
+    Ok(ClientSettings {
+        private_key,
+        server_key,
+        conn,
+        paths,
+        tun_name: tun_name(&f.tun)?,
+        routes,
+        control_socket: control_socket(f.control_socket, DEFAULT_CLIENT_SOCKET),
+        metrics: metrics(&f.metrics, DEFAULT_CLIENT_METRICS)?,
+        log_level: log_level(f.log_level)?,
+    })
+}
+
+/// The protocol settings from `scheduler`, `[tuning]` and `tun.mtu`.
+fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<ConnConfig> {
+    let kind = SchedulerKind::parse(scheduler).ok_or_else(|| {
+        let names: Vec<&str> = SchedulerKind::ALL.iter().map(|k| k.as_str()).collect();
+        anyhow!(
+            "`scheduler`: unknown scheduler `{scheduler}`; use one of {}",
+            names.join(", ")
+        )
+    })?;
+    let mut c = ConnConfig {
+        scheduler: kind,
+        ..ConnConfig::default()
+    };
+    if let Some(m) = mtu {
+        if !(576..=65_000).contains(&m) {
+            bail!(
+                "`tun.mtu`: {m} is out of range; use 576..65000 (1434 fills a 1500-byte path MTU)"
+            );
+        }
+        c.inner_mtu = m;
+    }
+    let ms = |key: &str, v: Option<u64>, min: u64, max: u64| -> Result<Option<Duration>> {
+        match v {
+            None => Ok(None),
+            Some(x) if (min..=max).contains(&x) => Ok(Some(Duration::from_millis(x))),
+            Some(x) => bail!("`tuning.{key}`: {x} is out of range; use {min}..{max}"),
+        }
+    };
+    if let Some(d) = ms("keepalive_ms", t.keepalive_ms, 10, 60_000)? {
+        c.keepalive_interval = d;
+    }
+    if let Some(d) = ms("path_timeout_ms", t.path_timeout_ms, 50, 600_000)? {
+        c.path_timeout = d;
+    }
+    if c.path_timeout <= c.keepalive_interval {
+        bail!(
+            "`tuning.path_timeout_ms` ({} ms) must exceed `tuning.keepalive_ms` ({} ms), \
+             ideally 3x, or idle paths flap",
+            c.path_timeout.as_millis(),
+            c.keepalive_interval.as_millis()
+        );
+    }
+    if let Some(d) = ms("handshake_timeout_ms", t.handshake_timeout_ms, 100, 600_000)? {
+        c.handshake_timeout = d;
+    }
+    if let Some(n) = t.feedback_max_entries {
+        if !(1..=braid_core::wire::MAX_FEEDBACK_ENTRIES).contains(&n) {
+            bail!(
+                "`tuning.feedback_max_entries`: {n} is out of range; use 1..{}",
+                braid_core::wire::MAX_FEEDBACK_ENTRIES
+            );
+        }
+        c.receiver.feedback_max_entries = n;
+    }
+    if let Some(us) = t.feedback_max_delay_us {
+        if us > 100_000 {
+            bail!("`tuning.feedback_max_delay_us`: {us} is out of range; use 0..100000");
+        }
+        c.receiver.feedback_max_delay = Duration::from_micros(us);
+    }
+    let mut reorder = ReorderConfig::default();
+    if t.reorder == Some(false) {
+        reorder.mode = braid_core::reorder::ReorderMode::Off;
+    }
+    if let Some(d) = ms(
+        "reorder_loss_timeout_ms",
+        t.reorder_loss_timeout_ms,
+        1,
+        60_000,
+    )? {
+        reorder.loss_timeout = d;
+    }
+    if let Some(b) = t.reorder_max_buffer_bytes {
+        if !(65_536..=(1 << 30)).contains(&b) {
+            bail!("`tuning.reorder_max_buffer_bytes`: {b} is out of range; use 65536..1073741824");
+        }
+        reorder.max_buffer_bytes = b;
+    }
+    c.receiver.reorder = reorder;
+    Ok(c)
+}
+
+fn socket_addr(key: &str, v: &str, example: &str) -> Result<SocketAddr> {
+    v.parse()
+        .map_err(|_| anyhow!("`{key}`: `{v}` is not an address with port; write e.g. {example}"))
+}
+
+fn tun_name(t: &TunFile) -> Result<String> {
+    let name = t.name.clone().unwrap_or_else(|| "braid0".into());
+    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ']) {
+        bail!("`tun.name`: `{name}` is not a valid interface name (1..15 characters, no '/' or spaces)");
+    }
+    Ok(name)
+}
+
+fn control_socket(v: Option<PathBuf>, default: &str) -> Option<PathBuf> {
+    match v {
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) => Some(p),
+        None => Some(PathBuf::from(default)),
+    }
+}
+
+fn metrics(m: &MetricsFile, default: &str) -> Result<MetricsAddr> {
+    if m.enabled == Some(false) {
+        return Ok(None);
+    }
+    let listen = m.listen.as_deref().unwrap_or(default);
+    socket_addr("metrics.listen", listen, "listen = \"127.0.0.1:9184\"").map(Some)
+}
+
+fn log_level(v: Option<String>) -> Result<String> {
+    let v = v.unwrap_or_else(|| "info".into());
+    match v.as_str() {
+        "error" | "warn" | "info" | "debug" | "trace" => Ok(v),
+        _ => bail!("`log_level`: `{v}` is not a level; use error, warn, info, debug or trace"),
+    }
+}
+
+fn resolve(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// Reads a private key file (`key` names the configuration key, for
+/// errors). Refused if group or others can access it.
+pub fn load_private_key(path: &Path, key: &str) -> Result<PrivateKey> {
+    let meta = std::fs::metadata(path).with_context(|| {
+        format!(
+            "`{key}`: cannot read {}; create it with `braid keygen --out {}`",
+            path.display(),
+            path.display()
+        )
+    })?;
+    check_key_file_mode(meta.permissions().mode()).map_err(|e| {
+        anyhow!(
+            "`{key}`: {}: {}",
+            path.display(),
+            e.to_string().replace("FILE", &path.display().to_string())
+        )
+    })?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("`{key}`: cannot read {}", path.display()))?;
+    PrivateKey::from_base64(&text).map_err(|e| {
+        anyhow!(
+            "`{key}`: {}: {e}; the file must hold one base64 key as `braid keygen` writes it",
+            path.display()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const PUB: &str = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=";
+
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn tempdir(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("braid-config-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn write_key(dir: &Path, mode: u32) -> PathBuf {
+        let p = dir.join("k.key");
+        let mut f = std::fs::File::create(&p).unwrap();
+        writeln!(f, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    fn server_toml(extra: &str) -> String {
+        format!(
+            "listen = \"0.0.0.0:51820\"\nprivate_key_file = \"k.key\"\nnetwork = \"10.77.0.0/24\"\n{extra}\n\
+             [[client]]\nname = \"laptop\"\npublic_key = \"{PUB}\"\n"
+        )
+    }
+
+    fn client_toml(extra: &str) -> String {
+        format!(
+            "server = \"192.0.2.1:51820\"\nserver_public_key = \"{PUB}\"\nprivate_key_file = \"k.key\"\n{extra}\n\
+             [[path]]\nname = \"a\"\nbind = \"127.0.0.1\"\n"
+        )
+    }
+
+    fn server_err(dir: &Path, text: &str) -> String {
+        let p = dir.join("server.toml");
+        std::fs::write(&p, text).unwrap();
+        format!("{:#}", load_server(&p).unwrap_err())
+    }
+
+    fn client_err(dir: &Path, text: &str) -> String {
+        let p = dir.join("client.toml");
+        std::fs::write(&p, text).unwrap();
+        format!("{:#}", load_client(&p).unwrap_err())
+    }
+
+    #[test]
+    fn valid_files_load() {
+        let d = tempdir("ok");
+        write_key(&d.0, 0o600);
+        let p = d.0.join("server.toml");
+        std::fs::write(
+            &p,
+            server_toml("scheduler = \"edpf\"\n[tuning]\nkeepalive_ms = 100"),
+        )
+        .unwrap();
+        let s = load_server(&p).unwrap();
+        assert_eq!(s.core.conn.scheduler, SchedulerKind::Edpf);
+        assert_eq!(s.core.conn.keepalive_interval, Duration::from_millis(100));
+        assert_eq!(s.core.conn.inner_mtu, 1434);
+        assert_eq!(s.metrics, Some("127.0.0.1:9184".parse().unwrap()));
+        let p = d.0.join("client.toml");
+        std::fs::write(
+            &p,
+            client_toml("routes = [\"10.0.0.0/8\"]\n[metrics]\nenabled = false"),
+        )
+        .unwrap();
+        let c = load_client(&p).unwrap();
+        assert_eq!(c.paths.len(), 1);
+        assert_eq!(c.paths[0].server, "192.0.2.1:51820".parse().unwrap());
+        assert_eq!(c.metrics, None);
+        assert_eq!(c.routes.len(), 1);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let d = tempdir("err");
+        write_key(&d.0, 0o600);
+        let cases_server = [
+            (server_toml("lisen = 1"), "unknown field `lisen`"),
+            (server_toml("scheduler = \"fastest\""), "`scheduler`"),
+            (
+                server_toml("[tuning]\npath_timeout_ms = 100"),
+                "`tuning.path_timeout_ms`",
+            ),
+            (server_toml("[tun]\nmtu = 100"), "`tun.mtu`"),
+            (server_toml("[nat]\nenabled = true"), "`nat.out_interface`"),
+            (
+                server_toml("[metrics]\nlisten = \"localhost\""),
+                "`metrics.listen`",
+            ),
+            (
+                server_toml("").replace("10.77.0.0/24", "10.77.0.1/24"),
+                "`network`",
+            ),
+            (
+                server_toml("").replace("0.0.0.0:51820", "0.0.0.0"),
+                "`listen`",
+            ),
+            (
+                server_toml("").replace(PUB, "nope"),
+                "`client[0].public_key`",
+            ),
+            (
+                server_toml("").replace(
+                    "name = \"laptop\"",
+                    "name = \"laptop\"\naddress = \"10.77.0.1\"",
+                ),
+                "`client[].address`",
+            ),
+            (
+                server_toml("[tuning]\nkeepalive = 5"),
+                "unknown field `keepalive`",
+            ),
+        ];
+        for (text, want) in cases_server {
+            let e = server_err(&d.0, &text);
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+        let missing = server_err(&d.0, "listen = \"0.0.0.0:1\"");
+        assert!(
+            missing.contains("missing field `private_key_file`"),
+            "{missing}"
+        );
+        let cases_client = [
+            (
+                client_toml("").replace("bind = \"127.0.0.1\"", "bind = \"wlan0\""),
+                "`path[0].bind`",
+            ),
+            (
+                client_toml("").replace("bind = \"127.0.0.1\"", ""),
+                "`path[0]`",
+            ),
+            (client_toml("routes = [\"10.0.0.0\"]"), "`routes[0]`"),
+            (
+                client_toml("").replace("192.0.2.1:51820", "example.org"),
+                "`server`",
+            ),
+            (client_toml("").replace(PUB, "x"), "`server_public_key`"),
+            (
+                client_toml("[tuning]\nfeedback_max_entries = 0"),
+                "`tuning.feedback_max_entries`",
+            ),
+        ];
+        for (text, want) in cases_client {
+            let e = client_err(&d.0, &text);
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+    }
+
+    #[test]
+    fn private_key_readable_by_others_is_refused() {
+        let d = tempdir("mode");
+        write_key(&d.0, 0o644);
+        let e = server_err(&d.0, &server_toml(""));
+        assert!(e.contains("`private_key_file`"), "{e}");
+        assert!(e.contains("chmod 600"), "{e}");
+        assert!(e.contains("k.key"), "{e}");
+        let p = write_key(&d.0, 0o600);
+        assert!(load_private_key(&p, "private_key_file").is_ok());
+        std::fs::remove_file(&p).unwrap();
+        let e = format!(
+            "{:#}",
+            load_private_key(&p, "private_key_file").unwrap_err()
+        );
+        assert!(e.contains("braid keygen"), "{e}");
+    }
+}

@@ -1,0 +1,296 @@
+//! `braid client`: one UDP socket per path, a TUN device created when the
+//! server assigns the tunnel address.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use braid_core::conn::{ConnConfig, Connection, Event, Output, TunnelParams};
+use braid_core::path::PathId;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tracing::{debug, error, info, warn};
+
+use super::timer::PreciseTimer;
+use super::tun::{SystemTunFactory, Tun, TunFactory};
+use super::{
+    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, StatusRequest,
+};
+use crate::config::{ClientSettings, PathSettings};
+use crate::status::StatusReport;
+
+const QUEUE: usize = 4096;
+const BUF: usize = 65_535;
+const BATCH: usize = 64;
+
+struct PathSocket {
+    settings: PathSettings,
+    socket: Arc<UdpSocket>,
+}
+
+/// A started client: path sockets bound, handshake under way.
+pub struct ClientDaemon<F: TunFactory> {
+    clock: Clock,
+    conn: Connection,
+    paths: Vec<PathSocket>,
+    path_names: Vec<String>,
+    factory: F,
+    tun: Option<(TunnelParams, Arc<F::Tun>, tokio::task::JoinHandle<()>)>,
+    udp_rx: mpsc::Receiver<(PathId, SocketAddr, Vec<u8>)>,
+    tun_tx: mpsc::Sender<Vec<u8>>,
+    tun_rx: mpsc::Receiver<Vec<u8>>,
+    status_rx: mpsc::Receiver<StatusRequest>,
+    _control: Option<ControlSocket>,
+    metrics_addr: Option<SocketAddr>,
+    send_errors: Vec<RateLimitedLog>,
+    tun_errors: RateLimitedLog,
+    /// Datagrams from addresses other than the server's.
+    pub stray: u64,
+}
+
+/// `braid client --config FILE`.
+pub fn run_cmd(settings: ClientSettings) -> Result<()> {
+    super::init_logging(&settings.log_level);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let factory = SystemTunFactory {
+            name: settings.tun_name.clone(),
+            routes: settings.routes.clone(),
+        };
+        let d = ClientDaemon::start(settings, factory).await?;
+        d.run(super::shutdown_signal()).await
+    })
+}
+
+impl<F: TunFactory> ClientDaemon<F> {
+    /// Binds every path's socket, starts the control endpoints and the
+    /// handshake.
+    pub async fn start(s: ClientSettings, factory: F) -> Result<Self> {
+        Self::start_with(s, factory, ConnConfig::clone).await
+    }
+
+    /// [`ClientDaemon::start`] with a hook to adjust the core configuration (tests).
+    pub async fn start_with(
+        s: ClientSettings,
+        factory: F,
+        adjust: impl FnOnce(&ConnConfig) -> ConnConfig,
+    ) -> Result<Self> {
+        let clock = Clock::new();
+        let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
+        let mut paths = Vec::new();
+        for p in &s.paths {
+            let socket = Arc::new(super::net::path_socket(p)?);
+            info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
+            let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; BUF];
+                loop {
+                    match sock.recv_from(&mut buf).await {
+                        Ok((n, from)) => {
+                            if tx.send((id, from, buf[..n].to_vec())).await.is_err() {
+                                break;
+                            }
+                        }
+                        // ICMP errors surface here (port unreachable, ...).
+                        Err(e) => {
+                            debug!(path = id.0, error = %e, "UDP receive error");
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+            });
+            paths.push(PathSocket {
+                settings: p.clone(),
+                socket,
+            });
+        }
+        let path_list: Vec<(PathId, SocketAddr)> =
+            s.paths.iter().map(|p| (p.id, p.server)).collect();
+        let conn = Connection::client(
+            adjust(&s.conn),
+            s.private_key,
+            s.server_key,
+            &path_list,
+            clock.unix_nanos_at_zero(),
+            clock.now(),
+            &mut os_rng()?,
+        )?;
+        let (status_tx, status_rx) = mpsc::channel(16);
+        let control = match &s.control_socket {
+            Some(p) => Some(serve_control(p, status_tx.clone()).await?),
+            None => None,
+        };
+        let metrics_addr = match s.metrics {
+            Some(a) => Some(serve_metrics(a, status_tx.clone()).await?.0),
+            None => None,
+        };
+        if let Some(a) = metrics_addr {
+            info!(metrics = %format!("http://{a}/metrics"), "metrics endpoint");
+        }
+        let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
+        let mut d = ClientDaemon {
+            clock,
+            conn,
+            path_names: s.paths.iter().map(|p| p.name.clone()).collect(),
+            send_errors: s.paths.iter().map(|_| RateLimitedLog::default()).collect(),
+            paths,
+            factory,
+            tun: None,
+            udp_rx,
+            tun_tx,
+            tun_rx,
+            status_rx,
+            _control: control,
+            metrics_addr,
+            tun_errors: RateLimitedLog::default(),
+            stray: 0,
+        };
+        info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
+        d.flush().await;
+        Ok(d)
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// Runs until `shutdown` resolves; then says goodbye to the server.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
+        tokio::pin!(shutdown);
+        let far = std::time::Duration::from_secs(3600);
+        let timer = PreciseTimer::new().context("cannot create a timerfd")?;
+        loop {
+            let wait = self
+                .conn
+                .poll_timeout()
+                .map(|t| self.clock.until(t))
+                .unwrap_or(far);
+            timer.arm(wait)?;
+            tokio::select! {
+                _ = &mut shutdown => break,
+                Some((path, from, d)) = self.udp_rx.recv() => {
+                    self.datagram(path, from, &d);
+                    for _ in 0..BATCH {
+                        let Ok((path, from, d)) = self.udp_rx.try_recv() else { break };
+                        self.datagram(path, from, &d);
+                    }
+                }
+                Some(p) = self.tun_rx.recv() => {
+                    self.conn.send_packet(self.clock.now(), &p);
+                    for _ in 0..BATCH {
+                        let Ok(p) = self.tun_rx.try_recv() else { break };
+                        self.conn.send_packet(self.clock.now(), &p);
+                    }
+                }
+                _ = timer.wait() => {
+                    self.conn.handle_timeout(self.clock.now());
+                }
+                Some(reply) = self.status_rx.recv() => {
+                    let r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
+                    let _ = reply.send(r);
+                }
+            }
+            self.flush().await;
+        }
+        info!("braid client stopping; saying goodbye to the server");
+        self.conn.close(self.clock.now());
+        self.flush().await;
+        if let Some((_, _, reader)) = self.tun.take() {
+            reader.abort();
+        }
+        Ok(())
+    }
+
+    fn datagram(&mut self, path: PathId, from: SocketAddr, d: &[u8]) {
+        let expected = self.paths.get(path.0 as usize).map(|p| p.settings.server);
+        if expected != Some(from) {
+            self.stray += 1;
+            return;
+        }
+        self.conn.handle_datagram(self.clock.now(), path, d);
+    }
+
+    async fn flush(&mut self) {
+        while let Some(o) = self.conn.poll_output() {
+            match o {
+                Output::Transmit(t) => {
+                    let Some(i) = t
+                        .path
+                        .map(|p| p.0 as usize)
+                        .filter(|&i| i < self.paths.len())
+                    else {
+                        continue;
+                    };
+                    if let Err(e) = self.paths[i].socket.send_to(&t.bytes, t.dest).await {
+                        self.send_errors[i].warn("UDP send failed on path", &e);
+                    }
+                }
+                Output::Deliver(p) => {
+                    if let Some((_, tun, _)) = &self.tun {
+                        if let Err(e) = tun.send(&p).await {
+                            self.tun_errors.warn("TUN write failed", &e);
+                        }
+                    }
+                }
+                Output::Event(e) => self.on_event(e),
+            }
+        }
+    }
+
+    fn on_event(&mut self, e: Event) {
+        match e {
+            Event::Established { params } => {
+                info!(address = %params.address, prefix = params.prefix_len, gateway = %params.gateway, mtu = params.mtu, "tunnel established");
+                if self.tun.as_ref().is_some_and(|(p, _, _)| *p == params) {
+                    return;
+                }
+                if let Some((old, _, reader)) = self.tun.take() {
+                    warn!(old = %old.address, new = %params.address, "tunnel parameters changed; recreating the TUN device");
+                    reader.abort();
+                }
+                match self.factory.create(&params) {
+                    Ok(tun) => {
+                        let tun = Arc::new(tun);
+                        let (t, tx) = (tun.clone(), self.tun_tx.clone());
+                        let reader = tokio::spawn(async move {
+                            let mut buf = vec![0u8; BUF];
+                            loop {
+                                match t.recv(&mut buf).await {
+                                    Ok(n) => {
+                                        if tx.send(buf[..n].to_vec()).await.is_err() {
+                                            break;
+                                        }
+                                    }
+                                    Err(e) => {
+                                        warn!(error = %e, "TUN read failed; stopping the TUN reader");
+                                        break;
+                                    }
+                                }
+                            }
+                        });
+                        self.tun = Some((params, tun, reader));
+                    }
+                    Err(e) => {
+                        error!(error = %e, "cannot create the TUN device; traffic will not flow")
+                    }
+                }
+            }
+            Event::PathUp { path, .. } => {
+                info!(path = path.0, name = self.path_name(path), "path up")
+            }
+            Event::PathDown { path, .. } => {
+                warn!(path = path.0, name = self.path_name(path), "path down")
+            }
+            Event::PeerConnected { .. } | Event::PeerDisconnected { .. } => {}
+        }
+    }
+
+    fn path_name(&self, p: PathId) -> &str {
+        self.path_names
+            .get(p.0 as usize)
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+}

@@ -1,0 +1,627 @@
+//! What `braid status` shows and `/metrics` exports, and the `braid
+//! status` command itself.
+//!
+//! The running daemon answers on its control socket (a Unix socket; path
+//! `control_socket` in its configuration): a client connects, writes the
+//! line `status`, and reads one JSON [`StatusReport`] until the daemon
+//! closes the connection. `braid status` renders it as a table (or passes
+//! the JSON through with `--json`); the Prometheus endpoint renders the
+//! same report in the text exposition format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration as StdDuration;
+
+use anyhow::{bail, Context, Result};
+use braid_core::conn::{ClientStatus, Counters, PathStatus, ServerStatus, TunnelStatus};
+use braid_core::time::Duration;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET};
+
+/// A daemon's state, as JSON on the control socket.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StatusReport {
+    /// "client" or "server".
+    pub role: String,
+    pub version: String,
+    pub uptime_s: f64,
+    /// The client's tunnel, or one per connected client on the server.
+    pub tunnels: Vec<TunnelReport>,
+    /// Totals (server: all clients and unroutable datagrams).
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// One tunnel.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TunnelReport {
+    /// Server: the client's configured name.
+    pub peer: Option<String>,
+    /// Server: the client's public key.
+    pub public_key: Option<String>,
+    /// The client's tunnel address and prefix, once known.
+    pub address: Option<String>,
+    pub established: bool,
+    pub handshaking: bool,
+    pub session_age_s: Option<f64>,
+    pub scheduler: String,
+    /// Reorder-buffer occupancy of this side's receiving direction.
+    pub reorder_buffered_packets: usize,
+    pub reorder_buffered_bytes: usize,
+    pub reorder_max_buffered_bytes: usize,
+    pub reorder_released: u64,
+    pub reorder_lost: u64,
+    pub reorder_late: u64,
+    pub reorder_duplicates: u64,
+    pub paths: Vec<PathReport>,
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// One path.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PathReport {
+    pub id: u8,
+    pub name: Option<String>,
+    pub up: bool,
+    pub remote: Option<String>,
+    pub rtt_ms: Option<f64>,
+    pub min_rtt_ms: Option<f64>,
+    pub bandwidth_bps: Option<f64>,
+    pub loss_rate: f64,
+    pub lost_packets: u64,
+    pub in_flight_packets: u32,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub data_tx_packets: u64,
+    pub data_rx_packets: u64,
+    pub last_rx_ago_ms: Option<f64>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn counters_map(c: &Counters) -> BTreeMap<String, u64> {
+    c.fields()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
+    PathReport {
+        id: p.id.0,
+        name: names.get(p.id.0 as usize).cloned(),
+        up: p.up,
+        remote: p.remote.map(|r| r.to_string()),
+        rtt_ms: p.srtt.map(ms),
+        min_rtt_ms: p.min_rtt.map(ms),
+        bandwidth_bps: p.bandwidth_bps,
+        loss_rate: p.loss_rate,
+        lost_packets: p.lost_packets,
+        in_flight_packets: p.in_flight_packets,
+        tx_packets: p.tx_packets,
+        tx_bytes: p.tx_bytes,
+        rx_packets: p.rx_packets,
+        rx_bytes: p.rx_bytes,
+        data_tx_packets: p.data_tx_packets,
+        data_rx_packets: p.data_rx_packets,
+        last_rx_ago_ms: p.last_rx_ago.map(ms),
+    }
+}
+
+fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
+    let r = &t.reorder;
+    TunnelReport {
+        peer: None,
+        public_key: None,
+        address: None,
+        established: t.established,
+        handshaking: false,
+        session_age_s: t.session_age.map(|d| d.as_secs_f64()),
+        scheduler: t.scheduler.to_string(),
+        reorder_buffered_packets: r.buffered_packets,
+        reorder_buffered_bytes: r.buffered_bytes,
+        reorder_max_buffered_bytes: r.max_buffered_bytes,
+        reorder_released: r.released,
+        reorder_lost: r.lost_comparison + r.lost_prev_link + r.lost_timer + r.lost_overflow,
+        reorder_late: r.late,
+        reorder_duplicates: r.duplicates,
+        paths: t.paths.iter().map(|p| path_report(p, names)).collect(),
+        counters: counters_map(&t.counters),
+    }
+}
+
+impl StatusReport {
+    /// The client's report; `path_names[i]` names path `i`.
+    pub fn from_client(s: &ClientStatus, path_names: &[String], uptime: StdDuration) -> Self {
+        let mut t = tunnel_report(&s.tunnel, path_names);
+        t.handshaking = s.handshaking;
+        t.address = s.params.map(|p| format!("{}/{}", p.address, p.prefix_len));
+        StatusReport {
+            role: "client".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            uptime_s: uptime.as_secs_f64(),
+            counters: t.counters.clone(),
+            tunnels: vec![t],
+        }
+    }
+
+    /// The server's report.
+    pub fn from_server(s: &ServerStatus, uptime: StdDuration) -> Self {
+        let tunnels = s
+            .peers
+            .iter()
+            .map(|p| {
+                let mut t = tunnel_report(&p.tunnel, &[]);
+                t.peer = Some(p.name.clone());
+                t.public_key = Some(p.key.to_base64());
+                t.address = Some(p.address.to_string());
+                t
+            })
+            .collect();
+        StatusReport {
+            role: "server".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            uptime_s: uptime.as_secs_f64(),
+            tunnels,
+            counters: counters_map(&s.counters),
+        }
+    }
+
+    /// Human-readable table.
+    pub fn to_table(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "braid {} {} — up {}",
+            self.role,
+            self.version,
+            human_duration(self.uptime_s)
+        );
+        if self.tunnels.is_empty() {
+            let _ = writeln!(o, "no clients connected");
+        }
+        for t in &self.tunnels {
+            let who = match (&t.peer, &t.address) {
+                (Some(p), Some(a)) => format!("client {p} ({a})"),
+                (None, Some(a)) => format!("tunnel {a}"),
+                _ => "tunnel (no address yet)".into(),
+            };
+            let state = if t.established {
+                format!(
+                    "established, session {}",
+                    t.session_age_s.map_or("-".into(), human_duration)
+                )
+            } else if t.handshaking {
+                "handshaking".into()
+            } else {
+                "down".into()
+            };
+            let _ = writeln!(
+                o,
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}",
+                t.scheduler,
+                t.reorder_buffered_packets,
+                human_bytes(t.reorder_buffered_bytes as u64),
+                human_bytes(t.reorder_max_buffered_bytes as u64),
+                t.reorder_released,
+                t.reorder_lost,
+                t.reorder_late
+            );
+            let header = [
+                "PATH",
+                "NAME",
+                "STATE",
+                "REMOTE",
+                "RTT",
+                "BANDWIDTH",
+                "LOSS",
+                "TX PKTS",
+                "TX BYTES",
+                "RX PKTS",
+                "RX BYTES",
+                "LAST RX",
+            ];
+            let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+            for p in &t.paths {
+                rows.push(vec![
+                    p.id.to_string(),
+                    p.name.clone().unwrap_or_else(|| "-".into()),
+                    if p.up { "up" } else { "down" }.into(),
+                    p.remote.clone().unwrap_or_else(|| "-".into()),
+                    p.rtt_ms.map_or("-".into(), |v| format!("{v:.1} ms")),
+                    p.bandwidth_bps.map_or("-".into(), human_rate),
+                    format!("{:.1}%", p.loss_rate * 100.0),
+                    p.tx_packets.to_string(),
+                    human_bytes(p.tx_bytes),
+                    p.rx_packets.to_string(),
+                    human_bytes(p.rx_bytes),
+                    p.last_rx_ago_ms
+                        .map_or("-".into(), |v| format!("{:.0} ms", v)),
+                ]);
+            }
+            o.push_str(&render_rows(&rows));
+        }
+        let drops: Vec<String> = self
+            .counters
+            .iter()
+            .filter(|(k, v)| (k.starts_with("drop_") || k.starts_with("handshake_")) && **v > 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "\ndrops: {}",
+            if drops.is_empty() {
+                "none".into()
+            } else {
+                drops.join(" ")
+            }
+        );
+        o
+    }
+
+    /// Prometheus text exposition format (version 0.0.4).
+    pub fn to_prometheus(&self) -> String {
+        let mut m = Metrics::default();
+        m.gauge(
+            "braid_uptime_seconds",
+            "Seconds since the daemon started.",
+            "",
+            self.uptime_s,
+        );
+        for (k, v) in &self.counters {
+            m.counter(
+                &format!("braid_{k}_total"),
+                "Daemon-wide counter (see braid_core::conn::Counters).",
+                "",
+                *v as f64,
+            );
+        }
+        for t in &self.tunnels {
+            let peer = label("peer", t.peer.as_deref().unwrap_or(""));
+            m.gauge(
+                "braid_tunnel_established",
+                "1 if a session exists.",
+                &peer,
+                t.established as u8 as f64,
+            );
+            m.gauge(
+                "braid_reorder_buffered_packets",
+                "Packets waiting in the reorder buffer.",
+                &peer,
+                t.reorder_buffered_packets as f64,
+            );
+            m.gauge(
+                "braid_reorder_buffered_bytes",
+                "Bytes waiting in the reorder buffer.",
+                &peer,
+                t.reorder_buffered_bytes as f64,
+            );
+            m.counter(
+                "braid_reorder_lost_total",
+                "Sequence numbers the resequencer gave up on.",
+                &peer,
+                t.reorder_lost as f64,
+            );
+            for p in &t.paths {
+                let l = format!(
+                    "{peer},{},{}",
+                    label("path", &p.id.to_string()),
+                    label("name", p.name.as_deref().unwrap_or(""))
+                );
+                m.gauge(
+                    "braid_path_up",
+                    "1 if the path is in use.",
+                    &l,
+                    p.up as u8 as f64,
+                );
+                if let Some(v) = p.rtt_ms {
+                    m.gauge(
+                        "braid_path_rtt_seconds",
+                        "Smoothed round-trip time.",
+                        &l,
+                        v / 1e3,
+                    );
+                }
+                if let Some(v) = p.bandwidth_bps {
+                    m.gauge(
+                        "braid_path_bandwidth_bits_per_second",
+                        "Packet-pair bandwidth estimate of the sending direction.",
+                        &l,
+                        v,
+                    );
+                }
+                m.gauge(
+                    "braid_path_loss_ratio",
+                    "Smoothed loss rate of the sending direction.",
+                    &l,
+                    p.loss_rate,
+                );
+                m.counter(
+                    "braid_path_tx_packets_total",
+                    "Datagrams sent on the path.",
+                    &l,
+                    p.tx_packets as f64,
+                );
+                m.counter(
+                    "braid_path_tx_bytes_total",
+                    "UDP payload bytes sent on the path.",
+                    &l,
+                    p.tx_bytes as f64,
+                );
+                m.counter(
+                    "braid_path_rx_packets_total",
+                    "Authenticated datagrams received on the path.",
+                    &l,
+                    p.rx_packets as f64,
+                );
+                m.counter(
+                    "braid_path_rx_bytes_total",
+                    "UDP payload bytes received on the path.",
+                    &l,
+                    p.rx_bytes as f64,
+                );
+                m.counter(
+                    "braid_path_lost_packets_total",
+                    "Data packets sent on the path and declared lost.",
+                    &l,
+                    p.lost_packets as f64,
+                );
+            }
+        }
+        m.finish()
+    }
+}
+
+/// Collects samples per metric so HELP/TYPE appear once per name.
+#[derive(Default)]
+struct Metrics {
+    order: Vec<String>,
+    by_name: BTreeMap<String, (String, &'static str, Vec<String>)>,
+}
+
+impl Metrics {
+    fn add(&mut self, name: &str, help: &str, kind: &'static str, labels: &str, v: f64) {
+        let e = self.by_name.entry(name.to_string()).or_insert_with(|| {
+            self.order.push(name.to_string());
+            (help.to_string(), kind, Vec::new())
+        });
+        let labels = labels.trim_matches(',');
+        let sample = if labels.is_empty() {
+            format!("{name} {v}")
+        } else {
+            format!("{name}{{{labels}}} {v}")
+        };
+        e.2.push(sample);
+    }
+    fn gauge(&mut self, name: &str, help: &str, labels: &str, v: f64) {
+        self.add(name, help, "gauge", labels, v)
+    }
+    fn counter(&mut self, name: &str, help: &str, labels: &str, v: f64) {
+        self.add(name, help, "counter", labels, v)
+    }
+    fn finish(self) -> String {
+        let mut o = String::new();
+        for name in &self.order {
+            let (help, kind, samples) = &self.by_name[name];
+            let _ = writeln!(o, "# HELP {name} {help}");
+            let _ = writeln!(o, "# TYPE {name} {kind}");
+            for s in samples {
+                let _ = writeln!(o, "{s}");
+            }
+        }
+        o
+    }
+}
+
+/// `key="value"` with the exposition format's escapes.
+fn label(key: &str, value: &str) -> String {
+    let v = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    format!("{key}=\"{v}\"")
+}
+
+fn render_rows(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut o = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        let _ = writeln!(o, "{}", line.join("  ").trim_end());
+    }
+    o
+}
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b < 1e3 {
+        format!("{b} B")
+    } else if b < 1e6 {
+        format!("{:.1} kB", b / 1e3)
+    } else if b < 1e9 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.2} GB", b / 1e9)
+    }
+}
+
+fn human_rate(bps: f64) -> String {
+    if bps < 1e6 {
+        format!("{:.0} kbit/s", bps / 1e3)
+    } else {
+        format!("{:.1} Mbit/s", bps / 1e6)
+    }
+}
+
+fn human_duration(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// `braid status` flags.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The daemon's control socket (`control_socket` in its configuration).
+    /// Default: the server's or the client's default socket, whichever exists.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Print the raw JSON report instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: StatusArgs) -> Result<()> {
+    let socket = match a.socket {
+        Some(s) => s,
+        None => {
+            let found = [DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET]
+                .into_iter()
+                .map(PathBuf::from)
+                .find(|p| p.exists());
+            match found {
+                Some(p) => p,
+                None => bail!(
+                    "no braid daemon socket at {DEFAULT_CLIENT_SOCKET} or {DEFAULT_SERVER_SOCKET}; \
+                     is the daemon running? (pass --socket PATH if its configuration sets control_socket)"
+                ),
+            }
+        }
+    };
+    let json = query(&socket)?;
+    if a.json {
+        println!("{}", json.trim_end());
+    } else {
+        let report: StatusReport = serde_json::from_str(&json)
+            .with_context(|| format!("unexpected answer from {}", socket.display()))?;
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+/// Asks the daemon at `socket` for its report (JSON text).
+pub fn query(socket: &std::path::Path) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).with_context(|| {
+        format!(
+            "cannot connect to {}; is the daemon running (and are you allowed to open its socket)?",
+            socket.display()
+        )
+    })?;
+    s.set_read_timeout(Some(StdDuration::from_secs(5)))?;
+    s.write_all(b"status\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .with_context(|| format!("reading the answer from {}", socket.display()))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> StatusReport {
+        let path = PathReport {
+            id: 0,
+            name: Some("wlan".into()),
+            up: true,
+            remote: Some("192.0.2.1:51820".into()),
+            rtt_ms: Some(21.5),
+            min_rtt_ms: Some(20.0),
+            bandwidth_bps: Some(9.5e6),
+            loss_rate: 0.01,
+            lost_packets: 3,
+            in_flight_packets: 2,
+            tx_packets: 100,
+            tx_bytes: 150_000,
+            rx_packets: 90,
+            rx_bytes: 4_000,
+            data_tx_packets: 95,
+            data_rx_packets: 1,
+            last_rx_ago_ms: Some(12.0),
+        };
+        StatusReport {
+            role: "client".into(),
+            version: "0.1.0".into(),
+            uptime_s: 75.0,
+            tunnels: vec![TunnelReport {
+                peer: Some("lap\"top".into()),
+                public_key: None,
+                address: Some("10.77.0.2/24".into()),
+                established: true,
+                handshaking: false,
+                session_age_s: Some(30.0),
+                scheduler: "PET".into(),
+                reorder_buffered_packets: 3,
+                reorder_buffered_bytes: 4200,
+                reorder_max_buffered_bytes: 9000,
+                reorder_released: 95,
+                reorder_lost: 1,
+                reorder_late: 0,
+                reorder_duplicates: 0,
+                paths: vec![path],
+                counters: BTreeMap::new(),
+            }],
+            counters: [
+                ("drop_replay".to_string(), 2u64),
+                ("rx_bytes".to_string(), 5),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn table_shows_paths_and_drops() {
+        let t = report().to_table();
+        assert!(t.contains("up 1m15s"), "{t}");
+        assert!(t.contains("reorder buffer 3 pkts / 4.2 kB"), "{t}");
+        assert!(t.contains("wlan"), "{t}");
+        assert!(t.contains("21.5 ms"), "{t}");
+        assert!(t.contains("9.5 Mbit/s"), "{t}");
+        assert!(t.contains("1.0%"), "{t}");
+        assert!(t.contains("drops: drop_replay=2"), "{t}");
+    }
+
+    #[test]
+    fn prometheus_format() {
+        let m = report().to_prometheus();
+        assert!(m.contains("# TYPE braid_path_rtt_seconds gauge"), "{m}");
+        assert!(
+            m.contains(
+                "braid_path_rtt_seconds{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 0.0215"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("braid_drop_replay_total 2"), "{m}");
+        assert_eq!(m.matches("# TYPE braid_path_up").count(), 1);
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let r = report();
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<StatusReport>(&j).unwrap(), r);
+    }
+}
