@@ -144,6 +144,14 @@ impl Connection {
         Ok(())
     }
 
+    /// The daemon could not send on path `id` (e.g. `ENETUNREACH`: its
+    /// interface went down): take it out of use at once instead of after
+    /// `path_timeout`. Keepalives keep probing it; the first answer brings
+    /// it back. No-op for unknown or already-down paths.
+    pub fn path_unreachable(&mut self, id: PathId) {
+        self.tunnel.mark_down(id, &mut self.out);
+    }
+
     /// Removes a path (the interface is gone); its packets in flight are
     /// written off.
     pub fn remove_path(&mut self, now: Instant, id: PathId) {

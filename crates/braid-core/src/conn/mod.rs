@@ -257,9 +257,12 @@ pub struct Counters {
     pub handshake_unknown_client: u64,
     /// Replayed or flooding handshake initiation.
     pub handshake_replay: u64,
-    /// Server: inner packet from a client with a source address that is not
-    /// the one assigned to it (or not IPv4).
+    /// Server: inner IPv4 packet from a client with a source address that
+    /// is not the one assigned to it.
     pub drop_spoofed: u64,
+    /// Inner packet that is not IPv4 (the tunnel carries IPv4 only; e.g.
+    /// the kernel's IPv6 link-local chatter on the TUN device).
+    pub drop_not_ipv4: u64,
     /// Server: inner packet for an address no connected client has.
     pub drop_no_route: u64,
     /// Inner packet offered with no session to send it on.
@@ -297,6 +300,7 @@ impl Counters {
             handshake_unknown_client,
             handshake_replay,
             drop_spoofed,
+            drop_not_ipv4,
             drop_no_route,
             drop_no_session,
             drop_no_path,
@@ -306,7 +310,7 @@ impl Counters {
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 23] {
+    pub fn fields(&self) -> [(&'static str, u64); 24] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -326,6 +330,7 @@ impl Counters {
             ("handshake_unknown_client", self.handshake_unknown_client),
             ("handshake_replay", self.handshake_replay),
             ("drop_spoofed", self.drop_spoofed),
+            ("drop_not_ipv4", self.drop_not_ipv4),
             ("drop_no_route", self.drop_no_route),
             ("drop_no_session", self.drop_no_session),
             ("drop_no_path", self.drop_no_path),

@@ -58,6 +58,23 @@ impl Ipv4Net {
         Ok(net)
     }
 
+    /// Parses a route prefix `a.b.c.d/n`, any length /0 to /32 (a route
+    /// may name one host; only an address pool needs room for hosts).
+    pub fn parse_route(text: &str) -> Result<Ipv4Net, PoolError> {
+        let err = || PoolError::Syntax(text.to_string());
+        let (a, p) = text.trim().split_once('/').ok_or_else(err)?;
+        let addr: Ipv4Addr = a.parse().map_err(|_| err())?;
+        let prefix_len: u8 = p.parse().map_err(|_| err())?;
+        if prefix_len > 32 {
+            return Err(err());
+        }
+        let net = Ipv4Net { network: Ipv4Addr::from(u32::from(addr) & mask(prefix_len)), prefix_len };
+        if net.network != addr {
+            return Err(PoolError::HostBits(text.trim().to_string(), net));
+        }
+        Ok(net)
+    }
+
     /// Parses `a.b.c.d/n`.
     pub fn parse(text: &str) -> Result<Ipv4Net, PoolError> {
         let err = || PoolError::Syntax(text.to_string());
@@ -153,6 +170,15 @@ fn mask(prefix_len: u8) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routes_may_be_single_hosts_pools_may_not() {
+        assert_eq!(Ipv4Net::parse_route("10.78.0.2/32").unwrap().prefix_len(), 32);
+        assert_eq!(Ipv4Net::parse_route("0.0.0.0/0").unwrap().prefix_len(), 0);
+        assert!(Ipv4Net::parse("10.78.0.2/32").is_err());
+        assert!(Ipv4Net::parse_route("10.78.0.2/24").is_err(), "host bits set");
+        assert!(Ipv4Net::parse_route("10.78.0.2/33").is_err());
+    }
 
     fn a(s: &str) -> Ipv4Addr {
         s.parse().unwrap()

@@ -351,8 +351,13 @@ impl Server {
     /// One inner IP packet from the TUN device: sent to the client whose
     /// address is its destination, or dropped and counted.
     pub fn send_packet(&mut self, now: Instant, packet: &[u8]) {
-        let peer = ipv4_destination(packet)
-            .and_then(|d| self.by_address.get(&d))
+        let Some(dst) = ipv4_destination(packet) else {
+            self.counters.drop_not_ipv4 += 1;
+            return;
+        };
+        let peer = self
+            .by_address
+            .get(&dst)
             .and_then(|k| self.peers.get_mut(k));
         match peer {
             Some(p) => p.tunnel.send_packet(now, packet, &mut self.out),

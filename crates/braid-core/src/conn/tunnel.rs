@@ -17,7 +17,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use super::ip::ipv4_source;
+use super::ip::{ipv4_destination, ipv4_source};
 use super::link::PathLink;
 use super::{ConnConfig, Counters, Event, Output, Outputs, PathStatus, Transmit, TunnelStatus};
 use crate::crypto::{CryptoError, PeerSessions, PublicKey, Session};
@@ -190,6 +190,15 @@ impl Tunnel {
         }));
     }
 
+    /// The caller knows the path cannot send (the interface is gone): take
+    /// it out of use now rather than after `path_timeout`. Keepalives keep
+    /// probing it; the first answer brings it back.
+    pub(crate) fn mark_down(&mut self, id: PathId, out: &mut Outputs) {
+        if self.links.iter().any(|l| l.id == id && l.up) {
+            self.path_down(id, out);
+        }
+    }
+
     fn path_down(&mut self, id: PathId, out: &mut Outputs) {
         if let Some(l) = self.link_mut(id) {
             l.up = false;
@@ -324,9 +333,16 @@ impl Tunnel {
         self.fb = fb;
         while let Some(pkt) = self.receiver.poll_release(now) {
             if let Some(want) = self.source_filter {
-                if ipv4_source(&pkt) != Some(want) {
-                    self.counters.drop_spoofed += 1;
-                    continue;
+                match ipv4_source(&pkt) {
+                    None => {
+                        self.counters.drop_not_ipv4 += 1;
+                        continue;
+                    }
+                    Some(src) if src != want => {
+                        self.counters.drop_spoofed += 1;
+                        continue;
+                    }
+                    Some(_) => {}
                 }
             }
             self.counters.packets_delivered += 1;
@@ -375,6 +391,11 @@ impl Tunnel {
     pub(crate) fn send_packet(&mut self, now: Instant, packet: &[u8], out: &mut Outputs) {
         if packet.is_empty() || packet.len() > self.cfg.inner_mtu as usize {
             self.counters.drop_too_large += 1;
+            return;
+        }
+        if self.role == Role::Client && ipv4_destination(packet).is_none() {
+            // The server would drop it: save the path the trouble.
+            self.counters.drop_not_ipv4 += 1;
             return;
         }
         if self.sessions.current().is_none() {

@@ -225,6 +225,9 @@ impl<F: TunFactory> ClientDaemon<F> {
                     };
                     if let Err(e) = self.paths[i].socket.send_to(&t.bytes, t.dest).await {
                         self.send_errors[i].warn("UDP send failed on path", &e);
+                        // The interface is down or has no route: stop
+                        // scheduling on it now; keepalives find it again.
+                        self.conn.path_unreachable(PathId(i as u8));
                     }
                 }
                 Output::Deliver(p) => {

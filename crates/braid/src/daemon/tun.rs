@@ -51,6 +51,12 @@ impl SystemTun {
                 )
             })?;
         let name = dev.name().unwrap_or_else(|_| name.to_string());
+        // The tunnel carries IPv4 only; keep the kernel's IPv6 link-local
+        // chatter (router solicitations, MLD) off it. Best effort.
+        let _ = std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"),
+            "1\n",
+        );
         Ok(SystemTun { dev, name })
     }
 
