@@ -373,7 +373,7 @@ pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
     }
     let mut routes = Vec::new();
     for (i, r) in f.routes.iter().enumerate() {
-        routes.push(Ipv4Net::parse(r).map_err(|e| {
+        routes.push(Ipv4Net::parse_route(r).map_err(|e| {
             anyhow!("`routes[{i}]`: {e}; write e.g. routes = [\"0.0.0.0/1\", \"128.0.0.0/1\"]")
         })?);
     }
@@ -618,14 +618,17 @@ mod tests {
         let p = d.0.join("client.toml");
         std::fs::write(
             &p,
-            client_toml("routes = [\"10.0.0.0/8\"]\n[metrics]\nenabled = false"),
+            client_toml(
+                "routes = [\"10.0.0.0/8\", \"198.51.100.7/32\", \"0.0.0.0/0\"]\n[metrics]\nenabled = false",
+            ),
         )
         .unwrap();
         let c = load_client(&p).unwrap();
         assert_eq!(c.paths.len(), 1);
         assert_eq!(c.paths[0].server, "192.0.2.1:51820".parse().unwrap());
         assert_eq!(c.metrics, None);
-        assert_eq!(c.routes.len(), 1);
+        assert_eq!(c.routes.len(), 3);
+        assert_eq!(c.routes[1].prefix_len(), 32);
     }
 
     #[test]

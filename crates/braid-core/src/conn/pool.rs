@@ -68,7 +68,10 @@ impl Ipv4Net {
         if prefix_len > 32 {
             return Err(err());
         }
-        let net = Ipv4Net { network: Ipv4Addr::from(u32::from(addr) & mask(prefix_len)), prefix_len };
+        let net = Ipv4Net {
+            network: Ipv4Addr::from(u32::from(addr) & mask(prefix_len)),
+            prefix_len,
+        };
         if net.network != addr {
             return Err(PoolError::HostBits(text.trim().to_string(), net));
         }
@@ -103,7 +106,9 @@ impl Ipv4Net {
     }
     /// Addresses clients can get: all hosts but the gateway.
     pub fn client_capacity(&self) -> u32 {
-        ((1u64 << (32 - self.prefix_len)) - 3) as u32
+        // Network, broadcast and gateway are not for clients (a route
+        // prefix from `parse_route` may be too small for any).
+        ((1u64 << (32 - self.prefix_len)).saturating_sub(3)) as u32
     }
     /// Whether `a` can be a client's address.
     pub fn is_assignable(&self, a: Ipv4Addr) -> bool {
@@ -173,11 +178,20 @@ mod tests {
 
     #[test]
     fn routes_may_be_single_hosts_pools_may_not() {
-        assert_eq!(Ipv4Net::parse_route("10.78.0.2/32").unwrap().prefix_len(), 32);
+        assert_eq!(
+            Ipv4Net::parse_route("10.78.0.2/32").unwrap().prefix_len(),
+            32
+        );
         assert_eq!(Ipv4Net::parse_route("0.0.0.0/0").unwrap().prefix_len(), 0);
         assert!(Ipv4Net::parse("10.78.0.2/32").is_err());
-        assert!(Ipv4Net::parse_route("10.78.0.2/24").is_err(), "host bits set");
+        assert!(
+            Ipv4Net::parse_route("10.78.0.2/24").is_err(),
+            "host bits set"
+        );
         assert!(Ipv4Net::parse_route("10.78.0.2/33").is_err());
+        let host = Ipv4Net::parse_route("10.78.0.2/32").unwrap();
+        assert_eq!(host.client_capacity(), 0);
+        assert!(host.assign(&[None]).is_err());
     }
 
     fn a(s: &str) -> Ipv4Addr {
