@@ -39,6 +39,9 @@ pub struct IperfSpec {
     pub udp_len: u32,
     /// Parallel streams (`-P`).
     pub streams: u32,
+    /// TCP congestion control of the sender (`-C`). The comparisons are of
+    /// kernel CUBIC, whatever the host's default is.
+    pub congestion: Option<String>,
 }
 
 impl Default for IperfSpec {
@@ -56,6 +59,7 @@ impl Default for IperfSpec {
             udp_rate_mbit: None,
             udp_len: 1400,
             streams: 1,
+            congestion: Some("cubic".into()),
         }
     }
 }
@@ -164,6 +168,9 @@ pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
     }
     if spec.streams > 1 {
         argv.extend(["-P".into(), spec.streams.to_string()]);
+    }
+    if let (Some(cc), None) = (&spec.congestion, spec.udp_rate_mbit) {
+        argv.extend(["-C".into(), cc.clone()]);
     }
     if let Some(r) = spec.udp_rate_mbit {
         argv.extend([

@@ -17,10 +17,21 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 3)]
         repeat: u32,
     },
+    /// Throughput of the encrypted tunnel on one unshaped loopback path,
+    /// next to plain UDP forwarding in the same run.
+    Tunnel {
+        /// Packets to move.
+        #[arg(long, default_value_t = 200_000)]
+        packets: u64,
+        /// Inner packet size in bytes (1434 fills a 1500-byte path MTU).
+        #[arg(long, default_value_t = 1434)]
+        size: usize,
+    },
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
+        BenchCmd::Tunnel { packets, size } => crate::benchtunnel::run(packets, size),
         BenchCmd::Sim { file, repeat } => {
             let sc = Scenario::load(&file)?;
             let mut best: Option<(f64, u64)> = None;

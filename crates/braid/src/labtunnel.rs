@@ -1,11 +1,124 @@
-//! braid modes of `braid lab bench`: start `braid server` in the proxy
-//! namespace and `braid client` in the client namespace with the chosen
-//! scheduler, then let iperf3 run through the tunnel.
+//! braid modes of `braid lab bench`: `braid server` runs in the proxy
+//! namespace, `braid client` in the client namespace with one path per
+//! emulated link, and iperf3 runs from the client's tunnel address to the
+//! "internet" server through the tunnel.
+//!
+//! ```text
+//! braid-cli: iperf3 -B 10.99.0.2 -> braid0 (TUN) -> braid client -- path i: 10.77.i.1 -> 10.77.i.2:51820
+//! braid-prx: braid server (TUN braid0 10.99.0.1/24) -> routing -> 10.78.0.2 (braid-srv)
+//! braid-srv: route back to 10.99.0.0/24 via the proxy
+//! ```
+//! The proxy routes rather than NATs here (the lab's server has a route
+//! back); docs/DEPLOY.md gives the masquerade rule for a real deployment.
 
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use braid_core::crypto::PrivateKey;
 use braid_core::sched::SchedulerKind;
-use braid_lab::Mode;
+use braid_lab::cmd::ns_run;
+use braid_lab::topo::{self, NS_CLI, NS_PRX, NS_SRV};
+use braid_lab::{BenchContext, LabConfig, Mode, ModeSetup, NsProcess};
+
+/// The tunnel network in the lab, and the client's fixed address on it.
+pub const TUNNEL_NET: &str = "10.99.0.0/24";
+pub const CLIENT_TUNNEL_ADDR: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 2);
+const PORT: u16 = 51820;
+/// Where the bench keeps keys, configs and daemon logs.
+pub const WORK_DIR: &str = "/run/braid-lab-tunnel";
+
+fn os_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
+    use rand_chacha::rand_core::SeedableRng;
+    let mut seed = [0u8; 32];
+    getrandom::getrandom(&mut seed).map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+    Ok(rand_chacha::ChaCha20Rng::from_seed(seed))
+}
+
+/// Writes keys and both config files; returns (server config, client config).
+pub fn write_configs(cfg: &LabConfig, kind: SchedulerKind, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut rng = os_rng()?;
+    let (server_key, client_key) = (PrivateKey::generate(&mut rng), PrivateKey::generate(&mut rng));
+    let (skf, ckf) = (dir.join("server.key"), dir.join("client.key"));
+    braid::keygen::write_private_key(&skf, &server_key, true)?;
+    braid::keygen::write_private_key(&ckf, &client_key, true)?;
+    let sched = kind.as_str();
+    let server = format!(
+        r#"listen = "0.0.0.0:{PORT}"
+private_key_file = "{skf}"
+network = "{TUNNEL_NET}"
+scheduler = "{sched}"
+control_socket = "{dir}/server.sock"
+log_level = "info"
+
+[metrics]
+enabled = false
+
+[[client]]
+name = "lab"
+public_key = "{cpub}"
+address = "{CLIENT_TUNNEL_ADDR}"
+"#,
+        skf = skf.display(),
+        dir = dir.display(),
+        cpub = client_key.public_key().to_base64(),
+    );
+    let mut client = format!(
+        r#"server = "{first}:{PORT}"
+server_public_key = "{spub}"
+private_key_file = "{ckf}"
+scheduler = "{sched}"
+routes = ["{srv}/32"]
+control_socket = "{dir}/client.sock"
+log_level = "info"
+
+[metrics]
+enabled = false
+"#,
+        first = topo::prx_addr(0),
+        spub = server_key.public_key().to_base64(),
+        ckf = ckf.display(),
+        srv = topo::SRV_ADDR,
+        dir = dir.display(),
+    );
+    for (i, p) in cfg.paths.iter().enumerate() {
+        client.push_str(&format!(
+            "\n[[path]]\nname = \"{}\"\nbind = \"{}\"\nserver = \"{}:{PORT}\"\n",
+            p.name,
+            topo::cli_addr(i),
+            topo::prx_addr(i)
+        ));
+    }
+    let (sc, cc) = (dir.join("server.toml"), dir.join("client.toml"));
+    std::fs::write(&sc, server)?;
+    std::fs::write(&cc, client)?;
+    Ok((sc, cc))
+}
+
+/// Starts server and client and waits until the tunnel carries traffic.
+pub fn start(cfg: &LabConfig, kind: SchedulerKind) -> anyhow::Result<(Vec<NsProcess>, Box<dyn FnOnce()>)> {
+    let dir = PathBuf::from(WORK_DIR);
+    let (sc, cc) = write_configs(cfg, kind, &dir)?;
+    let exe = std::env::current_exe().context("locating the braid executable")?;
+    let exe = exe.to_string_lossy().to_string();
+    let server = NsProcess::spawn(NS_PRX, &[exe.as_str(), "server", "--config", &sc.to_string_lossy()], Some(&dir.join("server.log")))?;
+    // The lab's "internet" host routes the tunnel network back via the proxy.
+    let _ = ns_run(NS_SRV, &["ip", "route", "replace", TUNNEL_NET, "via", &topo::PRX_WAN_ADDR.to_string()]);
+    let client = NsProcess::spawn(NS_CLI, &[exe.as_str(), "client", "--config", &cc.to_string_lossy()], Some(&dir.join("client.log")))?;
+    let teardown: Box<dyn FnOnce()> = Box::new(|| {
+        let _ = ns_run(NS_SRV, &["ip", "route", "del", TUNNEL_NET]);
+    });
+    braid_lab::iperf::wait_reachable(NS_CLI, Some(CLIENT_TUNNEL_ADDR), topo::SRV_ADDR, Duration::from_secs(15)).with_context(|| {
+        format!("the tunnel did not come up; see {WORK_DIR}/server.log and {WORK_DIR}/client.log")
+    })?;
+    Ok((vec![client, server], teardown))
+}
 
 pub fn mode(name: &str, kind: SchedulerKind) -> anyhow::Result<Mode> {
-    let _ = kind;
-    anyhow::bail!("mode `{name}`: the tunnel daemon is not wired into the lab yet")
+    Ok(Mode::custom(name, move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
+        let (processes, teardown) = start(ctx.cfg, kind)?;
+        Ok(ModeSetup { target: topo::SRV_ADDR, bind: Some(CLIENT_TUNNEL_ADDR), mptcp: false, processes, teardown: Some(teardown) })
+    }))
 }
