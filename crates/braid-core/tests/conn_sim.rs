@@ -572,11 +572,26 @@ mod conn {
         p.run_for(ms(200));
         let t = p.now;
         p.set_blackhole(1, true);
-        p.client.path_unreachable(PathId(1));
-        p.client.path_unreachable(PathId(9));
+        p.client.path_unreachable(p.now, PathId(1));
+        p.client.path_unreachable(p.now, PathId(9));
         p.drain();
         assert_eq!(event_time(&p.client_events, t, 1, false), Some(t));
-        p.stream(300..1300, ms(1));
+        // The client tells the server over another path (PATH_DOWN), so the
+        // downlink stops using it within a one-way delay, not a timeout.
+        p.stream(300..400, ms(1));
+        let server_down = event_time(&p.server_events, t, 1, false).expect("server notified");
+        assert!(
+            server_down - t <= ms(30),
+            "server took {:?}",
+            server_down - t
+        );
+        let lost_down = p
+            .swallowed
+            .iter()
+            .filter(|s| s.2 == 1 && s.3 == DATA_DATAGRAM_LEN)
+            .count();
+        assert!(lost_down <= 30, "{lost_down} downlink packets lost");
+        p.stream(400..1300, ms(1));
         p.set_blackhole(1, false);
         p.run_for(ms(1000));
         assert!(event_time(&p.client_events, t, 1, true).is_some());

@@ -283,7 +283,12 @@ impl StatusReport {
             );
         }
         for t in &self.tunnels {
-            let peer = label("peer", t.peer.as_deref().unwrap_or(""));
+            // The client's own tunnel has no peer label.
+            let peer = t
+                .peer
+                .as_deref()
+                .map(|p| label("peer", p))
+                .unwrap_or_default();
             m.gauge(
                 "braid_tunnel_established",
                 "1 if a session exists.",

@@ -148,8 +148,8 @@ impl Connection {
     /// interface went down): take it out of use at once instead of after
     /// `path_timeout`. Keepalives keep probing it; the first answer brings
     /// it back. No-op for unknown or already-down paths.
-    pub fn path_unreachable(&mut self, id: PathId) {
-        self.tunnel.mark_down(id, &mut self.out);
+    pub fn path_unreachable(&mut self, now: Instant, id: PathId) {
+        self.tunnel.mark_down(now, id, &mut self.out);
     }
 
     /// Removes a path (the interface is gone); its packets in flight are
@@ -366,7 +366,8 @@ impl Connection {
     /// are ignored. Drain `poll_output` once more to send the goodbye.
     pub fn close(&mut self, now: Instant) {
         if !self.closed && self.is_established() {
-            self.tunnel.send_control(now, Control::CLOSE, &mut self.out);
+            self.tunnel
+                .send_control(now, Control::CLOSE, &[], &mut self.out);
         }
         self.closed = true;
         self.pending = None;

@@ -193,13 +193,13 @@ impl Tunnel {
     /// The caller knows the path cannot send (the interface is gone): take
     /// it out of use now rather than after `path_timeout`. Keepalives keep
     /// probing it; the first answer brings it back.
-    pub(crate) fn mark_down(&mut self, id: PathId, out: &mut Outputs) {
+    pub(crate) fn mark_down(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
         if self.links.iter().any(|l| l.id == id && l.up) {
-            self.path_down(id, out);
+            self.path_down(now, id, out);
         }
     }
 
-    fn path_down(&mut self, id: PathId, out: &mut Outputs) {
+    fn path_down(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
         if let Some(l) = self.link_mut(id) {
             l.up = false;
         }
@@ -209,6 +209,11 @@ impl Tunnel {
             peer: self.peer,
             path: id,
         }));
+        if self.role == Role::Client {
+            // Tell the server over the paths still up, so that its downlink
+            // stops using the path now instead of after `path_timeout`.
+            self.send_control(now, Control::PATH_DOWN, &[id.0], out);
+        }
     }
 
     /// Handles one transport packet. Returns the kind of a control frame
@@ -318,7 +323,12 @@ impl Tunnel {
                     }
                 }
             }
-            Frame::Control(c) => control = Some(c.kind),
+            Frame::Control(c) => match (c.kind, c.body) {
+                (Control::PATH_DOWN, &[p]) if self.role == Role::Server => {
+                    self.mark_down(now, PathId(p), out)
+                }
+                _ => control = Some(c.kind),
+            },
         }
         self.flush(now, out);
         control
@@ -448,16 +458,18 @@ impl Tunnel {
         }
     }
 
-    /// Sends a control message on every path that is up (all paths if none is).
-    pub(crate) fn send_control(&mut self, now: Instant, kind: u8, out: &mut Outputs) {
+    /// Sends a control message on every path that is up (all paths if none
+    /// is, for a goodbye; none for a path notice).
+    pub(crate) fn send_control(&mut self, now: Instant, kind: u8, body: &[u8], out: &mut Outputs) {
         let up: Vec<PathId> = self.links.iter().filter(|l| l.up).map(|l| l.id).collect();
-        let ids = if up.is_empty() {
+        let ids = if up.is_empty() && kind == Control::CLOSE {
             self.links.iter().map(|l| l.id).collect()
         } else {
             up
         };
-        let mut b = [0u8; Control::HEADER_LEN];
-        if (Control { kind, body: &[] }).emit(&mut b).is_err() {
+        let c = Control { kind, body };
+        let mut b = vec![0u8; c.buffer_len()];
+        if c.emit(&mut b).is_err() {
             return;
         }
         for id in ids {
@@ -479,7 +491,7 @@ impl Tunnel {
             .map(|l| l.id)
             .collect();
         for id in dead {
-            self.path_down(id, out);
+            self.path_down(now, id, out);
         }
         if self.role == Role::Client && self.sessions.current().is_some() {
             let iv = self.cfg.keepalive_interval;

@@ -364,6 +364,11 @@ impl<'a> Control<'a> {
     /// The client is going away: the server may free its state and tunnel
     /// address at once instead of waiting for the idle timeout. Empty body.
     pub const CLOSE: u8 = 0x01;
+    /// The client took a path out of use (its interface failed or it went
+    /// silent); the server should stop sending on it too rather than wait
+    /// for the silence to tell it. Body: the path id (1 byte). Sent on the
+    /// paths still up.
+    pub const PATH_DOWN: u8 = 0x02;
     /// Bytes of a control frame's fixed part (type and kind).
     pub const HEADER_LEN: usize = 2;
 

@@ -227,7 +227,8 @@ impl<F: TunFactory> ClientDaemon<F> {
                         self.send_errors[i].warn("UDP send failed on path", &e);
                         // The interface is down or has no route: stop
                         // scheduling on it now; keepalives find it again.
-                        self.conn.path_unreachable(PathId(i as u8));
+                        self.conn
+                            .path_unreachable(self.clock.now(), PathId(i as u8));
                     }
                 }
                 Output::Deliver(p) => {

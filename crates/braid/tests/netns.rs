@@ -1,0 +1,239 @@
+//! The real thing: `braid server` and `braid client` (this build's binary)
+//! in two network namespaces joined by two veth pairs, with kernel TUN
+//! devices. Pings cross the tunnel, a link is cut and traffic continues,
+//! `braid status` reads both daemons. Needs root (namespaces, TUN); skipped
+//! with a message otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BRAID: &str = env!("CARGO_BIN_EXE_braid");
+
+fn sh(args: &[&str]) -> std::process::Output {
+    Command::new(args[0]).args(&args[1..]).output().unwrap()
+}
+
+fn ok(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Namespaces, daemons and files of one run; removed on drop.
+struct Lab {
+    cli: String,
+    srv: String,
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = sh(&["kill", &c.id().to_string()]);
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+        let _ = sh(&["ip", "netns", "del", &self.cli]);
+        let _ = sh(&["ip", "netns", "del", &self.srv]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn can_run() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err("no /dev/net/tun".into());
+    }
+    if !sh(&["ip", "-V"]).status.success() {
+        return Err("no `ip` command".into());
+    }
+    Ok(())
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn status(socket: &Path) -> serde_json::Value {
+    let o = sh(&[
+        BRAID,
+        "status",
+        "--json",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn real_tun_in_network_namespaces() {
+    if let Err(why) = can_run() {
+        eprintln!(
+            "SKIPPED real_tun_in_network_namespaces: {why} (needs root, /dev/net/tun and iproute2)"
+        );
+        return;
+    }
+    let id = std::process::id();
+    let dir = std::env::temp_dir().join(format!("braid-netns-{id}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lab = Lab {
+        cli: format!("brt-c{id}"),
+        srv: format!("brt-s{id}"),
+        dir: dir.clone(),
+        children: Vec::new(),
+    };
+    let (cli, srv) = (lab.cli.clone(), lab.srv.clone());
+    ok(&["ip", "netns", "add", &cli]);
+    ok(&["ip", "netns", "add", &srv]);
+    for ns in [&cli, &srv] {
+        ok(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+    }
+    for i in 1..=2 {
+        let (c, s) = (format!("brc{id}x{i}"), format!("brs{id}x{i}"));
+        // Interface names are limited to 15 characters.
+        let (c, s) = (
+            c[..c.len().min(15)].to_string(),
+            s[..s.len().min(15)].to_string(),
+        );
+        ok(&["ip", "link", "add", &c, "type", "veth", "peer", "name", &s]);
+        ok(&["ip", "link", "set", &c, "netns", &cli]);
+        ok(&["ip", "link", "set", &s, "netns", &srv]);
+        ok(&[
+            "ip",
+            "-n",
+            &cli,
+            "addr",
+            "add",
+            &format!("10.88.{i}.2/24"),
+            "dev",
+            &c,
+        ]);
+        ok(&[
+            "ip",
+            "-n",
+            &srv,
+            "addr",
+            "add",
+            &format!("10.88.{i}.1/24"),
+            "dev",
+            &s,
+        ]);
+        ok(&["ip", "-n", &cli, "link", "set", &c, "up"]);
+        ok(&["ip", "-n", &srv, "link", "set", &s, "up"]);
+    }
+    let key = |name: &str| -> String {
+        let o = sh(&[BRAID, "keygen", "--out", dir.join(name).to_str().unwrap()]);
+        assert!(o.status.success());
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let (spub, cpub) = (key("server.key"), key("client.key"));
+    let d = dir.display();
+    std::fs::write(
+        dir.join("server.toml"),
+        format!(
+            "listen = \"0.0.0.0:51820\"\nprivate_key_file = \"server.key\"\nnetwork = \"10.77.0.0/24\"\n\
+             control_socket = \"{d}/server.sock\"\n[metrics]\nenabled = false\n\
+             [[client]]\nname = \"lab\"\npublic_key = \"{cpub}\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("client.toml"),
+        format!(
+            "server = \"10.88.1.1:51820\"\nserver_public_key = \"{spub}\"\nprivate_key_file = \"client.key\"\n\
+             control_socket = \"{d}/client.sock\"\n[metrics]\nenabled = false\n\
+             [tuning]\nkeepalive_ms = 100\npath_timeout_ms = 400\n\
+             [[path]]\nname = \"a\"\nbind = \"10.88.1.2\"\n\
+             [[path]]\nname = \"b\"\nbind = \"10.88.2.2\"\nserver = \"10.88.2.1:51820\"\n"
+        )
+        .replace("", ""),
+    )
+    .unwrap();
+    let spawn = |ns: &str, role: &str| -> Child {
+        let log = std::fs::File::create(dir.join(format!("{role}.log"))).unwrap();
+        Command::new("ip")
+            .args(["netns", "exec", ns, BRAID, role, "--config"])
+            .arg(dir.join(format!("{role}.toml")))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    lab.children.push(spawn(&srv, "server"));
+    wait_for(
+        "the server's control socket",
+        Duration::from_secs(5),
+        || dir.join("server.sock").exists(),
+    );
+    lab.children.push(spawn(&cli, "client"));
+    let client_sock = dir.join("client.sock");
+    wait_for("both paths up", Duration::from_secs(5), || {
+        client_sock.exists() && {
+            let s = status(&client_sock);
+            s["tunnels"][0]["paths"]
+                .as_array()
+                .is_some_and(|p| p.len() == 2 && p.iter().all(|p| p["up"] == true))
+        }
+    });
+    let ping = |count: &str| {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &cli,
+            "ping",
+            "-c",
+            count,
+            "-i",
+            "0.05",
+            "-W",
+            "1",
+            "10.77.0.1",
+        ])
+    };
+    let o = ping("10");
+    assert!(
+        o.status.success(),
+        "{}\nclient: {}\nserver: {}",
+        String::from_utf8_lossy(&o.stdout),
+        status(&client_sock),
+        status(&dir.join("server.sock"))
+    );
+
+    // Cut path b: it goes down, pings keep flowing over a.
+    let cb = format!("brc{id}x2");
+    let cb = &cb[..cb.len().min(15)];
+    ok(&["ip", "-n", &cli, "link", "set", cb, "down"]);
+    wait_for("path b down", Duration::from_secs(2), || {
+        status(&client_sock)["tunnels"][0]["paths"][1]["up"] == false
+    });
+    let o = ping("10");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("10 received"), "{out}");
+    ok(&["ip", "-n", &cli, "link", "set", cb, "up"]);
+    wait_for("path b back", Duration::from_secs(3), || {
+        status(&client_sock)["tunnels"][0]["paths"][1]["up"] == true
+    });
+    let s = status(&dir.join("server.sock"));
+    assert_eq!(s["tunnels"][0]["peer"], "lab");
+    assert_eq!(s["counters"]["drop_spoofed"], 0);
+    assert_eq!(s["counters"]["drop_auth_failed"], 0);
+}
