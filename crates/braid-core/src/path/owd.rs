@@ -90,6 +90,9 @@ pub struct OwdEstimator {
     min: Option<WindowedMin>,
     /// EWMA of the raw samples; `None` before the first sample.
     smoothed: Option<i64>,
+    /// Windowed minimum of the *negated* queueing delays (sample - base),
+    /// i.e. their windowed maximum.
+    neg_queueing: Option<WindowedMin>,
 }
 
 impl OwdEstimator {
@@ -100,6 +103,7 @@ impl OwdEstimator {
             window_ns: window.as_nanos().min(u64::MAX as u128) as u64,
             min: None,
             smoothed: None,
+            neg_queueing: None,
         }
     }
 
@@ -114,6 +118,13 @@ impl OwdEstimator {
         match &mut self.min {
             None => self.min = Some(WindowedMin::new(t, raw_ns)),
             Some(m) => m.update(self.window_ns, t, raw_ns),
+        }
+        if let Some(base) = self.base_raw_ns() {
+            let neg_q = -(raw_ns.saturating_sub(base)).max(0);
+            match &mut self.neg_queueing {
+                None => self.neg_queueing = Some(WindowedMin::new(t, neg_q)),
+                Some(m) => m.update(self.window_ns, t, neg_q),
+            }
         }
         self.smoothed = Some(match self.smoothed {
             None => raw_ns,
@@ -133,6 +144,15 @@ impl OwdEstimator {
     /// EWMA (weight 1/8) of the raw samples; `None` before the first.
     pub fn smoothed_raw_ns(&self) -> Option<i64> {
         self.smoothed
+    }
+
+    /// The largest queueing delay (sample - base at the time) seen within
+    /// the window: on a path whose queue overflowed, about the time its
+    /// buffer holds. `None` before the first sample.
+    pub fn max_queueing_delay(&self) -> Option<Duration> {
+        self.neg_queueing
+            .as_ref()
+            .map(|m| Duration::from_nanos(m.get().unsigned_abs()))
     }
 
     /// smoothed - base: the queueing delay currently added on this path.
@@ -158,6 +178,21 @@ impl OwdEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remembers_the_largest_queueing_delay_for_a_window() {
+        let mut o = OwdEstimator::new(Duration::from_secs(10));
+        assert_eq!(o.max_queueing_delay(), None);
+        o.on_sample(Instant::from_millis(0), 20_000_000);
+        o.on_sample(Instant::from_millis(100), 70_000_000); // 50 ms of queue
+        o.on_sample(Instant::from_millis(200), 25_000_000);
+        assert_eq!(o.max_queueing_delay(), Some(Duration::from_millis(50)));
+        // Forgotten once the window has passed without a larger one.
+        for k in 0..40 {
+            o.on_sample(Instant::from_millis(10_300 + k * 300), 30_000_000);
+        }
+        assert_eq!(o.max_queueing_delay(), Some(Duration::from_millis(10)));
+    }
 
     fn at_ms(v: u64) -> Instant {
         Instant::from_millis(v)

@@ -47,6 +47,9 @@ pub struct PetConfig {
     /// Without a queue to pair behind, the longest gap between the two
     /// packets of a pair.
     pub max_pair_gap: Duration,
+    /// Keep each path's virtual backlog within the queueing delay observed
+    /// on it (see `Pet::edpf`); false = the paper's unbounded queues.
+    pub queue_cap: bool,
 }
 
 impl Default for PetConfig {
@@ -54,9 +57,10 @@ impl Default for PetConfig {
         PetConfig {
             probe_interval: Duration::from_secs(1),
             initial_pairs: 2,
-            probe_slack: Duration::from_millis(250),
+            probe_slack: Duration::from_millis(10),
             queue_correction: 0.5,
             max_pair_gap: Duration::from_millis(5),
+            queue_cap: true,
         }
     }
 }
@@ -110,16 +114,45 @@ impl Pet {
         out
     }
 
-    /// EDPF over the paths that have a bandwidth estimate.
+    /// EDPF over the paths that have a bandwidth estimate and room in
+    /// their queue.
+    ///
+    /// Eq. (1) assumes the base station buffers whatever it is sent (the
+    /// paper's were ample). Real bottleneck buffers hold about one
+    /// bandwidth-delay product, so a fast path overflows long before EDPF
+    /// would turn to a path that is much further away. A path is therefore
+    /// eligible only while its virtual backlog (A_l - now - D_l) stays a
+    /// few packets short of the largest queueing delay recently observed on
+    /// it: after an overflow that is about the buffer's size. When every
+    /// path is at its bound, plain EDPF decides, which lets the bound grow
+    /// again on a buffer larger than it was credited with.
     fn edpf(&self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, Instant)> {
         let delays = Self::relative_delays(paths);
-        Edpf::earliest(&self.queues, now, len, paths, |p| {
+        let params = |p: &PathState| {
             let rate = p.bw.estimate_bps()?;
             Some((
                 delays[p.id.0 as usize % MAX_PATHS].unwrap_or_default(),
                 rate,
             ))
-        })
+        };
+        if self.cfg.queue_cap {
+            let with_room = |p: &PathState| {
+                let (delay, rate) = params(p)?;
+                if let Some(cap) = p.owd.max_queueing_delay() {
+                    let backlog = self.queues.free_at(p).saturating_since(now + delay);
+                    // The virtual queue only approximates the real one.
+                    let margin = super::service_time(3 * len.max(1000), rate);
+                    if backlog > cap.saturating_sub(margin).max(margin) {
+                        return None;
+                    }
+                }
+                Some((delay, rate))
+            };
+            if let Some(best) = Edpf::earliest(&self.queues, now, len, paths, with_room) {
+                return Some(best);
+            }
+        }
+        Edpf::earliest(&self.queues, now, len, paths, params)
     }
 
     /// Books the packet on the path's virtual queue, if PET can model it,
