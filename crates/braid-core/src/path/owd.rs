@@ -188,8 +188,10 @@ mod tests {
         o.on_sample(Instant::from_millis(200), 25_000_000);
         assert_eq!(o.max_queueing_delay(), Some(Duration::from_millis(50)));
         // Forgotten once the window has passed without a larger one.
+        // Later samples: the base stays at 20 ms, queueing at most 10 ms.
         for k in 0..40 {
-            o.on_sample(Instant::from_millis(10_300 + k * 300), 30_000_000);
+            let raw = if k % 2 == 0 { 20_000_000 } else { 30_000_000 };
+            o.on_sample(Instant::from_millis(10_300 + k * 300), raw);
         }
         assert_eq!(o.max_queueing_delay(), Some(Duration::from_millis(10)));
     }

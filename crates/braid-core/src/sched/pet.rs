@@ -435,8 +435,8 @@ mod tests {
     #[test]
     fn probes_a_path_left_idle() {
         // Path 0 is slow enough that EDPF never picks it under light load,
-        // yet a probe on it arrives within the slack (120 ms later).
-        let mut paths = with_estimates(&[100e3, 10e6]);
+        // yet a probe on it arrives within the slack (4.8 ms later).
+        let mut paths = with_estimates(&[2e6, 10e6]);
         let mut pet = Pet::new(PetConfig::default());
         let mut probed_at = None;
         let mut now = Instant::ZERO;
