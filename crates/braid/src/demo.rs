@@ -1,17 +1,111 @@
-//! `braid demo`: the quickest look at what braid does. It runs the PET/BMP
-//! Table I experiment (embedded, no files needed) in the deterministic
-//! simulator with the shipped protocol core.
+//! `braid demo`: the quickest look at what braid does.
+//!
+//! As root (network namespaces available) it brings up the emulated lab
+//! with three unequal paths (8, 4 and 2 Mbit/s; 10, 60 and 150 ms), moves
+//! a TCP stream through the real encrypted tunnel with PET, prints the
+//! aggregate and per-path throughput next to the best path alone, and
+//! tears everything down. Otherwise it says so and runs the simulated
+//! version: the PET/BMP Table I experiment with the same protocol core.
 
+use braid_lab::{BenchOptions, LabConfig, Mode};
 use braid_sim::{Scenario, SweepOptions};
 
-/// The scenario the demo runs.
+/// The simulated demo's scenario.
 pub const TABLE1: &str = include_str!("../../../scenarios/pet-table1.toml");
+/// The lab demo's paths.
+pub const THREE_PATHS: &str = include_str!("../../../lab/three-paths.toml");
 
-pub fn run() -> anyhow::Result<()> {
+pub fn run(simulate: bool, seconds: u32) -> anyhow::Result<()> {
+    if !simulate {
+        match braid_lab::topo::check_environment() {
+            Ok(()) => return lab_demo(seconds),
+            Err(why) => {
+                println!(
+                    "braid demo: the real-tunnel demo needs root and network namespaces ({why});"
+                );
+                println!("running the simulated demo instead.\n");
+            }
+        }
+    }
+    simulated()
+}
+
+fn lab_demo(seconds: u32) -> anyhow::Result<()> {
+    let cfg = LabConfig::from_toml_str(THREE_PATHS, "embedded lab/three-paths.toml")?;
+    let rates = cfg.rates_mbit(braid_lab::Direction::Up);
+    println!("braid demo: one TCP upload through the braid tunnel over three emulated paths");
+    for (p, r) in cfg.paths.iter().zip(&rates) {
+        println!(
+            "  {:<7} {:>4.1} Mbit/s, {:>5.1} ms one way",
+            p.name,
+            r,
+            cfg.resolve(
+                cfg.paths.iter().position(|q| q.name == p.name).unwrap(),
+                braid_lab::Direction::Up
+            )
+            .delay_s
+                * 1e3
+        );
+    }
+    println!("(network namespaces braid-cli/-emu/-prx/-srv, userspace link emulator, kernel CUBIC, {seconds} s per run)\n");
+    let exe = std::env::current_exe()?;
+    let _lock = braid_lab::topo::LabLock::acquire()?;
+    braid_lab::up(
+        &cfg,
+        &braid_lab::EmulatorCommand::new(exe).with_args(["lab", "emulate"]),
+    )?;
+    let modes = vec![
+        Mode::SingleBest,
+        braid::labtunnel::mode(
+            "braid-pet",
+            braid_core::sched::SchedulerKind::Pet,
+            std::env::current_exe()?,
+        )?,
+    ];
+    let opts = BenchOptions {
+        duration_s: seconds,
+        omit_s: 2,
+        ..Default::default()
+    };
+    let report = braid_lab::bench_with(&cfg, &modes, &opts);
+    braid_lab::down()?;
+    let report = report?;
+    let sum: f64 = rates.iter().sum();
+    println!(
+        "{:<26} {:>9} {:>8}   per path (Mbit/s on the wire)",
+        "", "Mbit/s", "of sum"
+    );
+    for r in &report.results {
+        let label = match r.mode.as_str() {
+            "single-best" => "best path alone (TCP)",
+            _ => "braid (PET + resequencer)",
+        };
+        let paths: Vec<String> = r
+            .path_mbps
+            .iter()
+            .zip(&cfg.paths)
+            .map(|(m, p)| format!("{} {:.2}", p.name, m))
+            .collect();
+        println!(
+            "{:<26} {:>9.2} {:>7.0}%   {}",
+            label,
+            r.goodput_mbps,
+            100.0 * r.goodput_mbps / sum,
+            paths.join(", ")
+        );
+    }
+    println!("\nsum of the paths: {sum:.1} Mbit/s; the tunnel's headers cap TCP goodput at {:.1}% of it.", 100.0 * crate::lab::ceiling_share());
+    println!("Compare with kernel MPTCP: `braid lab bench lab/three-paths.toml`.");
+    Ok(())
+}
+
+fn simulated() -> anyhow::Result<()> {
     let sc = Scenario::parse(TABLE1, "embedded pet-table1.toml")?;
-    println!("braid demo: one TCP download striped over three paths of 50, 100 and 200 kbit/s");
-    println!("(simulated; PET/BMP Table I). The best path alone gives at most 194.7 kbit/s;");
-    println!("the sum of all three, after TCP/IP headers, is 340.7 kbit/s.\n");
+    println!("braid demo (simulated): one TCP download striped over three paths of 50, 100 and");
+    println!(
+        "200 kbit/s (PET/BMP Table I). The best path alone gives at most 194.7 kbit/s; the sum"
+    );
+    println!("of all three, after TCP/IP headers, is 340.7 kbit/s.\n");
     let out = braid_sim::run(
         &sc,
         &SweepOptions {
@@ -19,10 +113,9 @@ pub fn run() -> anyhow::Result<()> {
             ..Default::default()
         },
     );
-    let r = &out.report;
     println!(
-        "{:<11} {:>8}  {:>8}  {}",
-        "scheme", "kbit/s", "dupacks", "what it is"
+        "{:<11} {:>8}  {:>8}  what it is",
+        "scheme", "kbit/s", "dupacks"
     );
     let what = |s: &str| match s {
         "MTCP" => "one TCP per path, summed (application-level striping)",
@@ -36,7 +129,7 @@ pub fn run() -> anyhow::Result<()> {
         "MINRTT-BMP" => "MPTCP's lowest-RTT scheduler + resequencer",
         _ => "",
     };
-    for x in &r.results {
+    for x in &out.report.results {
         println!(
             "{:<11} {:>8.1}  {:>8.0}  {}",
             x.scheme,

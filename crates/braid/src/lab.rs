@@ -93,7 +93,11 @@ fn braid_mode(name: &str) -> anyhow::Result<Mode> {
     let kind = braid_core::sched::SchedulerKind::parse(sched).with_context(|| {
         format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, single")
     })?;
-    crate::labtunnel::mode(name, kind)
+    braid::labtunnel::mode(
+        name,
+        kind,
+        std::env::current_exe().context("locating the braid executable")?,
+    )
 }
 
 pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
@@ -138,6 +142,8 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 })
                 .collect::<anyhow::Result<_>>()?;
             require_lab_environment()?;
+            // One lab at a time on this host: wait for other benches and tests.
+            let _lock = braid_lab::topo::LabLock::acquire()?;
             braid_lab::up(&cfg, &emulator_command()?)?;
             let opts = BenchOptions {
                 duration_s: duration,

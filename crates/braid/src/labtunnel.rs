@@ -37,13 +37,20 @@ fn os_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
 }
 
 /// Writes keys and both config files; returns (server config, client config).
-pub fn write_configs(cfg: &LabConfig, kind: SchedulerKind, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+pub fn write_configs(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut rng = os_rng()?;
-    let (server_key, client_key) = (PrivateKey::generate(&mut rng), PrivateKey::generate(&mut rng));
+    let (server_key, client_key) = (
+        PrivateKey::generate(&mut rng),
+        PrivateKey::generate(&mut rng),
+    );
     let (skf, ckf) = (dir.join("server.key"), dir.join("client.key"));
-    braid::keygen::write_private_key(&skf, &server_key, true)?;
-    braid::keygen::write_private_key(&ckf, &client_key, true)?;
+    crate::keygen::write_private_key(&skf, &server_key, true)?;
+    crate::keygen::write_private_key(&ckf, &client_key, true)?;
     let sched = kind.as_str();
     let server = format!(
         r#"listen = "0.0.0.0:{PORT}"
@@ -97,28 +104,67 @@ enabled = false
     Ok((sc, cc))
 }
 
-/// Starts server and client and waits until the tunnel carries traffic.
-pub fn start(cfg: &LabConfig, kind: SchedulerKind) -> anyhow::Result<(Vec<NsProcess>, Box<dyn FnOnce()>)> {
+/// Starts server and client (the `braid` executable `exe`) and waits
+/// until the tunnel carries traffic. Returns the daemons (stopped when
+/// dropped) and what undoes the route on the lab's server.
+pub fn start(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    exe: &Path,
+) -> anyhow::Result<(Vec<NsProcess>, Box<dyn FnOnce()>)> {
     let dir = PathBuf::from(WORK_DIR);
     let (sc, cc) = write_configs(cfg, kind, &dir)?;
-    let exe = std::env::current_exe().context("locating the braid executable")?;
     let exe = exe.to_string_lossy().to_string();
-    let server = NsProcess::spawn(NS_PRX, &[exe.as_str(), "server", "--config", &sc.to_string_lossy()], Some(&dir.join("server.log")))?;
+    let server = NsProcess::spawn(
+        NS_PRX,
+        &[exe.as_str(), "server", "--config", &sc.to_string_lossy()],
+        Some(&dir.join("server.log")),
+    )?;
     // The lab's "internet" host routes the tunnel network back via the proxy.
-    let _ = ns_run(NS_SRV, &["ip", "route", "replace", TUNNEL_NET, "via", &topo::PRX_WAN_ADDR.to_string()]);
-    let client = NsProcess::spawn(NS_CLI, &[exe.as_str(), "client", "--config", &cc.to_string_lossy()], Some(&dir.join("client.log")))?;
+    let _ = ns_run(
+        NS_SRV,
+        &[
+            "ip",
+            "route",
+            "replace",
+            TUNNEL_NET,
+            "via",
+            &topo::PRX_WAN_ADDR.to_string(),
+        ],
+    );
+    let client = NsProcess::spawn(
+        NS_CLI,
+        &[exe.as_str(), "client", "--config", &cc.to_string_lossy()],
+        Some(&dir.join("client.log")),
+    )?;
     let teardown: Box<dyn FnOnce()> = Box::new(|| {
         let _ = ns_run(NS_SRV, &["ip", "route", "del", TUNNEL_NET]);
     });
-    braid_lab::iperf::wait_reachable(NS_CLI, Some(CLIENT_TUNNEL_ADDR), topo::SRV_ADDR, Duration::from_secs(15)).with_context(|| {
+    braid_lab::iperf::wait_reachable(
+        NS_CLI,
+        Some(CLIENT_TUNNEL_ADDR),
+        topo::SRV_ADDR,
+        Duration::from_secs(15),
+    )
+    .with_context(|| {
         format!("the tunnel did not come up; see {WORK_DIR}/server.log and {WORK_DIR}/client.log")
     })?;
     Ok((vec![client, server], teardown))
 }
 
-pub fn mode(name: &str, kind: SchedulerKind) -> anyhow::Result<Mode> {
-    Ok(Mode::custom(name, move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
-        let (processes, teardown) = start(ctx.cfg, kind)?;
-        Ok(ModeSetup { target: topo::SRV_ADDR, bind: Some(CLIENT_TUNNEL_ADDR), mptcp: false, processes, teardown: Some(teardown) })
-    }))
+/// The bench mode `name` running `exe` with scheduler `kind`.
+pub fn mode(name: &str, kind: SchedulerKind, exe: PathBuf) -> anyhow::Result<Mode> {
+    Ok(Mode::custom(
+        name,
+        move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
+            let (processes, teardown) = start(ctx.cfg, kind, &exe)?;
+            Ok(ModeSetup {
+                target: topo::SRV_ADDR,
+                bind: Some(CLIENT_TUNNEL_ADDR),
+                mptcp: false,
+                processes,
+                teardown: Some(teardown),
+            })
+        },
+    ))
 }

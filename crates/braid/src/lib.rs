@@ -12,6 +12,7 @@
 pub mod config;
 pub mod daemon;
 pub mod keygen;
+pub mod labtunnel;
 pub mod status;
 
 use std::path::PathBuf;

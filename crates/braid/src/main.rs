@@ -9,7 +9,6 @@ mod bench;
 mod benchtunnel;
 mod demo;
 mod lab;
-mod labtunnel;
 mod sim;
 
 /// braid: stripe ordinary TCP and UDP connections across several network
@@ -32,8 +31,16 @@ enum Command {
     /// Emulated multipath testbed: network namespaces and a userspace link emulator.
     #[command(subcommand)]
     Lab(lab::LabCmd),
-    /// Show what braid does, with no setup.
-    Demo,
+    /// Show what braid does, with no setup: as root, the real tunnel over
+    /// three emulated paths; otherwise the simulated experiment.
+    Demo {
+        /// Run the simulated demo even as root.
+        #[arg(long)]
+        simulate: bool,
+        /// Seconds per measurement in the lab demo.
+        #[arg(long, default_value_t = 10)]
+        seconds: u32,
+    },
     /// Run the tunnel server (proxy): `braid server --config server.toml`.
     Server(braid::DaemonArgs),
     /// Run the tunnel client: `braid client --config client.toml`.
@@ -50,7 +57,7 @@ fn main() -> ExitCode {
         Command::Sim(c) => sim::run(c),
         Command::Bench(c) => bench::run(c),
         Command::Lab(c) => lab::run(c),
-        Command::Demo => demo::run(),
+        Command::Demo { simulate, seconds } => demo::run(simulate, seconds),
         Command::Server(a) => braid::run_server(a),
         Command::Client(a) => braid::run_client(a),
         Command::Keygen(a) => braid::keygen::run(a),

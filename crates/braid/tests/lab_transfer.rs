@@ -1,0 +1,214 @@
+//! The real tunnel in the emulated lab: a 50 MB TCP transfer from the
+//! client host to the "internet" server over three paths, one of which is
+//! blackholed midway (nothing in or out, as when a link stops answering)
+//! and restored. Every byte must arrive: the SHA-256 of what the server
+//! received equals that of what the client sent, and the client must have
+//! taken the path out of use and back.
+//!
+//! Needs root and network namespaces; skips with a message otherwise.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use braid_core::sched::SchedulerKind;
+use braid_lab::topo::{self, NS_CLI, NS_SRV};
+use braid_lab::LabConfig;
+
+const LAB: &str = r#"
+name = "transfer-test"
+[[path]]
+name = "p0"
+rate_mbit = 25.0
+delay_ms = 5.0
+[[path]]
+name = "p1"
+rate_mbit = 25.0
+delay_ms = 10.0
+[[path]]
+name = "p2"
+rate_mbit = 25.0
+delay_ms = 15.0
+"#;
+
+const BYTES: u64 = 50 * 1000 * 1000;
+const PORT: u16 = 5999;
+
+/// Receives one connection, prints the SHA-256 and byte count of what came.
+const SINK: &str = r#"
+import hashlib, socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.settimeout(60); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    h.update(b); n += len(b)
+print(h.hexdigest(), n, flush=True)
+"#;
+
+/// Sends `n` pseudo-random bytes from the tunnel address, prints their SHA-256.
+const SOURCE: &str = r#"
+import hashlib, socket, sys
+dst, port, src, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+import time
+for attempt in range(50):
+    try:
+        c = socket.create_connection((dst, port), timeout=60, source_address=(src, 0)); break
+    except OSError:
+        time.sleep(0.2)
+h = hashlib.sha256(); block = hashlib.sha256(b"braid").digest() * 2048; sent = 0; i = 0
+while sent < n:
+    b = hashlib.sha256(i.to_bytes(8, "big")).digest() + block[: min(len(block), n - sent - 32)]
+    b = b[: n - sent]; c.sendall(b); h.update(b); sent += len(b); i += 1
+c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
+"#;
+
+fn nft(ns: &str, script: &str) {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "nft", "-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("nft");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "nft failed: {script}");
+}
+
+/// Kills the child when dropped, so a failing test leaves nothing running.
+struct Reap(Option<std::process::Child>);
+
+impl Reap {
+    fn output(mut self) -> String {
+        let out = self.0.take().unwrap().wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn fifty_megabytes_survive_a_path_cut() {
+    if let Err(why) = topo::check_environment() {
+        eprintln!("SKIPPED: the lab needs root and network namespaces ({why})");
+        return;
+    }
+    for tool in ["python3", "nft", "iperf3"] {
+        if !have(tool) {
+            eprintln!("SKIPPED: `{tool}` is not installed (.ci/run installs it)");
+            return;
+        }
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
+    let cfg = LabConfig::from_toml_str(LAB, "test lab").unwrap();
+    let _lock = topo::LabLock::acquire().unwrap();
+    braid_lab::up(
+        &cfg,
+        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
+    )
+    .unwrap();
+    let result = std::panic::catch_unwind(|| run_transfer(&cfg, &exe));
+    braid_lab::down().unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
+    let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
+    let sink = Reap(Some(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                NS_SRV,
+                "python3",
+                "-c",
+                SINK,
+                &PORT.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    let source = Reap(Some(
+        Command::new("ip")
+            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
+            .args([
+                topo::SRV_ADDR.to_string(),
+                PORT.to_string(),
+                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
+                BYTES.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+
+    // Midway, path 1 stops answering for 3 s, then comes back.
+    std::thread::sleep(Duration::from_secs(2));
+    let dev = topo::path_if(1);
+    nft(
+        NS_CLI,
+        &format!(
+            "table inet braidtest {{\n\
+               chain o {{\n type filter hook output priority 0; policy accept;\n oifname \"{dev}\" drop\n }}\n\
+               chain i {{\n type filter hook input priority 0; policy accept;\n iifname \"{dev}\" drop\n }}\n\
+             }}\n"
+        ),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    nft(NS_CLI, "delete table inet braidtest");
+
+    let sent = source.output();
+    let got = sink.output();
+    let secs = t0.elapsed().as_secs_f64();
+    drop(daemons);
+    teardown();
+    eprintln!(
+        "sent {sent}\ngot  {got}\n{BYTES} bytes in {secs:.1} s ({:.1} Mbit/s)",
+        BYTES as f64 * 8.0 / secs / 1e6
+    );
+    assert!(
+        sent.ends_with(&BYTES.to_string()),
+        "source did not finish: {sent:?}"
+    );
+    assert_eq!(sent, got, "what arrived differs from what was sent");
+
+    let log =
+        std::fs::read_to_string(format!("{}/client.log", braid::labtunnel::WORK_DIR)).unwrap();
+    let down = log
+        .lines()
+        .position(|l| l.contains("path down") && l.contains("p1"));
+    let up_again = down.and_then(|d| {
+        log.lines()
+            .skip(d)
+            .position(|l| l.contains("path up") && l.contains("p1"))
+    });
+    assert!(
+        down.is_some(),
+        "the client never took path p1 out of use:\n{log}"
+    );
+    assert!(up_again.is_some(), "path p1 never came back:\n{log}");
+}
