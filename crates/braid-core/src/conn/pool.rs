@@ -78,16 +78,10 @@ impl Ipv4Net {
         Ok(net)
     }
 
-    /// Parses `a.b.c.d/n`.
+    /// Parses a tunnel network `a.b.c.d/n` (a pool: /30 or larger).
     pub fn parse(text: &str) -> Result<Ipv4Net, PoolError> {
-        let err = || PoolError::Syntax(text.to_string());
-        let (a, p) = text.trim().split_once('/').ok_or_else(err)?;
-        let addr: Ipv4Addr = a.parse().map_err(|_| err())?;
-        let prefix_len: u8 = p.parse().map_err(|_| err())?;
-        if prefix_len > 32 {
-            return Err(err());
-        }
-        Ipv4Net::new(addr, prefix_len)
+        let net = Self::parse_route(text)?;
+        Ipv4Net::new(net.network, net.prefix_len)
     }
 
     pub fn network(&self) -> Ipv4Addr {
