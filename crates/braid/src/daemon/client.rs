@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use braid_core::conn::{ConnConfig, Connection, Event, Output, TunnelParams};
 use braid_core::path::PathId;
+use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, warn};
@@ -36,7 +37,8 @@ pub struct ClientDaemon<F: TunFactory> {
     path_names: Vec<String>,
     factory: F,
     tun: Option<(TunnelParams, Arc<F::Tun>, tokio::task::JoinHandle<()>)>,
-    udp_rx: mpsc::Receiver<(PathId, SocketAddr, Vec<u8>)>,
+    /// Datagrams with their kernel arrival times.
+    udp_rx: mpsc::Receiver<(PathId, SocketAddr, Vec<u8>, Instant)>,
     tun_tx: mpsc::Sender<Vec<u8>>,
     tun_rx: mpsc::Receiver<Vec<u8>>,
     status_rx: mpsc::Receiver<StatusRequest>,
@@ -84,12 +86,14 @@ impl<F: TunFactory> ClientDaemon<F> {
             let socket = Arc::new(super::net::path_socket(p)?);
             info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
             let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
+            super::net::enable_rx_timestamps(&sock);
             tokio::spawn(async move {
                 let mut buf = vec![0u8; BUF];
                 loop {
-                    match sock.recv_from(&mut buf).await {
-                        Ok((n, from)) => {
-                            if tx.send((id, from, buf[..n].to_vec())).await.is_err() {
+                    match super::net::recv_from_stamped(&sock, &mut buf).await {
+                        Ok((n, from, age)) => {
+                            let at = clock.ago(age);
+                            if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
                                 break;
                             }
                         }
@@ -170,11 +174,11 @@ impl<F: TunFactory> ClientDaemon<F> {
             timer.arm(wait)?;
             tokio::select! {
                 _ = &mut shutdown => break,
-                Some((path, from, d)) = self.udp_rx.recv() => {
-                    self.datagram(path, from, &d);
+                Some((path, from, d, at)) = self.udp_rx.recv() => {
+                    self.datagram(at, path, from, &d);
                     for _ in 0..BATCH {
-                        let Ok((path, from, d)) = self.udp_rx.try_recv() else { break };
-                        self.datagram(path, from, &d);
+                        let Ok((path, from, d, at)) = self.udp_rx.try_recv() else { break };
+                        self.datagram(at, path, from, &d);
                     }
                 }
                 Some(p) = self.tun_rx.recv() => {
@@ -203,13 +207,14 @@ impl<F: TunFactory> ClientDaemon<F> {
         Ok(())
     }
 
-    fn datagram(&mut self, path: PathId, from: SocketAddr, d: &[u8]) {
+    /// A datagram the kernel received at `at`.
+    fn datagram(&mut self, at: Instant, path: PathId, from: SocketAddr, d: &[u8]) {
         let expected = self.paths.get(path.0 as usize).map(|p| p.settings.server);
         if expected != Some(from) {
             self.stray += 1;
             return;
         }
-        self.conn.handle_datagram(self.clock.now(), path, d);
+        self.conn.handle_datagram(at, path, d);
     }
 
     async fn flush(&mut self) {

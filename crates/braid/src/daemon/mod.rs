@@ -60,6 +60,11 @@ impl Clock {
     pub fn now(&self) -> Instant {
         Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
     }
+    /// Core time of an event `age` ago (a datagram's kernel arrival time).
+    pub fn ago(&self, age: std::time::Duration) -> Instant {
+        let now = self.now();
+        Instant::from_nanos(now.as_nanos().saturating_sub(age.as_nanos() as u64))
+    }
     pub fn unix_nanos_at_zero(&self) -> u64 {
         self.unix_nanos_at_origin
     }

@@ -65,6 +65,117 @@ pub fn path_socket(p: &PathSettings) -> Result<UdpSocket> {
     Ok(UdpSocket::from_std(s.into())?)
 }
 
+/// Asks the kernel to stamp every received datagram with its arrival time
+/// (SO_TIMESTAMPNS), read by [`recv_from_stamped`]. Best effort.
+pub fn enable_rx_timestamps(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: plain setsockopt on an open socket with a c_int option value.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+/// The longest wait in the socket's receive queue [`recv_from_stamped`]
+/// reports; anything older is taken as a stamp from a stepped clock.
+const MAX_RX_AGE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One datagram and how long ago the kernel received it (zero without a
+/// kernel timestamp). Packet-pair dispersion and one-way delays are
+/// measured from arrival times: the moment the daemon gets round to a
+/// datagram lags the wire by a variable scheduling delay (the event loop
+/// may be busy with a batch of TUN packets), which stretches or squeezes a
+/// pair's dispersion. The age is taken against CLOCK_REALTIME right after
+/// the read, so a clock step between stamp and read only matters within
+/// [`MAX_RX_AGE`].
+pub async fn recv_from_stamped(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr, std::time::Duration)> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_raw_fd();
+    sock.async_io(tokio::io::Interest::READABLE, || {
+        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        let mut cmsg = [0u64; 16];
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = &mut addr as *mut _ as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
+        // SAFETY: every pointer in msg refers to a live local buffer of the given size.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let now = realtime_ns();
+        let mut age = std::time::Duration::ZERO;
+        // SAFETY: the CMSG macros walk the control buffer recvmsg filled in.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
+                    let d = now - stamp;
+                    if d > 0 && d < MAX_RX_AGE.as_nanos() as i128 {
+                        age = std::time::Duration::from_nanos(d as u64);
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        let from = sockaddr_to_std(&addr)
+            .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
+        Ok((n as usize, from, age))
+    })
+    .await
+}
+
+fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match a.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let v4 = unsafe { &*(a as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+            Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(v4.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let v6 = unsafe { &*(a as *const _ as *const libc::sockaddr_in6) };
+            let ip = Ipv6Addr::from(v6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                ip,
+                u16::from_be(v6.sin6_port),
+                v6.sin6_flowinfo,
+                v6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
 /// The server's socket on `listen`.
 pub fn server_socket(listen: SocketAddr) -> Result<UdpSocket> {
     let s = udp_socket(Domain::for_address(listen))?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use braid_core::conn::{Event, Output, Server};
 use braid_core::crypto::PublicKey;
+use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
@@ -34,7 +35,8 @@ pub struct ServerDaemon<T: Tun> {
     socket: Arc<UdpSocket>,
     tun: Arc<T>,
     names: BTreeMap<PublicKey, String>,
-    udp_rx: mpsc::Receiver<(SocketAddr, Vec<u8>)>,
+    /// Datagrams with their kernel arrival times.
+    udp_rx: mpsc::Receiver<(SocketAddr, Vec<u8>, Instant)>,
     tun_rx: mpsc::Receiver<Vec<u8>>,
     status_rx: mpsc::Receiver<StatusRequest>,
     _control: Option<ControlSocket>,
@@ -97,12 +99,14 @@ impl<T: Tun> ServerDaemon<T> {
         let tun = Arc::new(tun);
         let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
         let sock = socket.clone();
+        super::net::enable_rx_timestamps(&sock);
         tokio::spawn(async move {
             let mut buf = vec![0u8; BUF];
             loop {
-                match sock.recv_from(&mut buf).await {
-                    Ok((n, from)) => {
-                        if udp_tx.send((from, buf[..n].to_vec())).await.is_err() {
+                match super::net::recv_from_stamped(&sock, &mut buf).await {
+                    Ok((n, from, age)) => {
+                        let at = clock.ago(age);
+                        if udp_tx.send((from, buf[..n].to_vec(), at)).await.is_err() {
                             break;
                         }
                     }
@@ -174,11 +178,11 @@ impl<T: Tun> ServerDaemon<T> {
             timer.arm(wait)?;
             tokio::select! {
                 _ = &mut shutdown => break,
-                Some((from, d)) = self.udp_rx.recv() => {
-                    self.server.handle_datagram(self.clock.now(), from, &d);
+                Some((from, d, at)) = self.udp_rx.recv() => {
+                    self.server.handle_datagram(at, from, &d);
                     for _ in 0..BATCH {
-                        let Ok((from, d)) = self.udp_rx.try_recv() else { break };
-                        self.server.handle_datagram(self.clock.now(), from, &d);
+                        let Ok((from, d, at)) = self.udp_rx.try_recv() else { break };
+                        self.server.handle_datagram(at, from, &d);
                     }
                 }
                 Some(p) = self.tun_rx.recv() => {
