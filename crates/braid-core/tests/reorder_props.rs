@@ -195,15 +195,19 @@ fn arb_cfg() -> impl Strategy<Value = ReorderConfig> {
         0.0f64..=1.0,
         1500usize..=40_000,
         100u64..=800,
+        any::<bool>(),
     )
         .prop_map(
-            |(comparison, window_ms, pace_fraction, max_buffer_bytes, timeout_ms)| ReorderConfig {
-                mode: ReorderMode::Bmp,
-                loss_timeout: Duration::from_millis(timeout_ms),
-                comparison,
-                active_window: Duration::from_millis(window_ms),
-                pace_fraction,
-                max_buffer_bytes,
+            |(comparison, window_ms, pace_fraction, max_buffer_bytes, timeout_ms, first_seen)| {
+                ReorderConfig {
+                    mode: ReorderMode::Bmp,
+                    loss_timeout: Duration::from_millis(timeout_ms),
+                    comparison,
+                    active_window: Duration::from_millis(window_ms),
+                    pace_fraction,
+                    max_buffer_bytes,
+                    timer_from_first_seen: first_seen,
+                }
             },
         )
 }

@@ -97,7 +97,7 @@ pub use server::{ClientEntry, Server, ServerConfig};
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
 use crate::receiver::ReceiverConfig;
-use crate::reorder::ReorderStats;
+use crate::reorder::{ReorderConfig, ReorderStats};
 use crate::sched::SchedulerKind;
 use crate::sender::{SenderConfig, SenderStats};
 use crate::time::Duration;
@@ -143,7 +143,10 @@ impl Default for ConnConfig {
             receiver: ReceiverConfig {
                 feedback_max_entries: 16,
                 feedback_max_delay: Duration::from_millis(1),
-                ..ReceiverConfig::default()
+                reorder: ReorderConfig {
+                    timer_from_first_seen: true,
+                    ..ReorderConfig::default()
+                },
             },
             keepalive_interval: Duration::from_millis(200),
             path_timeout: Duration::from_millis(600),

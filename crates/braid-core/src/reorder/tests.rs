@@ -207,6 +207,41 @@ fn known_lost_number_that_arrives_is_delivered() {
 }
 
 #[test]
+fn gaps_seen_together_expire_together() {
+    // A burst of drops: every other packet lost, nothing else to settle them.
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            comparison: false,
+            timer_from_first_seen: true,
+            ..cfg()
+        },
+        0,
+    );
+    let t0 = ms(1000);
+    for k in 0..20u64 {
+        r.handle_packet(
+            t0 + Duration::from_micros(100 * k),
+            P0,
+            2 * k + 1,
+            None,
+            10,
+            2 * k + 1,
+        );
+    }
+    assert_eq!(r.poll_timeout(), Some(t0 + Duration::from_millis(500)));
+    let t1 = t0 + Duration::from_millis(502);
+    r.handle_timeout(t1);
+    let got = drain(&mut r, t1);
+    assert_eq!(
+        got.len(),
+        20,
+        "all gaps expire within 2 ms of each other: {got:?}"
+    );
+    assert_eq!(r.stats().lost_timer, 20);
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
 fn timer_expires_at_exactly_half_a_second() {
     let mut r = Resequencer::new(
         ReorderConfig {
