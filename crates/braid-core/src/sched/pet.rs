@@ -13,7 +13,7 @@
 //! every `probe_interval` so its estimate stays fresh and a path whose
 //! capacity grew is not abandoned for good (Section V-A, last bullet).
 
-use super::edpf::{Edpf, EdpfQueues};
+use super::edpf::EdpfQueues;
 use super::{Decision, PacketInfo, PairRole, Scheduler};
 use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::time::{Duration, Instant};
@@ -50,6 +50,32 @@ pub struct PetConfig {
     /// Keep each path's virtual backlog within the queueing delay observed
     /// on it (see `Pet::edpf`); false = the paper's unbounded queues.
     pub queue_cap: bool,
+    /// With `queue_cap`: the most virtual backlog a path may have to take a
+    /// packet only because the earliest-delivery path is full (a *spill*);
+    /// at least three packets' service time on that path. Not in the
+    /// paper. A spill path is further away than the full one, so every
+    /// packet queued on it behind the first few arrives later still and
+    /// holds the whole stream in the resequencer: with a slow far path's
+    /// buffer (200 ms on a 2 Mbit/s link) TCP's round trip grew to 300 ms
+    /// and its window, not the paths, set the rate. A few packets keep the
+    /// spill path busy; what TCP sends beyond every path's rate goes to
+    /// the earliest path and overflows its buffer, the loss TCP needs to
+    /// back off.
+    pub spill_backlog: Duration,
+    /// With `queue_cap`: EDPF compares delivery times as if no path were
+    /// further than this fraction of the nearest path's buffer (its largest
+    /// observed queueing delay) beyond it; <= 0 disables. Not in the paper.
+    /// Eq. (1) only turns to a far path once the near path's backlog
+    /// covers the delay difference, but a buffer of one bandwidth-delay
+    /// product (40 ms at 10 Mbit/s) never holds the 80 ms that a 100 ms
+    /// path is further away: the far path was used only in bursts, just
+    /// before the near buffer overflowed, and sat idle otherwise. With the
+    /// delay difference clamped, both paths stay busy (the near one with
+    /// about this fraction of its buffer queued) and the resequencer hides
+    /// the remaining difference. Queue bookkeeping and the virtual-queue
+    /// correction keep the true delays; when no queueing has been observed
+    /// on the nearest path yet, nothing is clamped.
+    pub delay_horizon: f64,
 }
 
 impl Default for PetConfig {
@@ -61,6 +87,8 @@ impl Default for PetConfig {
             queue_correction: 0.5,
             max_pair_gap: Duration::from_millis(5),
             queue_cap: true,
+            spill_backlog: Duration::from_millis(20),
+            delay_horizon: 0.5,
         }
     }
 }
@@ -123,9 +151,11 @@ impl Pet {
     /// would turn to a path that is much further away. A path is therefore
     /// eligible only while its virtual backlog (A_l - now - D_l) stays a
     /// few packets short of the largest queueing delay recently observed on
-    /// it: after an overflow that is about the buffer's size. When every
-    /// path is at its bound, plain EDPF decides, which lets the bound grow
-    /// again on a buffer larger than it was credited with.
+    /// it: after an overflow that is about the buffer's size. When the
+    /// earliest path is at its bound, the packet spills onto the earliest
+    /// path with room and a short backlog (`spill_backlog`); when there is
+    /// none, plain EDPF decides, which lets the bound grow again on a
+    /// buffer larger than it was credited with.
     fn edpf(&self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, Instant)> {
         let delays = Self::relative_delays(paths);
         let params = |p: &PathState| {
@@ -135,24 +165,86 @@ impl Pet {
                 rate,
             ))
         };
-        if self.cfg.queue_cap {
-            let with_room = |p: &PathState| {
-                let (delay, rate) = params(p)?;
-                if let Some(cap) = p.owd.max_queueing_delay() {
-                    let backlog = self.queues.free_at(p).saturating_since(now + delay);
-                    // The virtual queue only approximates the real one.
-                    let margin = super::service_time(3 * len.max(1000), rate);
-                    if backlog > cap.saturating_sub(margin).max(margin) {
-                        return None;
-                    }
+        let excess = self.excess_delays(paths, &delays);
+        // EDPF with each path's delivery time counted `excess` earlier.
+        let earliest = |pred: &dyn Fn(&PathState) -> Option<(Duration, f64)>| {
+            let mut best: Option<(usize, Instant, Instant)> = None;
+            for (i, p) in paths.iter().enumerate().filter(|(_, p)| p.usable) {
+                let Some((delay, rate)) = pred(p) else {
+                    continue;
+                };
+                let d = self.queues.delivery_time(p, now, delay, len, rate);
+                let score = d - excess[p.id.0 as usize % MAX_PATHS];
+                if best.is_none_or(|(_, _, b)| score < b) {
+                    best = Some((i, d, score));
                 }
-                Some((delay, rate))
+            }
+            best.map(|(i, d, _)| (i, d))
+        };
+        let best = earliest(&params);
+        if !self.cfg.queue_cap {
+            return best;
+        }
+        let backlog =
+            |p: &PathState, delay: Duration| self.queues.free_at(p).saturating_since(now + delay);
+        let has_room = |p: &PathState| {
+            let Some((delay, rate)) = params(p) else {
+                return false;
             };
-            if let Some(best) = Edpf::earliest(&self.queues, now, len, paths, with_room) {
-                return Some(best);
+            let Some(cap) = p.owd.max_queueing_delay() else {
+                return true;
+            };
+            // The virtual queue only approximates the real one.
+            let margin = super::service_time(3 * len.max(1000), rate);
+            backlog(p, delay) <= cap.saturating_sub(margin).max(margin)
+        };
+        let (b, _) = best?;
+        if has_room(&paths[b]) {
+            return best;
+        }
+        // The earliest path is full: spill onto the earliest path with room
+        // whose own backlog is still short (see `spill_backlog`).
+        let spill = |p: &PathState| {
+            let (delay, rate) = params(p)?;
+            let bound = self
+                .cfg
+                .spill_backlog
+                .max(super::service_time(3 * len.max(1000), rate));
+            (has_room(p) && backlog(p, delay) <= bound).then_some((delay, rate))
+        };
+        earliest(&spill).or(best)
+    }
+
+    /// How much of each path's relative delay EDPF disregards (see
+    /// `PetConfig::delay_horizon`): the part beyond the horizon.
+    fn excess_delays(
+        &self,
+        paths: &[PathState],
+        delays: &[Option<Duration>; MAX_PATHS],
+    ) -> [Duration; MAX_PATHS] {
+        let mut out = [Duration::ZERO; MAX_PATHS];
+        if !self.cfg.queue_cap || self.cfg.delay_horizon.is_nan() || self.cfg.delay_horizon <= 0.0 {
+            return out;
+        }
+        let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
+        let nearest = paths
+            .iter()
+            .filter(|p| p.usable && p.bw.estimate_bps().is_some())
+            .filter_map(|p| Some((delays[slot(p)]?, p)))
+            .min_by_key(|(d, _)| *d);
+        let Some((near_delay, near)) = nearest else {
+            return out;
+        };
+        let Some(buffer) = near.owd.max_queueing_delay() else {
+            return out;
+        };
+        let horizon = near_delay + buffer.mul_f64(self.cfg.delay_horizon);
+        for p in paths {
+            if let Some(d) = delays[slot(p)] {
+                out[slot(p)] = d.saturating_sub(horizon);
             }
         }
-        Edpf::earliest(&self.queues, now, len, paths, params)
+        out
     }
 
     /// Books the packet on the path's virtual queue, if PET can model it,
