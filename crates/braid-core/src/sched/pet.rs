@@ -62,6 +62,15 @@ pub struct PetConfig {
     /// the earliest path and overflows its buffer, the loss TCP needs to
     /// back off.
     pub spill_backlog: Duration,
+    /// With `queue_cap`: a spill goes only to a path where the packet would
+    /// arrive at most this much later than on the full path. Not in the
+    /// paper. Every packet on a path further away than the near path's
+    /// buffer holds the whole stream in the resequencer; used only now and
+    /// then (when the near buffer is full) such a path added little rate
+    /// but kept TCP's round trip, and with it the RTO, inflated: in the
+    /// lab a 2 Mbit/s path 80 ms further away left TCP slower than the
+    /// 10 Mbit/s path alone.
+    pub spill_max_lateness: Duration,
     /// With `queue_cap`: EDPF compares delivery times as if no path were
     /// further than this fraction of the nearest path's buffer (its largest
     /// observed queueing delay) beyond it; <= 0 disables. Not in the paper.
@@ -74,8 +83,20 @@ pub struct PetConfig {
     /// about this fraction of its buffer queued) and the resequencer hides
     /// the remaining difference. Queue bookkeeping and the virtual-queue
     /// correction keep the true delays; when no queueing has been observed
-    /// on the nearest path yet, nothing is clamped.
+    /// on the nearest path yet, nothing is clamped. Off by default: in the
+    /// lab (fast-slow, three-paths) it made no difference we could measure
+    /// beyond run-to-run variation, since sporadic use of the far path is
+    /// what hurts TCP (see `spill_max_lateness`).
     pub delay_horizon: f64,
+    /// Packets up to this size may go on a path that has no bandwidth
+    /// estimate yet, as if it were infinitely fast (EDPF then compares
+    /// only delays and queues). Not in the paper. A direction that carries
+    /// only TCP ACKs rarely produces a valid pair sample (its pairs leave
+    /// the sender about as far apart as they arrive), so whichever path
+    /// happened to get one took every ACK: the lab's downlink sent its ACKs
+    /// over a 60 ms path instead of the 10 ms one. For such packets the
+    /// service time hardly matters. 0 disables.
+    pub small_packet_bytes: u32,
 }
 
 impl Default for PetConfig {
@@ -88,7 +109,9 @@ impl Default for PetConfig {
             max_pair_gap: Duration::from_millis(5),
             queue_cap: true,
             spill_backlog: Duration::from_millis(20),
-            delay_horizon: 0.5,
+            spill_max_lateness: Duration::from_millis(20),
+            delay_horizon: 0.0,
+            small_packet_bytes: 256,
         }
     }
 }
@@ -158,8 +181,9 @@ impl Pet {
     /// buffer larger than it was credited with.
     fn edpf(&self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, Instant)> {
         let delays = Self::relative_delays(paths);
+        let small = len <= self.cfg.small_packet_bytes;
         let params = |p: &PathState| {
-            let rate = p.bw.estimate_bps()?;
+            let rate = p.bw.estimate_bps().or(small.then_some(f64::INFINITY))?;
             Some((
                 delays[p.id.0 as usize % MAX_PATHS].unwrap_or_default(),
                 rate,
@@ -198,7 +222,7 @@ impl Pet {
             let margin = super::service_time(3 * len.max(1000), rate);
             backlog(p, delay) <= cap.saturating_sub(margin).max(margin)
         };
-        let (b, _) = best?;
+        let (b, best_d) = best?;
         if has_room(&paths[b]) {
             return best;
         }
@@ -210,7 +234,12 @@ impl Pet {
                 .cfg
                 .spill_backlog
                 .max(super::service_time(3 * len.max(1000), rate));
-            (has_room(p) && backlog(p, delay) <= bound).then_some((delay, rate))
+            let late = self
+                .queues
+                .delivery_time(p, now, delay, len, rate)
+                .saturating_since(best_d);
+            (has_room(p) && backlog(p, delay) <= bound && late <= self.cfg.spill_max_lateness)
+                .then_some((delay, rate))
         };
         earliest(&spill).or(best)
     }
@@ -308,12 +337,17 @@ impl Pet {
         };
         let best = self.edpf(now, len, paths);
         let delays = Self::relative_delays(paths);
-        let safe = |p: &PathState| match (best, p.bw.estimate_bps()) {
+        let small = len <= self.cfg.small_packet_bytes;
+        let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
+        let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
                 self.queues.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
             }
-            // Without an estimate of the path there is nothing to predict.
+            // Without an estimate of the path there is nothing to predict
+            // (a small packet is predicted as if the path were infinitely
+            // fast: a probe of TCP ACKs onto a far path holds every later
+            // ACK in the resequencer).
             _ => true,
         };
         if let Some(i) = paths.iter().position(|p| p.usable && stale(p) && safe(p)) {
@@ -441,6 +475,65 @@ mod tests {
             pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().pair,
             PairRole::First
         );
+    }
+
+    #[test]
+    fn small_packets_take_the_nearest_path_without_an_estimate() {
+        // Path 0 is measured but 50 ms further away; path 1 has no estimate.
+        let mut paths = unknown_paths(2);
+        paths[0]
+            .bw
+            .on_pair(1500, Duration::from_secs_f64(1500.0 * 8.0 / 4e6));
+        paths[0].owd.on_sample(Instant::ZERO, 60_000_000);
+        paths[1].owd.on_sample(Instant::ZERO, 10_000_000);
+        for p in paths.iter_mut() {
+            p.last_sent = Some(Instant::ZERO);
+        }
+        let mut pet = Pet::new(PetConfig {
+            initial_pairs: 0,
+            ..Default::default()
+        });
+        let ack = PacketInfo {
+            len: 52,
+            retransmit: false,
+        };
+        for k in 0..20 {
+            let now = Instant::from_millis(k);
+            let d = pet.select(now, &ack, &paths).unwrap();
+            assert_eq!(d.index, 1, "ACK {k} went on the far path");
+        }
+        // A full-size packet still needs an estimate.
+        let d = pet
+            .select(Instant::from_millis(30), &pkt(false), &paths)
+            .unwrap();
+        assert_eq!(d.index, 0);
+    }
+
+    #[test]
+    fn does_not_spill_onto_a_path_that_delivers_much_later() {
+        // Path 1 (10 Mbit/s) is near; path 0 (2 Mbit/s) 80 ms further away.
+        // Path 1 has seen 40 ms of queueing: its buffer.
+        let mut paths = with_estimates(&[2e6, 10e6]);
+        paths[0].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[0].owd.on_sample(Instant::ZERO, 130_000_000);
+        paths[1].owd.on_sample(Instant::ZERO, 90_000_000);
+        let mut pet = Pet::new(PetConfig::default());
+        let now = Instant::from_millis(100);
+        // A burst beyond what path 1's buffer holds (40 ms), yet short of
+        // the 80 ms after which plain EDPF itself turns to path 0.
+        for _ in 0..50 {
+            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            assert_eq!(d.index, 1, "spilled onto the far path");
+        }
+        // With a generous lateness bound the far path takes the overflow.
+        let mut pet = Pet::new(PetConfig {
+            spill_max_lateness: Duration::from_millis(200),
+            ..Default::default()
+        });
+        let far = (0..50)
+            .filter(|_| pet.select(now, &pkt(false), &paths).unwrap().index == 0)
+            .count();
+        assert!(far > 0);
     }
 
     fn with_estimates(rates: &[f64]) -> Vec<PathState> {
