@@ -97,7 +97,7 @@ pub use server::{ClientEntry, Server, ServerConfig};
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
 use crate::receiver::ReceiverConfig;
-use crate::reorder::{ReorderConfig, ReorderStats};
+use crate::reorder::ReorderStats;
 use crate::sched::SchedulerKind;
 use crate::sender::{SenderConfig, SenderStats};
 use crate::time::Duration;
@@ -133,6 +133,13 @@ pub struct ConnConfig {
     /// Bound on outputs waiting to be polled; beyond it outputs are dropped
     /// and counted (`Counters::drop_output_overflow`).
     pub max_outputs: usize,
+    /// Overrides `receiver.reorder.timer_from_first_seen` in the tunnel
+    /// (see there): the resequencer's loss timer runs from when a gap is
+    /// first seen. A separate field so that a configuration which builds its
+    /// own `ReorderConfig` (the daemon's `[tuning]`) still gets it; the
+    /// simulator, which uses the resequencer directly, keeps the paper's
+    /// head-of-line timer.
+    pub reorder_timer_from_first_seen: bool,
 }
 
 impl Default for ConnConfig {
@@ -143,10 +150,7 @@ impl Default for ConnConfig {
             receiver: ReceiverConfig {
                 feedback_max_entries: 16,
                 feedback_max_delay: Duration::from_millis(1),
-                reorder: ReorderConfig {
-                    timer_from_first_seen: true,
-                    ..ReorderConfig::default()
-                },
+                ..ReceiverConfig::default()
             },
             keepalive_interval: Duration::from_millis(200),
             path_timeout: Duration::from_millis(600),
@@ -154,6 +158,7 @@ impl Default for ConnConfig {
             inner_mtu: DEFAULT_INNER_MTU,
             session_limits: SessionLimits::default(),
             max_outputs: DEFAULT_MAX_OUTPUTS,
+            reorder_timer_from_first_seen: true,
         }
     }
 }

@@ -32,6 +32,13 @@ use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTR
 /// Connections tracked by the retransmission detector.
 const RETX_SLOTS: usize = 1024;
 
+/// The receiver's configuration with the tunnel-wide overrides applied.
+fn receiver_config(cfg: &ConnConfig) -> crate::receiver::ReceiverConfig {
+    let mut r = cfg.receiver.clone();
+    r.reorder.timer_from_first_seen = cfg.reorder_timer_from_first_seen;
+    r
+}
+
 /// Which end of the tunnel this is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -83,7 +90,7 @@ impl Tunnel {
             role,
             peer,
             sender: Sender::new(cfg.sender.clone(), cfg.scheduler.build()),
-            receiver: Receiver::new(cfg.receiver.clone()),
+            receiver: Receiver::new(receiver_config(cfg)),
             cfg: cfg.clone(),
             sessions: PeerSessions::new(),
             retx: RetransmitDetector::new(RETX_SLOTS),
@@ -111,7 +118,7 @@ impl Tunnel {
     /// because the peer did; paths and their liveness are kept.
     pub(crate) fn reset_data(&mut self, now: Instant) {
         self.sender = Sender::new(self.cfg.sender.clone(), self.cfg.scheduler.build());
-        self.receiver = Receiver::new(self.cfg.receiver.clone());
+        self.receiver = Receiver::new(receiver_config(&self.cfg));
         self.retx = RetransmitDetector::new(RETX_SLOTS);
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
