@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::Context;
-use braid_core::conn::{ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig};
+use braid_core::conn::{
+    ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig,
+};
 use braid_core::crypto::PrivateKey;
 use braid_core::path::PathId;
 use braid_core::time::Instant;
@@ -57,7 +59,11 @@ fn cpu_seconds() -> f64 {
 fn measure(run: impl FnOnce() -> anyhow::Result<u64>) -> anyhow::Result<Measured> {
     let (t0, c0) = (StdInstant::now(), cpu_seconds());
     let bytes = run()?;
-    Ok(Measured { bytes, wall_s: t0.elapsed().as_secs_f64(), cpu_s: (cpu_seconds() - c0).max(1e-3) })
+    Ok(Measured {
+        bytes,
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: (cpu_seconds() - c0).max(1e-3),
+    })
 }
 
 /// Plain UDP: the receiver reads each datagram and forwards it to a sink
@@ -93,7 +99,9 @@ pub fn plain_udp(packets: u64, size: usize) -> anyhow::Result<Measured> {
                 std::hint::spin_loop();
             }
         }
-        Ok(fwd.join().map_err(|_| anyhow::anyhow!("forwarder panicked"))?)
+        Ok(fwd
+            .join()
+            .map_err(|_| anyhow::anyhow!("forwarder panicked"))?)
     })
 }
 
@@ -118,7 +126,14 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
     let client_key = PrivateKey::generate(&mut rng);
     let server_pub = server_key.public_key();
     let net = Ipv4Net::parse("10.99.0.0/24").map_err(|e| anyhow::anyhow!("{e}"))?;
-    let cfg = ServerConfig::new(net, vec![ClientEntry { name: "bench".into(), key: client_key.public_key(), address: None }]);
+    let cfg = ServerConfig::new(
+        net,
+        vec![ClientEntry {
+            name: "bench".into(),
+            key: client_key.public_key(),
+            address: None,
+        }],
+    );
     let mut server = Server::new(cfg, server_key, &mut rng).map_err(|e| anyhow::anyhow!("{e}"))?;
 
     let srv_sock = UdpSocket::bind("127.0.0.1:0")?;
@@ -128,9 +143,19 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
     cli_sock.set_nonblocking(true)?;
     let start = StdInstant::now();
     let now = move || Instant::from_nanos(start.elapsed().as_nanos() as u64);
-    let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
-    let mut client = Connection::client(ConnConfig::default(), client_key, server_pub, &[(PathId(0), srv_addr)], unix, now(), &mut rng)
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64;
+    let mut client = Connection::client(
+        ConnConfig::default(),
+        client_key,
+        server_pub,
+        &[(PathId(0), srv_addr)],
+        unix,
+        now(),
+        &mut rng,
+    )
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
 
     let delivered = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -175,14 +200,20 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
             } else if sent == packets && last_change.elapsed() > StdDuration::from_millis(500) {
                 break; // the rest was lost on the way; count what arrived
             }
-            anyhow::ensure!(StdInstant::now() < deadline, "tunnel bench stalled: {d} of {packets} delivered");
+            anyhow::ensure!(
+                StdInstant::now() < deadline,
+                "tunnel bench stalled: {d} of {packets} delivered"
+            );
             while let Ok(n) = cli_sock.recv(&mut buf) {
                 client.handle_datagram(now(), PathId(0), &buf[..n]);
             }
             client.handle_timeout(now());
             if let Some(a) = src {
                 let mut k = 0;
-                while sent < packets && sent - delivered.load(Ordering::Acquire).min(sent) < WINDOW && k < 32 {
+                while sent < packets
+                    && sent - delivered.load(Ordering::Acquire).min(sent) < WINDOW
+                    && k < 32
+                {
                     client.send_packet(now(), &inner_packet(a, size, sent));
                     sent += 1;
                     k += 1;
@@ -201,20 +232,38 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
         Ok(0)
     });
     stop.store(true, Ordering::Release);
-    let bytes = srv.join().map_err(|_| anyhow::anyhow!("server thread panicked"))??;
+    let bytes = srv
+        .join()
+        .map_err(|_| anyhow::anyhow!("server thread panicked"))??;
     let mut m = result?;
     m.bytes = bytes;
     Ok(m)
 }
 
 pub fn run(packets: u64, size: usize) -> anyhow::Result<()> {
-    anyhow::ensure!((28..=1434).contains(&size), "--size must be between 28 and 1434 bytes (the tunnel's inner MTU)");
+    anyhow::ensure!(
+        (28..=1434).contains(&size),
+        "--size must be between 28 and 1434 bytes (the tunnel's inner MTU)"
+    );
     let plain = plain_udp(packets, size).context("plain UDP forwarding")?;
     let braid = tunnel(packets, size).context("braid tunnel")?;
     println!("{packets} packets of {size} bytes over 127.0.0.1, one path");
     println!("{:<22} {:>12} {:>16}", "", "Gbit/s", "Gbit/s per core");
-    println!("{:<22} {:>12.3} {:>16.3}", "plain UDP forwarding", plain.gbps_wall(), plain.gbps_per_core());
-    println!("{:<22} {:>12.3} {:>16.3}", "braid tunnel", braid.gbps_wall(), braid.gbps_per_core());
-    println!("braid / plain (per core): {:.2}", braid.gbps_per_core() / plain.gbps_per_core());
+    println!(
+        "{:<22} {:>12.3} {:>16.3}",
+        "plain UDP forwarding",
+        plain.gbps_wall(),
+        plain.gbps_per_core()
+    );
+    println!(
+        "{:<22} {:>12.3} {:>16.3}",
+        "braid tunnel",
+        braid.gbps_wall(),
+        braid.gbps_per_core()
+    );
+    println!(
+        "braid / plain (per core): {:.2}",
+        braid.gbps_per_core() / plain.gbps_per_core()
+    );
     Ok(())
 }
