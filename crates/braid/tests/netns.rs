@@ -162,7 +162,8 @@ fn real_tun_in_network_namespaces() {
              control_socket = \"{d}/client.sock\"\n[metrics]\nenabled = false\n\
              [tuning]\nkeepalive_ms = 100\npath_timeout_ms = 400\n\
              [[path]]\nname = \"a\"\nbind = \"10.88.1.2\"\n\
-             [[path]]\nname = \"b\"\nbind = \"10.88.2.2\"\nserver = \"10.88.2.1:51820\"\n"
+             [[path]]\nname = \"b\"\nbind = \"10.88.2.2\"\nserver = \"10.88.2.1:51820\"\n\
+             [[path]]\nname = \"c\"\nbind = \"10.88.3.2\"\nserver = \"10.88.3.1:51820\"\n"
         )
         .replace("", ""),
     )
@@ -232,6 +233,26 @@ fn real_tun_in_network_namespaces() {
     wait_for("path b back", Duration::from_secs(3), || {
         status(&client_sock)["tunnels"][0]["paths"][1]["up"] == true
     });
+    // Path c's interface did not exist when the client started; it appears
+    // now and joins the running tunnel without a restart.
+    let (c3, s3) = (format!("brc{id}x3"), format!("brs{id}x3"));
+    let (c3, s3) = (&c3[..c3.len().min(15)], &s3[..s3.len().min(15)]);
+    ok(&["ip", "link", "add", c3, "type", "veth", "peer", "name", s3]);
+    ok(&["ip", "link", "set", c3, "netns", &cli]);
+    ok(&["ip", "link", "set", s3, "netns", &srv]);
+    ok(&["ip", "-n", &cli, "addr", "add", "10.88.3.2/24", "dev", c3]);
+    ok(&["ip", "-n", &srv, "addr", "add", "10.88.3.1/24", "dev", s3]);
+    ok(&["ip", "-n", &cli, "link", "set", c3, "up"]);
+    ok(&["ip", "-n", &srv, "link", "set", s3, "up"]);
+    wait_for("hot-plugged path c up", Duration::from_secs(5), || {
+        status(&client_sock)["tunnels"][0]["paths"]
+            .as_array()
+            .is_some_and(|p| p.len() == 3 && p.iter().all(|p| p["up"] == true))
+    });
+    let o = ping("10");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("10 received"), "{out}");
+
     let s = status(&dir.join("server.sock"));
     assert_eq!(s["tunnels"][0]["peer"], "lab");
     assert_eq!(s["counters"]["drop_spoofed"], 0);

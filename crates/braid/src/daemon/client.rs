@@ -24,9 +24,55 @@ const QUEUE: usize = 4096;
 const BUF: usize = 65_535;
 const BATCH: usize = 64;
 
+/// A configured path and, while its interface and address exist, its socket
+/// and the task reading it.
 struct PathSocket {
     settings: PathSettings,
-    socket: Arc<UdpSocket>,
+    socket: Option<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)>,
+}
+
+/// How often paths whose interface or address is missing are retried.
+const HOTPLUG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Opens a path's socket and starts the task that reads it.
+fn open_path(
+    p: &PathSettings,
+    clock: Clock,
+    udp_tx: &mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
+) -> Result<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)> {
+    let socket = Arc::new(super::net::path_socket(p)?);
+    info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
+    let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
+    super::net::enable_rx_timestamps(&sock);
+    let reader = tokio::spawn(async move {
+        let mut buf = vec![0u8; BUF];
+        loop {
+            match super::net::recv_from_stamped(&sock, &mut buf).await {
+                Ok((n, from, age)) => {
+                    let at = clock.ago(age);
+                    if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
+                        break;
+                    }
+                }
+                // ICMP errors surface here (port unreachable, ...).
+                Err(e) => {
+                    debug!(path = id.0, error = %e, "UDP receive error");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+    Ok((socket, reader))
+}
+
+/// Send errors that mean the path's interface or address is gone, so its
+/// socket must be reopened once they are back (a socket bound to a
+/// deleted device stays bound to the old one).
+fn interface_gone(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENODEV) | Some(libc::ENXIO) | Some(libc::EADDRNOTAVAIL)
+    )
 }
 
 /// A started client: path sockets bound, handshake under way.
@@ -48,6 +94,8 @@ pub struct ClientDaemon<F: TunFactory> {
     tun_errors: RateLimitedLog,
     /// Datagrams from addresses other than the server's.
     pub stray: u64,
+    /// For the readers of paths opened later.
+    udp_tx: mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
 }
 
 /// `braid client --config FILE`.
@@ -81,37 +129,28 @@ impl<F: TunFactory> ClientDaemon<F> {
     ) -> Result<Self> {
         let clock = Clock::new();
         let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
+        // A path whose interface or address is missing now (a modem not
+        // plugged in yet) is retried every HOTPLUG_INTERVAL and joins the
+        // running tunnel when it appears.
         let mut paths = Vec::new();
         for p in &s.paths {
-            let socket = Arc::new(super::net::path_socket(p)?);
-            info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
-            let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
-            super::net::enable_rx_timestamps(&sock);
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; BUF];
-                loop {
-                    match super::net::recv_from_stamped(&sock, &mut buf).await {
-                        Ok((n, from, age)) => {
-                            let at = clock.ago(age);
-                            if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
-                                break;
-                            }
-                        }
-                        // ICMP errors surface here (port unreachable, ...).
-                        Err(e) => {
-                            debug!(path = id.0, error = %e, "UDP receive error");
-                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        }
-                    }
+            let socket = match open_path(p, clock, &udp_tx) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    warn!(path = p.id.0, name = %p.name, error = %format!("{e:#}"), "path not available yet; retrying every second");
+                    None
                 }
-            });
+            };
             paths.push(PathSocket {
                 settings: p.clone(),
                 socket,
             });
         }
-        let path_list: Vec<(PathId, SocketAddr)> =
-            s.paths.iter().map(|p| (p.id, p.server)).collect();
+        let path_list: Vec<(PathId, SocketAddr)> = paths
+            .iter()
+            .filter(|p| p.socket.is_some())
+            .map(|p| (p.settings.id, p.settings.server))
+            .collect();
         let conn = Connection::client(
             adjust(&s.conn),
             s.private_key,
@@ -150,6 +189,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             metrics_addr,
             tun_errors: RateLimitedLog::default(),
             stray: 0,
+            udp_tx,
         };
         info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
         d.flush().await;
@@ -165,6 +205,8 @@ impl<F: TunFactory> ClientDaemon<F> {
         tokio::pin!(shutdown);
         let far = std::time::Duration::from_secs(3600);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
+        let mut hotplug = tokio::time::interval(HOTPLUG_INTERVAL);
+        hotplug.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let wait = self
                 .conn
@@ -191,6 +233,7 @@ impl<F: TunFactory> ClientDaemon<F> {
                 _ = timer.wait() => {
                     self.conn.handle_timeout(self.clock.now());
                 }
+                _ = hotplug.tick() => self.open_missing_paths(),
                 Some(reply) = self.status_rx.recv() => {
                     let r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
                     let _ = reply.send(r);
@@ -205,6 +248,28 @@ impl<F: TunFactory> ClientDaemon<F> {
             reader.abort();
         }
         Ok(())
+    }
+
+    /// Opens the sockets of paths whose interface or address has appeared
+    /// and adds them to the connection.
+    fn open_missing_paths(&mut self) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].socket.is_some() {
+                continue;
+            }
+            let p = self.paths[i].settings.clone();
+            let Ok(sock) = open_path(&p, self.clock, &self.udp_tx) else {
+                continue;
+            };
+            self.paths[i].socket = Some(sock);
+            match self.conn.add_path(self.clock.now(), p.id, p.server) {
+                Ok(()) => {
+                    info!(path = p.id.0, name = %p.name, "path available; added to the tunnel")
+                }
+                // Reopened after its interface came back: the tunnel still has it.
+                Err(_) => info!(path = p.id.0, name = %p.name, "path socket reopened"),
+            }
+        }
     }
 
     /// A datagram the kernel received at `at`.
@@ -228,12 +293,24 @@ impl<F: TunFactory> ClientDaemon<F> {
                     else {
                         continue;
                     };
-                    if let Err(e) = self.paths[i].socket.send_to(&t.bytes, t.dest).await {
+                    let Some((socket, _)) = &self.paths[i].socket else {
+                        // Waiting for its interface to come back.
+                        self.conn
+                            .path_unreachable(self.clock.now(), PathId(i as u8));
+                        continue;
+                    };
+                    if let Err(e) = socket.send_to(&t.bytes, t.dest).await {
                         self.send_errors[i].warn("UDP send failed on path", &e);
                         // The interface is down or has no route: stop
                         // scheduling on it now; keepalives find it again.
                         self.conn
                             .path_unreachable(self.clock.now(), PathId(i as u8));
+                        if interface_gone(&e) {
+                            if let Some((_, reader)) = self.paths[i].socket.take() {
+                                reader.abort();
+                            }
+                            warn!(path = i, name = %self.paths[i].settings.name, "path interface or address gone; reopening when it is back");
+                        }
                     }
                 }
                 Output::Deliver(p) => {
