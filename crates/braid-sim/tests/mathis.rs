@@ -4,16 +4,14 @@
 //! infinite drop-tail queue, lossless ACK path, no delayed ACKs and a window
 //! ceiling high enough never to bind.
 //!
-//! The loop here is deliberately self-contained (a binary heap of events
-//! ordered by time, then insertion order) so that the model is checked
-//! independently of the simulator that will use it.
+//! The loop here is deliberately self-contained (only the simulator's event
+//! queue, none of its links or topology) so that the model is checked
+//! independently of the simulator that uses it.
 
 use braid_core::time::{tx_time, Duration, Instant};
 use braid_sim::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 const RATE_BPS: f64 = 100e6;
 const ONE_WAY: Duration = Duration::from_millis(50);
@@ -22,29 +20,6 @@ enum Ev {
     Data(Segment),
     Ack(Ack),
     SenderTimer,
-}
-
-struct Queued {
-    at: Instant,
-    id: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.id) == (o.at, o.id)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.at, o.id).cmp(&(self.at, self.id)) // BinaryHeap is a max-heap
-    }
 }
 
 struct Outcome {
@@ -62,12 +37,9 @@ fn run(p: f64, seed: u64, warmup: Duration, measure: Duration) -> Outcome {
     let mut s = TcpSender::new(cfg.clone(), 0, None);
     let mut r = TcpReceiver::new(&cfg, 0);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut q = BinaryHeap::new();
-    let mut id = 0u64;
-    let mut push = |q: &mut BinaryHeap<Queued>, at: Instant, ev: Ev| {
-        id += 1;
-        q.push(Queued { at, id, ev });
-    };
+    // Ordered by (time, insertion), as the simulator's own queue.
+    let mut q = braid_sim::event::EventQueue::default();
+    let push = |q: &mut braid_sim::event::EventQueue<Ev>, at: Instant, ev: Ev| q.push(at, ev);
     let (mut fwd_free, mut rev_free) = (Instant::ZERO, Instant::ZERO);
     let mut timer_at: Option<Instant> = None;
     let mut out = Vec::new();
@@ -96,15 +68,15 @@ fn run(p: f64, seed: u64, warmup: Duration, measure: Duration) -> Outcome {
                 push(&mut q, t, Ev::SenderTimer);
             }
         }
-        let Some(e) = q.pop() else { break };
-        if bytes_at_start.is_none() && e.at >= start {
+        let Some((at, ev)) = q.pop() else { break };
+        if bytes_at_start.is_none() && at >= start {
             bytes_at_start = Some(r.delivered_bytes());
         }
-        if e.at > end {
+        if at > end {
             break;
         }
-        now = e.at;
-        match e.ev {
+        now = at;
+        match ev {
             Ev::Data(seg) => {
                 if let Some(a) = r.on_segment(now, &seg) {
                     let depart = now.max(rev_free) + tx_time(a.wire_bytes, RATE_BPS);

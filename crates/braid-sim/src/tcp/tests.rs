@@ -4,8 +4,6 @@
 use super::*;
 use braid_core::time::{tx_time, Duration, Instant};
 use proptest::prelude::*;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 fn ms(x: u64) -> Instant {
     Instant::from_millis(x)
@@ -330,36 +328,12 @@ enum Ev {
     ReceiverTimer,
 }
 
-struct Queued {
-    at: Instant,
-    id: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.id) == (o.at, o.id)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.at, o.id).cmp(&(self.at, self.id)) // min-heap
-    }
-}
-
 /// One sender, one receiver, a bottleneck in each direction (rate, one-way
 /// delay, infinite FIFO) and a drop rule for data packets.
 struct Loop {
     s: TcpSender,
     r: TcpReceiver,
-    q: BinaryHeap<Queued>,
-    next_id: u64,
+    q: crate::event::EventQueue<Ev>,
     now: Instant,
     rate_bps: f64,
     delay: Duration,
@@ -381,8 +355,7 @@ impl Loop {
         Loop {
             r: TcpReceiver::new(&cfg, 0),
             s: TcpSender::new(cfg, 0, total),
-            q: BinaryHeap::new(),
-            next_id: 0,
+            q: crate::event::EventQueue::default(),
             now: Instant::ZERO,
             rate_bps,
             delay,
@@ -398,12 +371,7 @@ impl Loop {
     }
 
     fn push(&mut self, at: Instant, ev: Ev) {
-        self.next_id += 1;
-        self.q.push(Queued {
-            at,
-            id: self.next_id,
-            ev,
-        });
+        self.q.push(at, ev);
     }
 
     fn flush(&mut self, drop: &mut dyn FnMut(&Segment) -> bool) {
@@ -451,12 +419,12 @@ impl Loop {
     fn run(&mut self, until: Instant, drop: &mut dyn FnMut(&Segment) -> bool) {
         self.s.start(self.now, &mut self.out);
         self.flush(drop);
-        while let Some(e) = self.q.pop() {
-            if e.at > until || self.s.is_done() {
+        while let Some((at, ev)) = self.q.pop() {
+            if at > until || self.s.is_done() {
                 break;
             }
-            self.now = e.at;
-            match e.ev {
+            self.now = at;
+            match ev {
                 Ev::Data(seg) => {
                     let a = self.r.on_segment(self.now, &seg);
                     self.send_ack(a);
