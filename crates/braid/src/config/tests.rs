@@ -1,0 +1,195 @@
+//! Configuration checks: errors name the key and say how to fix it.
+
+use super::*;
+use std::io::Write;
+
+const PUB: &str = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=";
+
+struct Dir(PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(tag: &str) -> Dir {
+    let d = std::env::temp_dir().join(format!("braid-config-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Dir(d)
+}
+
+fn write_key(dir: &Path, mode: u32) -> PathBuf {
+    let p = dir.join("k.key");
+    let mut f = std::fs::File::create(&p).unwrap();
+    writeln!(f, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+fn server_toml(extra: &str) -> String {
+    format!(
+        "listen = \"0.0.0.0:51820\"\nprivate_key_file = \"k.key\"\nnetwork = \"10.77.0.0/24\"\n{extra}\n\
+         [[client]]\nname = \"laptop\"\npublic_key = \"{PUB}\"\n"
+    )
+}
+
+fn client_toml(extra: &str) -> String {
+    format!(
+        "server = \"192.0.2.1:51820\"\nserver_public_key = \"{PUB}\"\nprivate_key_file = \"k.key\"\n{extra}\n\
+         [[path]]\nname = \"a\"\nbind = \"127.0.0.1\"\n"
+    )
+}
+
+fn server_err(dir: &Path, text: &str) -> String {
+    let p = dir.join("server.toml");
+    std::fs::write(&p, text).unwrap();
+    format!("{:#}", load_server(&p).unwrap_err())
+}
+
+fn client_err(dir: &Path, text: &str) -> String {
+    let p = dir.join("client.toml");
+    std::fs::write(&p, text).unwrap();
+    format!("{:#}", load_client(&p).unwrap_err())
+}
+
+#[test]
+fn valid_files_load() {
+    let d = tempdir("ok");
+    write_key(&d.0, 0o600);
+    let p = d.0.join("server.toml");
+    std::fs::write(
+        &p,
+        server_toml("scheduler = \"edpf\"\n[tuning]\nkeepalive_ms = 100"),
+    )
+    .unwrap();
+    let s = load_server(&p).unwrap();
+    assert_eq!(s.core.conn.scheduler, SchedulerKind::Edpf);
+    assert_eq!(s.core.conn.keepalive_interval, Duration::from_millis(100));
+    assert_eq!(s.core.conn.inner_mtu, 1434);
+    assert_eq!(s.metrics, Some("127.0.0.1:9184".parse().unwrap()));
+    let p = d.0.join("client.toml");
+    std::fs::write(
+        &p,
+        client_toml(
+            "routes = [\"10.0.0.0/8\", \"198.51.100.7/32\", \"0.0.0.0/0\"]\n[metrics]\nenabled = false",
+        ),
+    )
+    .unwrap();
+    let c = load_client(&p).unwrap();
+    assert_eq!(c.paths.len(), 1);
+    assert_eq!(c.paths[0].server, "192.0.2.1:51820".parse().unwrap());
+    assert_eq!(c.metrics, None);
+    assert_eq!(c.routes.len(), 3);
+    assert_eq!(c.routes[1].prefix_len(), 32);
+}
+
+#[test]
+fn errors_name_the_key() {
+    let d = tempdir("err");
+    write_key(&d.0, 0o600);
+    let cases_server = [
+        (server_toml("lisen = 1"), "unknown field `lisen`"),
+        (server_toml("scheduler = \"fastest\""), "`scheduler`"),
+        (
+            server_toml("[tuning]\npath_timeout_ms = 100"),
+            "`tuning.path_timeout_ms`",
+        ),
+        (server_toml("[tun]\nmtu = 100"), "`tun.mtu`"),
+        (server_toml("[nat]\nenabled = true"), "`nat.out_interface`"),
+        (
+            server_toml("[metrics]\nlisten = \"localhost\""),
+            "`metrics.listen`",
+        ),
+        (
+            server_toml("").replace("10.77.0.0/24", "10.77.0.1/24"),
+            "`network`",
+        ),
+        (
+            server_toml("").replace("0.0.0.0:51820", "0.0.0.0"),
+            "`listen`",
+        ),
+        (
+            server_toml("").replace(PUB, "nope"),
+            "`client[0].public_key`",
+        ),
+        (
+            server_toml("").replace(
+                "name = \"laptop\"",
+                "name = \"laptop\"\naddress = \"10.77.0.1\"",
+            ),
+            "`client[].address`",
+        ),
+        (
+            server_toml("[tuning]\nkeepalive = 5"),
+            "unknown field `keepalive`",
+        ),
+    ];
+    for (text, want) in cases_server {
+        let e = server_err(&d.0, &text);
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+    let missing = server_err(&d.0, "listen = \"0.0.0.0:1\"");
+    assert!(
+        missing.contains("missing field `private_key_file`"),
+        "{missing}"
+    );
+    let cases_client = [
+        (
+            client_toml("").replace("bind = \"127.0.0.1\"", "bind = \"wlan0\""),
+            "`path[0].bind`",
+        ),
+        (
+            client_toml("").replace("bind = \"127.0.0.1\"", ""),
+            "`path[0]`",
+        ),
+        (client_toml("routes = [\"10.0.0.0\"]"), "`routes[0]`"),
+        (
+            client_toml("").replace("192.0.2.1:51820", "example.org"),
+            "`server`",
+        ),
+        (client_toml("").replace(PUB, "x"), "`server_public_key`"),
+        (
+            client_toml("[tuning]\nfeedback_max_entries = 0"),
+            "`tuning.feedback_max_entries`",
+        ),
+    ];
+    for (text, want) in cases_client {
+        let e = client_err(&d.0, &text);
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+}
+
+/// The shipped examples are valid (with a real key file swapped in).
+#[test]
+fn examples_are_valid() {
+    let d = tempdir("examples");
+    let key = write_key(&d.0, 0o600);
+    let mut s: ServerFile = toml::from_str(include_str!("../../../../examples/server.toml")).unwrap();
+    s.private_key_file = key.clone();
+    let s = server_settings(s, &d.0).unwrap();
+    assert_eq!(s.core.clients[0].address, Some(Ipv4Addr::new(10, 77, 0, 2)));
+    let mut c: ClientFile = toml::from_str(include_str!("../../../../examples/client.toml")).unwrap();
+    c.private_key_file = key;
+    let c = client_settings(c, &d.0).unwrap();
+    assert_eq!(c.paths.len(), 3);
+    assert_eq!(c.conn.inner_mtu, 1434);
+}
+
+#[test]
+fn private_key_readable_by_others_is_refused() {
+    let d = tempdir("mode");
+    write_key(&d.0, 0o644);
+    let e = server_err(&d.0, &server_toml(""));
+    assert!(e.contains("`private_key_file`"), "{e}");
+    assert!(e.contains("chmod 600"), "{e}");
+    assert!(e.contains("k.key"), "{e}");
+    let p = write_key(&d.0, 0o600);
+    assert!(load_private_key(&p, "private_key_file").is_ok());
+    std::fs::remove_file(&p).unwrap();
+    let e = format!(
+        "{:#}",
+        load_private_key(&p, "private_key_file").unwrap_err()
+    );
+    assert!(e.contains("braid keygen"), "{e}");
+}
