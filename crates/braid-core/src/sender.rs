@@ -80,6 +80,13 @@ pub struct SenderConfig {
     pub pacing_min_backlog: Duration,
     /// Upper end of the pacing queue bound.
     pub pacing_max_backlog: Duration,
+    /// A path is paced only while its latest pair sample came from packets
+    /// of at least this many bytes. A direction carrying only TCP ACKs
+    /// measures its paths with ACK pairs, whose samples can be far off
+    /// (see `pair_gap_fraction`; the lab's downlink once estimated a
+    /// 8 Mbit/s path at 1.7 Mbit/s): pacing ACKs at such a rate would
+    /// delay them for nothing. ACKs need no pacing anyway.
+    pub pacing_min_pair_len: u32,
 }
 
 impl Default for SenderConfig {
@@ -95,6 +102,7 @@ impl Default for SenderConfig {
             pacing_delay_factor: 2.0,
             pacing_min_backlog: Duration::from_millis(50),
             pacing_max_backlog: Duration::from_millis(300),
+            pacing_min_pair_len: 1000,
         }
     }
 }
@@ -188,6 +196,8 @@ pub struct Sender {
     pacer_free: [Option<Instant>; MAX_PATHS],
     /// Release time of the last packet queued on each slot, and its seq.
     last_release: [Option<(u64, Instant)>; MAX_PATHS],
+    /// The path's latest pair sample came from packets large enough to pace on.
+    pace_ok: [bool; MAX_PATHS],
     stats: SenderStats,
 }
 
@@ -210,6 +220,7 @@ impl Sender {
             paced: (0..MAX_PATHS).map(|_| VecDeque::new()).collect(),
             pacer_free: [None; MAX_PATHS],
             last_release: [None; MAX_PATHS],
+            pace_ok: [false; MAX_PATHS],
             stats: SenderStats::default(),
         }
     }
@@ -240,6 +251,7 @@ impl Sender {
         self.paced[slot(id)].clear();
         self.pacer_free[slot(id)] = None;
         self.last_release[slot(id)] = None;
+        self.pace_ok[slot(id)] = false;
         self.sched.paths_changed(&self.paths);
     }
 
@@ -300,9 +312,11 @@ impl Sender {
     pub fn send_paced(&mut self, now: Instant, pkt: &PacketInfo) -> SendOutcome {
         if self.cfg.pacing {
             for p in self.paths.iter_mut() {
+                let s = slot(p.id);
                 p.pacer_free_at =
                     p.bw.estimate_bps()
-                        .map(|_| self.pacer_free[slot(p.id)].unwrap_or(now));
+                        .filter(|_| self.pace_ok[s])
+                        .map(|_| self.pacer_free[s].unwrap_or(now));
             }
         }
         let Some(d) = self.sched.select(now, pkt, &self.paths) else {
@@ -311,8 +325,9 @@ impl Sender {
         };
         // Pacing: when this packet may leave.
         let mut release_at = None;
-        if let (true, Some(rate)) = (self.cfg.pacing, self.paths[d.index].bw.estimate_bps()) {
-            let s = slot(self.paths[d.index].id);
+        let chosen = &self.paths[d.index];
+        if let (Some(_), Some(rate)) = (chosen.pacer_free_at, chosen.bw.estimate_bps()) {
+            let s = slot(chosen.id);
             let free = self.pacer_free[s].unwrap_or(now).max(now);
             // The two packets of a pair leave back to back (the pair must
             // queue at the bottleneck to measure it); the pacer is charged
@@ -410,8 +425,37 @@ impl Sender {
                 self.stats.paced += 1;
                 SendOutcome::Queued { seq, path: id }
             }
+            // Not paced, but must not overtake what is queued on the path.
+            _ if !self.paced[s].is_empty() => {
+                self.paced[s].push_back(Paced {
+                    tx,
+                    release_at: now,
+                });
+                self.stats.paced += 1;
+                SendOutcome::Queued { seq, path: id }
+            }
             _ => SendOutcome::Transmit(tx),
         }
+    }
+
+    /// Counts `bytes` sent on `path` outside the data stream (feedback,
+    /// keepalives) against its pacer, so that data plus the rest stays
+    /// below the path's rate.
+    pub fn charge_pacer(&mut self, now: Instant, path: PathId, bytes: usize) {
+        let s = slot(path);
+        let Some(free) = self.pacer_free[s] else {
+            return;
+        };
+        let Some(rate) = self
+            .paths
+            .iter()
+            .find(|p| p.id == path)
+            .and_then(|p| p.bw.estimate_bps())
+        else {
+            return;
+        };
+        let gap = crate::time::tx_time(bytes as u32, rate * self.cfg.pacing_gain.max(0.01));
+        self.pacer_free[s] = Some(free.max(now) + gap);
     }
 
     /// Releases the next paced packet that is due at `now` (earliest
@@ -553,6 +597,7 @@ impl Sender {
             .expect("path checked above");
         if p.bw.on_pair(second.len, dispersion).is_some() {
             self.stats.pair_samples += 1;
+            self.pace_ok[slot(rec.path)] = second.len >= self.cfg.pacing_min_pair_len;
         }
     }
 

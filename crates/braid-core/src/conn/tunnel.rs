@@ -360,6 +360,8 @@ impl Tunnel {
     fn flush(&mut self, now: Instant, out: &mut Outputs) {
         let mut fb = std::mem::take(&mut self.fb);
         while let Some((path, n)) = self.receiver.poll_feedback(now, &mut fb) {
+            self.sender
+                .charge_pacer(now, path, n + super::OUTER_OVERHEAD);
             self.transmit(now, path, &fb[..n], out);
         }
         self.fb = fb;
