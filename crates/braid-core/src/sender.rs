@@ -198,8 +198,14 @@ pub struct Sender {
     last_release: [Option<(u64, Instant)>; MAX_PATHS],
     /// The path's latest pair sample came from packets large enough to pace on.
     pace_ok: [bool; MAX_PATHS],
+    /// The latest pair samples of each path (bit/s), newest at `[n % len]`.
+    recent_pairs: [[f64; PACING_SAMPLES]; MAX_PATHS],
+    recent_count: [usize; MAX_PATHS],
     stats: SenderStats,
 }
+
+/// Pair samples the pacing rate is the median of.
+const PACING_SAMPLES: usize = 9;
 
 fn slot(id: PathId) -> usize {
     id.0 as usize % MAX_PATHS
@@ -221,6 +227,8 @@ impl Sender {
             pacer_free: [None; MAX_PATHS],
             last_release: [None; MAX_PATHS],
             pace_ok: [false; MAX_PATHS],
+            recent_pairs: [[0.0; PACING_SAMPLES]; MAX_PATHS],
+            recent_count: [0; MAX_PATHS],
             stats: SenderStats::default(),
         }
     }
@@ -252,6 +260,7 @@ impl Sender {
         self.pacer_free[slot(id)] = None;
         self.last_release[slot(id)] = None;
         self.pace_ok[slot(id)] = false;
+        self.recent_count[slot(id)] = 0;
         self.sched.paths_changed(&self.paths);
     }
 
@@ -311,12 +320,11 @@ impl Sender {
     /// queued (or dropped) instead of sent now.
     pub fn send_paced(&mut self, now: Instant, pkt: &PacketInfo) -> SendOutcome {
         if self.cfg.pacing {
-            for p in self.paths.iter_mut() {
-                let s = slot(p.id);
-                p.pacer_free_at =
-                    p.bw.estimate_bps()
-                        .filter(|_| self.pace_ok[s])
-                        .map(|_| self.pacer_free[s].unwrap_or(now));
+            for i in 0..self.paths.len() {
+                let s = slot(self.paths[i].id);
+                let paced =
+                    self.pacing_rate(s).is_some() && self.paths[i].bw.estimate_bps().is_some();
+                self.paths[i].pacer_free_at = paced.then(|| self.pacer_free[s].unwrap_or(now));
             }
         }
         let Some(d) = self.sched.select(now, pkt, &self.paths) else {
@@ -326,8 +334,8 @@ impl Sender {
         // Pacing: when this packet may leave.
         let mut release_at = None;
         let chosen = &self.paths[d.index];
-        if let (Some(_), Some(rate)) = (chosen.pacer_free_at, chosen.bw.estimate_bps()) {
-            let s = slot(chosen.id);
+        let s = slot(chosen.id);
+        if let (Some(_), Some(rate)) = (chosen.pacer_free_at, self.pacing_rate(s)) {
             let free = self.pacer_free[s].unwrap_or(now).max(now);
             // The two packets of a pair leave back to back (the pair must
             // queue at the bottleneck to measure it); the pacer is charged
@@ -343,7 +351,7 @@ impl Sender {
                 }
                 return SendOutcome::Dropped;
             }
-            let gap = crate::time::tx_time(pkt.len, rate * self.cfg.pacing_gain.max(0.01));
+            let gap = crate::time::tx_time(pkt.len, rate);
             self.pacer_free[s] = Some(free + gap);
             self.last_release[s] = Some((self.next_seq, at));
             release_at = Some(at);
@@ -446,15 +454,10 @@ impl Sender {
         let Some(free) = self.pacer_free[s] else {
             return;
         };
-        let Some(rate) = self
-            .paths
-            .iter()
-            .find(|p| p.id == path)
-            .and_then(|p| p.bw.estimate_bps())
-        else {
+        let Some(rate) = self.pacing_rate(s) else {
             return;
         };
-        let gap = crate::time::tx_time(bytes as u32, rate * self.cfg.pacing_gain.max(0.01));
+        let gap = crate::time::tx_time(bytes as u32, rate);
         self.pacer_free[s] = Some(free.max(now) + gap);
     }
 
@@ -595,10 +598,35 @@ impl Sender {
             .iter_mut()
             .find(|p| p.id == rec.path)
             .expect("path checked above");
-        if p.bw.on_pair(second.len, dispersion).is_some() {
+        if let Some(sample) = p.bw.on_pair(second.len, dispersion) {
             self.stats.pair_samples += 1;
-            self.pace_ok[slot(rec.path)] = second.len >= self.cfg.pacing_min_pair_len;
+            let s = slot(rec.path);
+            self.pace_ok[s] = second.len >= self.cfg.pacing_min_pair_len;
+            if self.pace_ok[s] {
+                self.recent_pairs[s][self.recent_count[s] % PACING_SAMPLES] = sample;
+                self.recent_count[s] += 1;
+            }
         }
+    }
+
+    /// The rate a path is paced at: `pacing_gain` x the median of its
+    /// latest full-size pair samples. Not the EWMA the scheduler uses: one
+    /// pair whose packets the receiver happened to read together measured
+    /// an 8 Mbit/s path at 200 Mbit/s, and an EWMA with weight 0.8 on it
+    /// let the pacer dump its queue into the bottleneck buffer; the median
+    /// ignores such outliers. `None` when the path is not to be paced.
+    fn pacing_rate(&self, s: usize) -> Option<f64> {
+        if !self.cfg.pacing || !self.pace_ok[s] {
+            return None;
+        }
+        let n = self.recent_count[s].min(PACING_SAMPLES);
+        if n == 0 {
+            return None;
+        }
+        let mut v = self.recent_pairs[s];
+        let v = &mut v[..n];
+        v.sort_by(|a, b| a.total_cmp(b));
+        Some(v[n / 2] * self.cfg.pacing_gain.max(0.01))
     }
 
     /// Marks every in-flight packet of `path` with sequence number <= `upto` lost.
