@@ -863,6 +863,84 @@ mod tests {
         assert_eq!(s.stats().feedback_unmatched, 2);
     }
 
+    /// A sender whose one path has a 10 Mbit/s estimate from a full-size pair.
+    fn paced_sender() -> Sender {
+        let cfg = SenderConfig {
+            pacing: true,
+            ..Default::default()
+        };
+        let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
+        s.add_path(PathId(0), PathParams::default());
+        // Without an estimate nothing is paced.
+        let a = s.send(Instant::ZERO, &pkt()).unwrap();
+        let b = s.send(Instant::ZERO, &pkt()).unwrap();
+        s.handle_feedback(
+            Instant::from_millis(50),
+            [
+                FeedbackEntry {
+                    seq: a.seq as u32,
+                    rx_time_ns: 20_000_000,
+                },
+                FeedbackEntry {
+                    seq: b.seq as u32,
+                    rx_time_ns: 21_200_000,
+                },
+            ],
+        );
+        assert!(s.paths()[0].bw.estimate_bps().is_some());
+        s
+    }
+
+    #[test]
+    fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
+        let mut s = paced_sender();
+        let now = Instant::from_millis(50);
+        let mut immediate = Vec::new();
+        let mut queued = 0;
+        for _ in 0..10 {
+            match s.send_paced(now, &pkt()) {
+                SendOutcome::Transmit(t) => immediate.push(t),
+                SendOutcome::Queued { .. } => queued += 1,
+                o => panic!("{o:?}"),
+            }
+        }
+        // The first pair leaves at once, the rest waits.
+        assert_eq!((immediate.len(), queued), (2, 8));
+        assert_eq!(s.poll_transmit(now), None);
+        let mut released = Vec::new();
+        while let Some(t) = s.poll_timeout().filter(|_| s.paced_len() > 0) {
+            while let Some(tx) = s.poll_transmit(t) {
+                released.push((t, tx));
+            }
+        }
+        assert_eq!(released.len(), 8);
+        // Each pair leaves together; pairs are 2 x 1.2 ms / 0.99 apart.
+        let gap = Duration::from_nanos((2.0 * 1.2e6 / 0.99) as u64);
+        for (k, w) in released.chunks(2).enumerate() {
+            assert_eq!(w[0].0, w[1].0);
+            assert!(w[0].1.header.flags.has(DataFlags::PAIR_FIRST));
+            assert!(w[1].1.header.flags.has(DataFlags::PAIR_SECOND));
+            let want = now + gap * (k as u32 + 1);
+            let err = w[0].0.as_nanos() as i64 - want.as_nanos() as i64;
+            assert!(err.abs() < 1_000, "pair {k} at {:?}, want {want:?}", w[0].0);
+        }
+        // The scheduler sees the queue's end.
+        assert_eq!(s.stats().paced, 8);
+    }
+
+    #[test]
+    fn pacing_queue_drops_beyond_its_bound() {
+        let mut s = paced_sender();
+        let now = Instant::from_millis(50);
+        for _ in 0..200 {
+            s.send_paced(now, &pkt());
+        }
+        // Bound: 50 ms (no relative delay) at 9.9 Mbit/s, about 41 packets.
+        assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
+        let backlog = s.pacer_free[0].unwrap().saturating_since(now);
+        assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
+    }
+
     #[test]
     fn no_usable_path_drops() {
         let mut s = sender(SchedulerKind::Pet, 1);
