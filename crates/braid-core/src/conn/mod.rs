@@ -140,6 +140,13 @@ pub struct ConnConfig {
     /// simulator, which uses the resequencer directly, keeps the paper's
     /// head-of-line timer.
     pub reorder_timer_from_first_seen: bool,
+    /// Overrides `sender.pacing` in the tunnel (see `SenderConfig::pacing`):
+    /// each path is paced at slightly below its estimated rate from a
+    /// queue in the tunnel, where EDPF knows its length exactly, instead
+    /// of relying on bottleneck buffers too short for the paths' delay
+    /// differences. A separate field for the same reason as the one above;
+    /// the simulator keeps the paper's unpaced sender.
+    pub pacing: bool,
 }
 
 impl Default for ConnConfig {
@@ -159,6 +166,7 @@ impl Default for ConnConfig {
             session_limits: SessionLimits::default(),
             max_outputs: DEFAULT_MAX_OUTPUTS,
             reorder_timer_from_first_seen: true,
+            pacing: true,
         }
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! The client-or-server differences are few and explicit in [`Role`].
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use super::ip::{ipv4_destination, ipv4_source};
@@ -25,7 +26,7 @@ use crate::flow::{tcp_segment, RetransmitDetector};
 use crate::path::{PathId, PathParams, MAX_PATHS};
 use crate::receiver::Receiver;
 use crate::sched::PacketInfo;
-use crate::sender::Sender;
+use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
 use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
 
@@ -37,6 +38,13 @@ fn receiver_config(cfg: &ConnConfig) -> crate::receiver::ReceiverConfig {
     let mut r = cfg.receiver.clone();
     r.reorder.timer_from_first_seen = cfg.reorder_timer_from_first_seen;
     r
+}
+
+/// The sender's configuration with the tunnel-wide overrides applied.
+fn sender_config(cfg: &ConnConfig) -> SenderConfig {
+    let mut s = cfg.sender.clone();
+    s.pacing = cfg.pacing;
+    s
 }
 
 /// Which end of the tunnel this is.
@@ -77,6 +85,9 @@ pub(crate) struct Tunnel {
     /// Scratch plaintext and feedback buffers.
     plain: Vec<u8>,
     fb: Vec<u8>,
+    /// Inner packets in the sender's pacing queues, by tunnel sequence
+    /// number, with their path.
+    paced: HashMap<u64, (PathId, Vec<u8>)>,
 }
 
 impl Tunnel {
@@ -89,7 +100,7 @@ impl Tunnel {
         Tunnel {
             role,
             peer,
-            sender: Sender::new(cfg.sender.clone(), cfg.scheduler.build()),
+            sender: Sender::new(sender_config(cfg), cfg.scheduler.build()),
             receiver: Receiver::new(receiver_config(cfg)),
             cfg: cfg.clone(),
             sessions: PeerSessions::new(),
@@ -100,6 +111,7 @@ impl Tunnel {
             last_rx: None,
             plain: Vec::with_capacity(2048),
             fb: vec![0; wire::feedback_len(MAX_FEEDBACK_ENTRIES)],
+            paced: HashMap::new(),
         }
     }
 
@@ -117,9 +129,10 @@ impl Tunnel {
     /// Starts the data plane afresh (tunnel sequence numbers from zero)
     /// because the peer did; paths and their liveness are kept.
     pub(crate) fn reset_data(&mut self, now: Instant) {
-        self.sender = Sender::new(self.cfg.sender.clone(), self.cfg.scheduler.build());
+        self.sender = Sender::new(sender_config(&self.cfg), self.cfg.scheduler.build());
         self.receiver = Receiver::new(receiver_config(&self.cfg));
         self.retx = RetransmitDetector::new(RETX_SLOTS);
+        self.paced.clear();
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
             self.sender.set_usable(l.id, l.up);
@@ -156,6 +169,7 @@ impl Tunnel {
     pub(crate) fn remove_link(&mut self, now: Instant, id: PathId) {
         self.links.retain(|l| l.id != id);
         self.sender.remove_path(now, id);
+        self.paced.retain(|_, (p, _)| *p != id);
         self.receiver.remove_path(id);
     }
 
@@ -337,6 +351,7 @@ impl Tunnel {
                 _ => control = Some(c.kind),
             },
         }
+        self.release_paced(now, out);
         self.flush(now, out);
         control
     }
@@ -345,6 +360,8 @@ impl Tunnel {
     fn flush(&mut self, now: Instant, out: &mut Outputs) {
         let mut fb = std::mem::take(&mut self.fb);
         while let Some((path, n)) = self.receiver.poll_feedback(now, &mut fb) {
+            self.sender
+                .charge_pacer(now, path, n + super::OUTER_OVERHEAD);
             self.transmit(now, path, &fb[..n], out);
         }
         self.fb = fb;
@@ -425,10 +442,40 @@ impl Tunnel {
             len: (packet.len() + super::OUTER_OVERHEAD) as u32,
             retransmit,
         };
-        let Some(tx) = self.sender.send(now, &info) else {
-            self.counters.drop_no_path += 1;
-            return;
+        let tx = match self.sender.send_paced(now, &info) {
+            SendOutcome::Transmit(tx) => tx,
+            SendOutcome::Queued { seq, path } => {
+                self.paced.insert(seq, (path, packet.to_vec()));
+                self.release_paced(now, out);
+                return;
+            }
+            // Counted in the sender's stats (`pacing_drops`).
+            SendOutcome::Dropped => return,
+            SendOutcome::NoPath => {
+                self.counters.drop_no_path += 1;
+                return;
+            }
         };
+        self.emit_data(now, tx, packet, out);
+    }
+
+    /// Sends the paced packets that are due.
+    fn release_paced(&mut self, now: Instant, out: &mut Outputs) {
+        while let Some(tx) = self.sender.poll_transmit(now) {
+            if let Some((_, packet)) = self.paced.remove(&tx.seq) {
+                self.emit_data(now, tx, &packet, out);
+            }
+        }
+    }
+
+    /// Puts the data header in front of an inner packet and sends it.
+    fn emit_data(
+        &mut self,
+        now: Instant,
+        tx: crate::sender::Transmit,
+        packet: &[u8],
+        out: &mut Outputs,
+    ) {
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
         plain.resize(DataHeader::LEN, 0);
@@ -488,6 +535,7 @@ impl Tunnel {
     /// path liveness, client keepalives; then flushes.
     pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outputs) {
         self.sender.handle_timeout(now);
+        self.release_paced(now, out);
         self.receiver.handle_timeout(now);
         self.sessions.handle_timeout(now);
         let timeout = self.cfg.path_timeout;

@@ -197,7 +197,7 @@ impl Pet {
                 let Some((delay, rate)) = pred(p) else {
                     continue;
                 };
-                let d = self.queues.delivery_time(p, now, delay, len, rate);
+                let d = self.delivery_time(p, now, delay, len, rate);
                 let score = d - excess[p.id.0 as usize % MAX_PATHS];
                 if best.is_none_or(|(_, _, b)| score < b) {
                     best = Some((i, d, score));
@@ -209,12 +209,18 @@ impl Pet {
         if !self.cfg.queue_cap {
             return best;
         }
-        let backlog =
-            |p: &PathState, delay: Duration| self.queues.free_at(p).saturating_since(now + delay);
+        let backlog = |p: &PathState, delay: Duration| match p.pacer_free_at {
+            Some(t) => t.saturating_since(now),
+            None => self.queues.free_at(p).saturating_since(now + delay),
+        };
         let has_room = |p: &PathState| {
             let Some((delay, rate)) = params(p) else {
                 return false;
             };
+            if p.pacer_free_at.is_some() {
+                // The sender's own queue, bounded by the sender.
+                return true;
+            }
             let Some(cap) = p.owd.max_queueing_delay() else {
                 return true;
             };
@@ -283,7 +289,7 @@ impl Pet {
         let rate = p.bw.estimate_bps()?;
         let s = p.id.0 as usize % MAX_PATHS;
         let delay = Self::relative_delays(paths)[s].unwrap_or_default();
-        let d = self.queues.delivery_time(p, now, delay, len, rate);
+        let d = self.delivery_time(p, now, delay, len, rate);
         self.queues.commit(p, d);
         Some(d.as_nanos() as i64 - self.corrected_ns[s])
     }
@@ -301,7 +307,29 @@ impl Pet {
         let delay = Self::relative_delays(paths)[p.id.0 as usize % MAX_PATHS].unwrap_or_default();
         // free_at is the first packet's predicted departure from the
         // bottleneck; the second must arrive there (now + delay) before it.
+        if let Some(t) = p.pacer_free_at {
+            // Paced: the second leaves back to back with the first if it
+            // comes while the first is still in the sender's queue.
+            return t.max(burst);
+        }
         (self.queues.free_at(p) - delay).max(burst)
+    }
+
+    /// Eq. (1) for one path. A path the sender paces (`pacer_free_at`) has
+    /// its backlog in the sender's queue, known exactly, and an (almost)
+    /// empty bottleneck: d = max(now, local queue drained) + D_l + L / B_l.
+    fn delivery_time(
+        &self,
+        p: &PathState,
+        now: Instant,
+        delay: Duration,
+        len: u32,
+        rate: f64,
+    ) -> Instant {
+        match p.pacer_free_at {
+            Some(t) => now.max(t) + delay + super::service_time(len, rate),
+            None => self.queues.delivery_time(p, now, delay, len, rate),
+        }
     }
 
     fn round_robin(
@@ -342,7 +370,7 @@ impl Pet {
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
-                self.queues.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
+                self.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
             }
             // Without an estimate of the path there is nothing to predict
             // (a small packet is predicted as if the path were infinitely
