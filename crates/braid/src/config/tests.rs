@@ -165,11 +165,13 @@ fn errors_name_the_key() {
 fn examples_are_valid() {
     let d = tempdir("examples");
     let key = write_key(&d.0, 0o600);
-    let mut s: ServerFile = toml::from_str(include_str!("../../../../examples/server.toml")).unwrap();
+    let mut s: ServerFile =
+        toml::from_str(include_str!("../../../../examples/server.toml")).unwrap();
     s.private_key_file = key.clone();
     let s = server_settings(s, &d.0).unwrap();
     assert_eq!(s.core.clients[0].address, Some(Ipv4Addr::new(10, 77, 0, 2)));
-    let mut c: ClientFile = toml::from_str(include_str!("../../../../examples/client.toml")).unwrap();
+    let mut c: ClientFile =
+        toml::from_str(include_str!("../../../../examples/client.toml")).unwrap();
     c.private_key_file = key;
     let c = client_settings(c, &d.0).unwrap();
     assert_eq!(c.paths.len(), 3);

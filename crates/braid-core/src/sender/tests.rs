@@ -1,0 +1,219 @@
+//! Unit tests of the sender: numbering, feedback, loss, pacing.
+
+use super::*;
+use crate::sched::{RoundRobin, SchedulerKind};
+
+fn pkt() -> PacketInfo {
+    PacketInfo {
+        len: 1500,
+        retransmit: false,
+    }
+}
+
+fn sender(kind: SchedulerKind, n: u8) -> Sender {
+    let mut s = Sender::new(SenderConfig::default(), kind.build());
+    for i in 0..n {
+        s.add_path(PathId(i), PathParams::default());
+    }
+    s
+}
+
+#[test]
+fn numbers_packets_and_links_previous_on_path() {
+    let mut s = Sender::new(SenderConfig::default(), Box::new(RoundRobin::default()));
+    s.add_path(PathId(0), PathParams::default());
+    s.add_path(PathId(1), PathParams::default());
+    let t: Vec<Transmit> = (0..4)
+        .map(|_| s.send(Instant::ZERO, &pkt()).unwrap())
+        .collect();
+    assert_eq!(
+        t.iter().map(|t| t.seq).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(t[0].header.prev_delta, 0);
+    assert_eq!(t[2].header.prev_delta, 2);
+    assert_eq!(t[2].path, PathId(0));
+}
+
+#[test]
+fn feedback_updates_rtt_pairs_and_fifo_loss() {
+    let mut s = sender(SchedulerKind::Pet, 1);
+    let t0 = Instant::from_millis(0);
+    let a = s.send(t0, &pkt()).unwrap();
+    let b = s.send(t0, &pkt()).unwrap();
+    assert!(
+        a.header.flags.has(DataFlags::PAIR_FIRST) && b.header.flags.has(DataFlags::PAIR_SECOND)
+    );
+    let c = s.send(t0, &pkt()).unwrap();
+    let d = s.send(t0, &pkt()).unwrap();
+    // a and b arrive 12 ms apart (1 Mbit/s); c is lost; d arrives.
+    let fb = [
+        FeedbackEntry {
+            seq: a.seq as u32,
+            rx_time_ns: 50_000_000,
+        },
+        FeedbackEntry {
+            seq: b.seq as u32,
+            rx_time_ns: 62_000_000,
+        },
+        FeedbackEntry {
+            seq: d.seq as u32,
+            rx_time_ns: 86_000_000,
+        },
+    ];
+    s.handle_feedback(Instant::from_millis(100), fb);
+    let p = &s.paths()[0];
+    let bw = p.bw.estimate_bps().unwrap();
+    assert!((bw - 1e6).abs() < 1e3, "bw {bw}");
+    assert_eq!(p.rtt.latest(), Some(Duration::from_millis(100)));
+    assert_eq!(s.stats().lost_fifo, 1);
+    assert_eq!(p.in_flight_packets, 0);
+    let _ = c;
+}
+
+#[test]
+fn late_feedback_still_measures_the_path() {
+    let mut s = sender(SchedulerKind::RoundRobin, 1);
+    let a = s.send(Instant::ZERO, &pkt()).unwrap();
+    // Before any sample the sender waits the longest timeout.
+    assert_eq!(
+        s.poll_timeout(),
+        Some(Instant::ZERO + SenderConfig::default().max_loss_timeout)
+    );
+    s.handle_timeout(Instant::from_secs_f64(5.0));
+    assert_eq!(s.stats().lost_timeout, 1);
+    s.handle_feedback(
+        Instant::from_secs_f64(6.0),
+        [FeedbackEntry {
+            seq: a.seq as u32,
+            rx_time_ns: 3_000_000_000,
+        }],
+    );
+    assert_eq!(s.stats().spurious_losses, 1);
+    assert_eq!(s.paths()[0].rtt.latest(), Some(Duration::from_secs(6)));
+    assert_eq!(s.paths()[0].in_flight_packets, 0);
+}
+
+#[test]
+fn silent_path_times_out_its_packets() {
+    let mut s = sender(SchedulerKind::RoundRobin, 1);
+    s.paths[0].rtt.update(Duration::from_millis(100));
+    s.send(Instant::ZERO, &pkt()).unwrap();
+    let due = s.poll_timeout().unwrap();
+    // RFC 6298 after one 100 ms sample: 100 + 4 x 50 ms.
+    assert_eq!(due, Instant::from_millis(300));
+    s.handle_timeout(due - Duration::from_millis(1));
+    assert_eq!(s.stats().lost_timeout, 0);
+    s.handle_timeout(due);
+    assert_eq!(s.stats().lost_timeout, 1);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn forged_or_duplicate_feedback_is_ignored() {
+    let mut s = sender(SchedulerKind::RoundRobin, 1);
+    let a = s.send(Instant::ZERO, &pkt()).unwrap();
+    let e = FeedbackEntry {
+        seq: a.seq as u32,
+        rx_time_ns: 1,
+    };
+    s.handle_feedback(
+        Instant::from_millis(10),
+        [
+            e,
+            e,
+            FeedbackEntry {
+                seq: 999,
+                rx_time_ns: 5,
+            },
+        ],
+    );
+    assert_eq!(s.stats().acked, 1);
+    assert_eq!(s.stats().feedback_unmatched, 2);
+}
+
+/// A sender whose one path has a 10 Mbit/s estimate from a full-size pair.
+fn paced_sender() -> Sender {
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
+    s.add_path(PathId(0), PathParams::default());
+    // Without an estimate nothing is paced.
+    let a = s.send(Instant::ZERO, &pkt()).unwrap();
+    let b = s.send(Instant::ZERO, &pkt()).unwrap();
+    s.handle_feedback(
+        Instant::from_millis(50),
+        [
+            FeedbackEntry {
+                seq: a.seq as u32,
+                rx_time_ns: 20_000_000,
+            },
+            FeedbackEntry {
+                seq: b.seq as u32,
+                rx_time_ns: 21_200_000,
+            },
+        ],
+    );
+    assert!(s.paths()[0].bw.estimate_bps().is_some());
+    s
+}
+
+#[test]
+fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    let mut immediate = Vec::new();
+    let mut queued = 0;
+    for _ in 0..10 {
+        match s.send_paced(now, &pkt()) {
+            SendOutcome::Transmit(t) => immediate.push(t),
+            SendOutcome::Queued { .. } => queued += 1,
+            o => panic!("{o:?}"),
+        }
+    }
+    // The first pair leaves at once, the rest waits.
+    assert_eq!((immediate.len(), queued), (2, 8));
+    assert_eq!(s.poll_transmit(now), None);
+    let mut released = Vec::new();
+    while let Some(t) = s.poll_timeout().filter(|_| s.paced_len() > 0) {
+        while let Some(tx) = s.poll_transmit(t) {
+            released.push((t, tx));
+        }
+    }
+    assert_eq!(released.len(), 8);
+    // Each pair leaves together; pairs are 2 x 1.2 ms / 0.99 apart.
+    let gap = Duration::from_nanos((2.0 * 1.2e6 / 0.99) as u64);
+    for (k, w) in released.chunks(2).enumerate() {
+        assert_eq!(w[0].0, w[1].0);
+        assert!(w[0].1.header.flags.has(DataFlags::PAIR_FIRST));
+        assert!(w[1].1.header.flags.has(DataFlags::PAIR_SECOND));
+        let want = now + gap * (k as u32 + 1);
+        let err = w[0].0.as_nanos() as i64 - want.as_nanos() as i64;
+        assert!(err.abs() < 1_000, "pair {k} at {:?}, want {want:?}", w[0].0);
+    }
+    // The scheduler sees the queue's end.
+    assert_eq!(s.stats().paced, 8);
+}
+
+#[test]
+fn pacing_queue_drops_beyond_its_bound() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    for _ in 0..200 {
+        s.send_paced(now, &pkt());
+    }
+    // Bound: 50 ms (no relative delay) at 9.9 Mbit/s, about 41 packets.
+    assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
+    let backlog = s.pacer_free[0].unwrap().saturating_since(now);
+    assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
+}
+
+#[test]
+fn no_usable_path_drops() {
+    let mut s = sender(SchedulerKind::Pet, 1);
+    s.set_usable(PathId(0), false);
+    assert!(s.send(Instant::ZERO, &pkt()).is_none());
+    assert_eq!(s.stats().no_path, 1);
+}
