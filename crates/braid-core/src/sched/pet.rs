@@ -116,6 +116,9 @@ impl Default for PetConfig {
     }
 }
 
+/// Relative one-way delay of each path slot ([`Pet::relative_delays`]).
+type Delays = [Option<Duration>; MAX_PATHS];
+
 /// The first packet of a pair, waiting for its second.
 #[derive(Copy, Clone, Debug)]
 struct OpenPair {
@@ -151,7 +154,7 @@ impl Pet {
 
     /// Relative one-way delay of each path (slot-indexed): its base delay
     /// minus the smallest base delay of any path. `None` without samples.
-    pub fn relative_delays(paths: &[PathState]) -> [Option<Duration>; MAX_PATHS] {
+    pub fn relative_delays(paths: &[PathState]) -> Delays {
         let mut out = [None; MAX_PATHS];
         let min = paths.iter().filter_map(|p| p.owd.base_raw_ns()).min();
         if let Some(min) = min {
@@ -179,8 +182,13 @@ impl Pet {
     /// path with room and a short backlog (`spill_backlog`); when there is
     /// none, plain EDPF decides, which lets the bound grow again on a
     /// buffer larger than it was credited with.
-    fn edpf(&self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, Instant)> {
-        let delays = Self::relative_delays(paths);
+    fn edpf(
+        &self,
+        now: Instant,
+        len: u32,
+        paths: &[PathState],
+        delays: &Delays,
+    ) -> Option<(usize, Instant)> {
         let small = len <= self.cfg.small_packet_bytes;
         let params = |p: &PathState| {
             let rate = p.bw.estimate_bps().or(small.then_some(f64::INFINITY))?;
@@ -189,7 +197,7 @@ impl Pet {
                 rate,
             ))
         };
-        let excess = self.excess_delays(paths, &delays);
+        let excess = self.excess_delays(paths, delays);
         // EDPF with each path's delivery time counted `excess` earlier.
         let earliest = |pred: &dyn Fn(&PathState) -> Option<(Duration, f64)>| {
             let mut best: Option<(usize, Instant, Instant)> = None;
@@ -252,11 +260,7 @@ impl Pet {
 
     /// How much of each path's relative delay EDPF disregards (see
     /// `PetConfig::delay_horizon`): the part beyond the horizon.
-    fn excess_delays(
-        &self,
-        paths: &[PathState],
-        delays: &[Option<Duration>; MAX_PATHS],
-    ) -> [Duration; MAX_PATHS] {
+    fn excess_delays(&self, paths: &[PathState], delays: &Delays) -> [Duration; MAX_PATHS] {
         let mut out = [Duration::ZERO; MAX_PATHS];
         if !self.cfg.queue_cap || self.cfg.delay_horizon.is_nan() || self.cfg.delay_horizon <= 0.0 {
             return out;
@@ -284,11 +288,18 @@ impl Pet {
 
     /// Books the packet on the path's virtual queue, if PET can model it,
     /// and returns the predicted delivery time net of corrections so far.
-    fn commit(&mut self, now: Instant, len: u32, paths: &[PathState], i: usize) -> Option<i64> {
+    fn commit(
+        &mut self,
+        now: Instant,
+        len: u32,
+        paths: &[PathState],
+        delays: &Delays,
+        i: usize,
+    ) -> Option<i64> {
         let p = &paths[i];
         let rate = p.bw.estimate_bps()?;
         let s = p.id.0 as usize % MAX_PATHS;
-        let delay = Self::relative_delays(paths)[s].unwrap_or_default();
+        let delay = delays[s].unwrap_or_default();
         let d = self.delivery_time(p, now, delay, len, rate);
         self.queues.commit(p, d);
         Some(d.as_nanos() as i64 - self.corrected_ns[s])
@@ -298,20 +309,26 @@ impl Pet {
     /// before the first has left it (Section V-A: in congestion avoidance
     /// pairs need not be back to back as long as both queue at the base
     /// station). Without an estimate only a back-to-back burst qualifies.
-    fn pair_deadline(&self, now: Instant, paths: &[PathState], i: usize) -> Instant {
+    fn pair_deadline(
+        &self,
+        now: Instant,
+        paths: &[PathState],
+        delays: &Delays,
+        i: usize,
+    ) -> Instant {
         let p = &paths[i];
         let burst = now + self.cfg.max_pair_gap;
         if p.bw.estimate_bps().is_none() {
             return burst;
         }
-        let delay = Self::relative_delays(paths)[p.id.0 as usize % MAX_PATHS].unwrap_or_default();
-        // free_at is the first packet's predicted departure from the
-        // bottleneck; the second must arrive there (now + delay) before it.
         if let Some(t) = p.pacer_free_at {
             // Paced: the second leaves back to back with the first if it
             // comes while the first is still in the sender's queue.
             return t.max(burst);
         }
+        // free_at is the first packet's predicted departure from the
+        // bottleneck; the second must arrive there (now + delay) before it.
+        let delay = delays[p.id.0 as usize % MAX_PATHS].unwrap_or_default();
         (self.queues.free_at(p) - delay).max(burst)
     }
 
@@ -347,7 +364,13 @@ impl Pet {
     }
 
     /// Where the first packet of a new pair goes, and whether it is a probe.
-    fn place_pair(&mut self, now: Instant, len: u32, paths: &[PathState]) -> Option<(usize, bool)> {
+    fn place_pair(
+        &mut self,
+        now: Instant,
+        len: u32,
+        paths: &[PathState],
+        delays: &Delays,
+    ) -> Option<(usize, bool)> {
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         // Initial phase: round robin among paths still without an estimate.
         let limit = self.cfg.initial_pairs;
@@ -363,8 +386,7 @@ impl Pet {
             p.last_sent
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
-        let best = self.edpf(now, len, paths);
-        let delays = Self::relative_delays(paths);
+        let best = self.edpf(now, len, paths, delays);
         let small = len <= self.cfg.small_packet_bytes;
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         let safe = |p: &PathState| match (best, rate(p)) {
@@ -397,14 +419,16 @@ impl Scheduler for Pet {
     }
 
     fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+        // The paths do not change during one decision: compute D_l once.
+        let delays = &Self::relative_delays(paths);
         if pkt.retransmit {
             // Never paired; a pending pair is abandoned (no longer back to back).
             self.pending = None;
-            let i = match self.edpf(now, pkt.len, paths) {
+            let i = match self.edpf(now, pkt.len, paths, delays) {
                 Some((i, _)) => i,
                 None => self.round_robin(paths, |_| true)?,
             };
-            let eta_ns = self.commit(now, pkt.len, paths, i);
+            let eta_ns = self.commit(now, pkt.len, paths, delays, i);
             return Some(Decision {
                 eta_ns,
                 ..Decision::single(i)
@@ -412,7 +436,7 @@ impl Scheduler for Pet {
         }
         if let Some(open) = self.pending.take().filter(|o| now <= o.valid_until) {
             if let Some(i) = paths.iter().position(|p| p.id == open.path && p.usable) {
-                let eta_ns = self.commit(now, pkt.len, paths, i);
+                let eta_ns = self.commit(now, pkt.len, paths, delays, i);
                 return Some(Decision {
                     index: i,
                     pair: PairRole::Second,
@@ -421,11 +445,11 @@ impl Scheduler for Pet {
                 });
             }
         }
-        let (i, probe) = self.place_pair(now, pkt.len, paths)?;
-        let eta_ns = self.commit(now, pkt.len, paths, i);
+        let (i, probe) = self.place_pair(now, pkt.len, paths, delays)?;
+        let eta_ns = self.commit(now, pkt.len, paths, delays, i);
         self.pending = Some(OpenPair {
             path: paths[i].id,
-            valid_until: self.pair_deadline(now, paths, i),
+            valid_until: self.pair_deadline(now, paths, delays, i),
         });
         Some(Decision {
             index: i,
