@@ -34,33 +34,20 @@ fn lab_demo(seconds: u32) -> anyhow::Result<()> {
     let cfg = LabConfig::from_toml_str(THREE_PATHS, "embedded lab/three-paths.toml")?;
     let rates = cfg.rates_mbit(braid_lab::Direction::Up);
     println!("braid demo: one TCP upload through the braid tunnel over three emulated paths");
-    for (p, r) in cfg.paths.iter().zip(&rates) {
+    for (i, (p, r)) in cfg.paths.iter().zip(&rates).enumerate() {
+        let delay_ms = cfg.resolve(i, braid_lab::Direction::Up).delay_s * 1e3;
         println!(
             "  {:<7} {:>4.1} Mbit/s, {:>5.1} ms one way",
-            p.name,
-            r,
-            cfg.resolve(
-                cfg.paths.iter().position(|q| q.name == p.name).unwrap(),
-                braid_lab::Direction::Up
-            )
-            .delay_s
-                * 1e3
+            p.name, r, delay_ms
         );
     }
     println!("(network namespaces braid-cli/-emu/-prx/-srv, userspace link emulator, kernel CUBIC, {seconds} s per run)\n");
     let exe = std::env::current_exe()?;
     let _lock = braid_lab::topo::LabLock::acquire()?;
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(exe).with_args(["lab", "emulate"]),
-    )?;
+    braid_lab::up(&cfg, &crate::lab::emulator_command()?)?;
     let modes = vec![
         Mode::SingleBest,
-        braid::labtunnel::mode(
-            "braid-pet",
-            braid_core::sched::SchedulerKind::Pet,
-            std::env::current_exe()?,
-        )?,
+        braid::labtunnel::mode("braid-pet", braid_core::sched::SchedulerKind::Pet, exe)?,
     ];
     let opts = BenchOptions {
         duration_s: seconds,

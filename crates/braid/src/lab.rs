@@ -77,7 +77,8 @@ fn load(file: &PathBuf) -> anyhow::Result<LabConfig> {
     braid_lab::load_config(file).with_context(|| format!("lab file {}", file.display()))
 }
 
-fn emulator_command() -> anyhow::Result<braid_lab::EmulatorCommand> {
+/// This executable's `lab emulate`, which `lab up` starts in the emulator namespace.
+pub fn emulator_command() -> anyhow::Result<braid_lab::EmulatorCommand> {
     let exe = std::env::current_exe().context("locating the braid executable")?;
     Ok(braid_lab::EmulatorCommand::new(exe).with_args(["lab", "emulate"]))
 }
