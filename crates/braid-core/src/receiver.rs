@@ -142,3 +142,103 @@ impl<P> Receiver<P> {
         self.reseq.stats()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{DataFlags, Frame};
+
+    fn data(seq: u32) -> DataHeader {
+        DataHeader {
+            flags: DataFlags::default(),
+            path: PathId(0),
+            prev_delta: if seq == 0 { 0 } else { 1 },
+            seq,
+        }
+    }
+
+    /// Polls every 100 µs for `until`, feeding a packet every `gap`;
+    /// returns each frame's send time and entries.
+    fn run(
+        cfg: ReceiverConfig,
+        gap: Duration,
+        until: Duration,
+    ) -> Vec<(Instant, Vec<FeedbackEntry>)> {
+        let mut r: Receiver<()> = Receiver::new(cfg);
+        let mut buf = vec![0u8; wire::feedback_len(MAX_FEEDBACK_ENTRIES)];
+        let mut frames = vec![];
+        let (mut next, mut seq) = (Instant::ZERO, 0u32);
+        let mut now = Instant::ZERO;
+        while now <= Instant::ZERO + until {
+            if now >= next {
+                r.handle_data(now, &data(seq), 1400, ());
+                seq += 1;
+                next = next + gap;
+            }
+            while let Some((path, n)) = r.poll_feedback(now, &mut buf) {
+                assert_eq!(path, PathId(0));
+                let Ok(Frame::Feedback(v)) = wire::decode(&buf[..n]) else {
+                    panic!("not a feedback frame");
+                };
+                frames.push((now, v.entries().collect()));
+            }
+            while r.poll_release(now).is_some() {}
+            now = now + Duration::from_micros(100);
+        }
+        frames
+    }
+
+    #[test]
+    fn feedback_is_batched_by_count_and_age() {
+        let cfg = ReceiverConfig {
+            feedback_max_entries: 16,
+            feedback_max_delay: Duration::from_millis(10),
+            ..ReceiverConfig::default()
+        };
+        // One packet every 1.2 ms (10 Mbit/s of 1500-byte packets): the
+        // age bound closes frames of about 9 entries.
+        let frames = run(
+            cfg.clone(),
+            Duration::from_micros(1200),
+            Duration::from_millis(200),
+        );
+        let entries: Vec<u32> = frames
+            .iter()
+            .flat_map(|f| f.1.iter().map(|e| e.seq))
+            .collect();
+        assert_eq!(
+            entries,
+            (0..entries.len() as u32).collect::<Vec<_>>(),
+            "every arrival once, in order"
+        );
+        assert!(entries.len() >= 160, "{} entries", entries.len());
+        for (at, es) in &frames {
+            let oldest = Instant::from_nanos(es[0].rx_time_ns);
+            assert!(
+                at.saturating_since(oldest) <= Duration::from_millis(10),
+                "an entry waited past the bound"
+            );
+            assert!(es.len() <= 16);
+        }
+        assert!(
+            frames.len() <= entries.len() / 7,
+            "{} frames for {} entries",
+            frames.len(),
+            entries.len()
+        );
+        // Ten times the rate: the count bound closes full frames first.
+        let frames = run(cfg, Duration::from_micros(120), Duration::from_millis(50));
+        assert!(frames.iter().filter(|f| f.1.len() == 16).count() >= frames.len() - 1);
+    }
+
+    #[test]
+    fn one_entry_per_frame_without_batching() {
+        let frames = run(
+            ReceiverConfig::default(),
+            Duration::from_micros(1200),
+            Duration::from_millis(20),
+        );
+        assert!(frames.len() >= 16);
+        assert!(frames.iter().all(|f| f.1.len() == 1));
+    }
+}
