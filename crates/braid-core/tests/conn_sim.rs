@@ -60,7 +60,7 @@ mod conn {
         assert_eq!(params.address, Ipv4Addr::new(10, 77, 0, 2));
         assert_eq!(params.gateway, Ipv4Addr::new(10, 77, 0, 1));
         assert_eq!(params.prefix_len, 24);
-        assert_eq!(params.mtu, 1434);
+        assert_eq!(params.mtu, braid_core::conn::DEFAULT_INNER_MTU);
         let connected = p
             .server_events
             .iter()
@@ -458,7 +458,7 @@ mod conn {
         p.inject_to_server((path + 1) % 3, &data);
         let (_, ka) = captured
             .iter()
-            .find(|(_, b)| b.len() == 13 + 14 + 16)
+            .find(|(_, b)| b.len() == braid_core::crypto::packet::TRANSPORT_HEADER_LEN + 14 + 16)
             .cloned()
             .unwrap();
         p.inject_to_server(path, &ka);
@@ -483,7 +483,10 @@ mod conn {
         p.server
             .send_packet(p.now, &dummy(far, Ipv4Addr::new(10, 77, 0, 3), 3));
         p.server.send_packet(p.now, &[1, 2, 3]);
-        p.client.send_packet(p.now, &vec![0x45; 1435]);
+        p.client.send_packet(
+            p.now,
+            &vec![0x45; braid_core::conn::DEFAULT_INNER_MTU as usize + 1],
+        );
         p.drain();
         p.run_for(ms(1000));
         assert_eq!(numbers(&p.server_rx), vec![2]);

@@ -23,8 +23,8 @@ pub enum BenchCmd {
         /// Packets to move.
         #[arg(long, default_value_t = 200_000)]
         packets: u64,
-        /// Inner packet size in bytes (1434 fills a 1500-byte path MTU).
-        #[arg(long, default_value_t = 1434)]
+        /// Inner packet size in bytes (1438 fills a 1500-byte path MTU).
+        #[arg(long, default_value_t = 1438)]
         size: usize,
     },
 }

@@ -242,8 +242,8 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
 
 pub fn run(packets: u64, size: usize) -> anyhow::Result<()> {
     anyhow::ensure!(
-        (28..=1434).contains(&size),
-        "--size must be between 28 and 1434 bytes (the tunnel's inner MTU)"
+        (28..=braid_core::conn::DEFAULT_INNER_MTU as usize).contains(&size),
+        "--size must be between 28 and 1438 bytes (the tunnel's inner MTU)"
     );
     let plain = plain_udp(packets, size).context("plain UDP forwarding")?;
     let braid = tunnel(packets, size).context("braid tunnel")?;

@@ -39,9 +39,9 @@
 //! # MTU
 //!
 //! An inner packet of `n` bytes becomes a UDP payload of
-//! `13 (transport header) + 9 (data header) + n + 16 (AEAD tag)` bytes, so
-//! with IPv4 (20) and UDP (8) outer headers an outer packet is `n + 66`
-//! bytes. Inner packets up to [`DEFAULT_INNER_MTU`] = 1500 - 66 = 1434
+//! `9 (transport header) + 9 (data header) + n + 16 (AEAD tag)` bytes, so
+//! with IPv4 (20) and UDP (8) outer headers an outer packet is `n + 62`
+//! bytes. Inner packets up to [`DEFAULT_INNER_MTU`] = 1500 - 62 = 1438
 //! bytes fill a 1500-byte path MTU without fragmentation.
 //!
 //! # Path liveness
@@ -102,9 +102,13 @@ use crate::sched::SchedulerKind;
 use crate::sender::{SenderConfig, SenderStats};
 use crate::time::Duration;
 
-/// Bytes one inner packet adds on the path: transport header (13), data
+/// Bytes one inner packet adds on the path: transport header (9), data
 /// header (9), AEAD tag (16), UDP (8) and IPv4 (20) headers.
-pub const OUTER_OVERHEAD: usize = 13 + 9 + 16 + 8 + 20;
+pub const OUTER_OVERHEAD: usize = crate::crypto::packet::TRANSPORT_HEADER_LEN
+    + crate::wire::DataHeader::LEN
+    + crate::crypto::packet::TAG_LEN
+    + 8
+    + 20;
 /// The largest inner packet that keeps outer packets within a 1500-byte
 /// path MTU: 1500 - [`OUTER_OVERHEAD`].
 pub const DEFAULT_INNER_MTU: u16 = 1500 - OUTER_OVERHEAD as u16;

@@ -3,19 +3,22 @@
 //! # Packet format
 //!
 //! ```text
-//! 0x10 | receiver_index u32 | counter u64 | ciphertext of plaintext | tag (16)
+//! 0x10 | receiver_index u32 | counter u32 | ciphertext of plaintext | tag (16)
 //! ```
 //!
-//! 13 bytes of header and a 16-byte tag: 29 bytes of overhead. The
+//! 9 bytes of header and a 16-byte tag: 25 bytes of overhead. The
 //! `receiver_index` is the index the *receiving* side chose for this session
-//! (so it can find the key without trial decryption); `counter` is the
-//! sender's per-session packet number, starting at 0.
+//! (so it can find the key without trial decryption); `counter` is the low
+//! 32 bits of the sender's 64-bit per-session packet number, starting at 0,
+//! which the receiver extends to 64 bits around the newest counter it
+//! accepted (see [`super::packet`]).
 //!
 //! The AEAD is ChaCha20-Poly1305 (RFC 8439) under the keys of the Noise
 //! `Split()` (Noise spec Section 5.2), with the nonce formed as Noise does:
 //! 32 zero bits followed by the 64-bit counter in little-endian (Noise
-//! spec Section 12.3). The 13 header bytes are the associated data, so the
-//! index and counter are authenticated as well as bound by key and nonce.
+//! spec Section 12.3). The 9 header bytes are the associated data, so the
+//! index and counter are authenticated as well as bound by key and nonce
+//! (the nonce holds the full 64-bit counter).
 //! Sending the counter explicitly, rather than keeping an implicit nonce as
 //! Noise's transport phase does, is what lets packets arrive out of order
 //! over several paths (WireGuard paper Section 5.4.6); duplicates and
@@ -60,7 +63,7 @@ pub const REJECT_AFTER_MESSAGES: u64 = u64::MAX - (1 << 13);
 /// `Copy`: the daemon drops failures silently and counts them by kind.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum CryptoError {
-    /// Shorter than header plus tag (29 bytes).
+    /// Shorter than header plus tag (25 bytes).
     #[error("packet too short for a transport packet")]
     Truncated,
     /// Not a transport packet (first byte is not 0x10).
@@ -205,7 +208,7 @@ impl Session {
     }
 
     /// Encrypts `plaintext` (empty for a keepalive) and appends the whole
-    /// transport packet (13-byte header, ciphertext, 16-byte tag) to `out`.
+    /// transport packet (9-byte header, ciphertext, 16-byte tag) to `out`.
     /// On error `out` is unchanged.
     pub fn encrypt(
         &mut self,
@@ -226,7 +229,7 @@ impl Session {
         out.reserve(TRANSPORT_HEADER_LEN + plaintext.len() + TAG_LEN);
         TransportHeader {
             receiver_index: self.remote_index,
-            counter,
+            counter_low: counter as u32,
         }
         .emit(out);
         out.extend_from_slice(plaintext);
@@ -276,7 +279,7 @@ impl Session {
         if self.is_expired(now) {
             return Err(CryptoError::Expired);
         }
-        let counter = header.counter;
+        let counter = crate::wire::seq::extend(header.counter_low, self.replay.last());
         if counter >= self.limits.reject_after_messages || !self.replay.will_accept(counter) {
             return Err(CryptoError::Replay);
         }
@@ -357,7 +360,7 @@ mod tests {
         a.encrypt(b"hello", &mut packet, now).unwrap();
         let packet = &packet[1..];
         assert_eq!(packet.len(), TRANSPORT_HEADER_LEN + 5 + TAG_LEN);
-        assert_eq!(&packet[..13], &[0x10, 0, 0, 0, 200, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&packet[..9], &[0x10, 0, 0, 0, 200, 0, 0, 0, 0]);
         let mut out = vec![];
         b.decrypt(packet, &mut out, now).unwrap();
         assert_eq!(out, b"hello");
@@ -366,9 +369,51 @@ mod tests {
 
         let mut second = vec![];
         a.encrypt(b"", &mut second, now).unwrap();
-        assert_eq!(second[12], 1, "counter increments");
+        assert_eq!(second[8], 1, "counter increments");
         b.decrypt(&second, &mut out, now).unwrap();
         assert_eq!(out, b"hello", "keepalive appends nothing");
+    }
+
+    #[test]
+    fn truncated_counter_is_extended_across_the_32_bit_wrap() {
+        let now = Instant::ZERO;
+        let (mut a, mut b) = pair(now);
+        a.send_counter = (1 << 32) - 3;
+        let packets: Vec<Vec<u8>> = (0..6)
+            .map(|i| {
+                let mut p = vec![];
+                a.encrypt(&[i], &mut p, now).unwrap();
+                p
+            })
+            .collect();
+        // Out of order, jumping over the wrap and back.
+        let mut out = vec![];
+        for i in [0, 5, 2, 1, 4, 3] {
+            out.clear();
+            b.decrypt(&packets[i], &mut out, now).unwrap();
+            assert_eq!(out, [i as u8]);
+        }
+        assert_eq!(b.replay.last(), (1 << 32) + 2);
+        assert_eq!(
+            b.decrypt(&packets[1], &mut out, now),
+            Err(CryptoError::Replay)
+        );
+        // A packet from 2^32 counters earlier has the same low bits as a
+        // fresh one; it is taken for the fresh counter, whose nonce it was
+        // not sealed with, so it fails authentication.
+        let (mut old, _) = pair(now);
+        old.send_counter = 7;
+        let mut stale = vec![];
+        old.encrypt(b"old", &mut stale, now).unwrap();
+        assert_eq!(
+            b.decrypt(&stale, &mut out, now),
+            Err(CryptoError::AuthFailed)
+        );
+        assert_eq!(
+            b.replay.last(),
+            (1 << 32) + 2,
+            "a failed packet moves nothing"
+        );
     }
 
     #[test]
@@ -379,7 +424,7 @@ mod tests {
         a.encrypt(b"x", &mut packet, now).unwrap();
         let mut out = vec![];
         assert_eq!(
-            b.decrypt(&packet[..28], &mut out, now),
+            b.decrypt(&packet[..24], &mut out, now),
             Err(CryptoError::Truncated)
         );
         assert_eq!(b.decrypt(&[], &mut out, now), Err(CryptoError::Truncated));
@@ -393,7 +438,7 @@ mod tests {
             Err(CryptoError::UnknownIndex)
         );
         let mut bad = packet.clone();
-        bad[12] ^= 1;
+        bad[8] ^= 1; // the counter is authenticated
         assert_eq!(b.decrypt(&bad, &mut out, now), Err(CryptoError::AuthFailed));
         let mut bad = packet.clone();
         *bad.last_mut().unwrap() ^= 0x80;

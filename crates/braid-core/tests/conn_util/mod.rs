@@ -23,8 +23,9 @@ pub const UNIX_AT_ZERO: u64 = 1_700_000_000_000_000_000;
 /// Size of the dummy inner packets (distinct from any control datagram
 /// size, so the blackhole can count data it swallowed).
 pub const INNER_LEN: usize = 200;
-/// Outer UDP payload of one data datagram: 13 + 9 + inner + 16.
-pub const DATA_DATAGRAM_LEN: usize = 13 + 9 + INNER_LEN + 16;
+/// Outer UDP payload of one data datagram: transport header + 9 + inner + 16.
+pub const DATA_DATAGRAM_LEN: usize =
+    braid_core::crypto::packet::TRANSPORT_HEADER_LEN + 9 + INNER_LEN + 16;
 
 pub fn server_addr() -> SocketAddr {
     "192.0.2.1:51820".parse().unwrap()

@@ -407,7 +407,7 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
     if let Some(m) = mtu {
         if !(576..=65_000).contains(&m) {
             bail!(
-                "`tun.mtu`: {m} is out of range; use 576..65000 (1434 fills a 1500-byte path MTU)"
+                "`tun.mtu`: {m} is out of range; use 576..65000 (1438 fills a 1500-byte path MTU)"
             );
         }
         c.inner_mtu = m;

@@ -66,7 +66,7 @@ fn valid_files_load() {
     let s = load_server(&p).unwrap();
     assert_eq!(s.core.conn.scheduler, SchedulerKind::Edpf);
     assert_eq!(s.core.conn.keepalive_interval, Duration::from_millis(100));
-    assert_eq!(s.core.conn.inner_mtu, 1434);
+    assert_eq!(s.core.conn.inner_mtu, 1438);
     assert_eq!(s.metrics, Some("127.0.0.1:9184".parse().unwrap()));
     let p = d.0.join("client.toml");
     std::fs::write(
@@ -175,7 +175,7 @@ fn examples_are_valid() {
     c.private_key_file = key;
     let c = client_settings(c, &d.0).unwrap();
     assert_eq!(c.paths.len(), 3);
-    assert_eq!(c.conn.inner_mtu, 1434);
+    assert_eq!(c.conn.inner_mtu, 1438);
 }
 
 #[test]
