@@ -173,7 +173,7 @@ mod tests {
             if now >= next {
                 r.handle_data(now, &data(seq), 1400, ());
                 seq += 1;
-                next = next + gap;
+                next += gap;
             }
             while let Some((path, n)) = r.poll_feedback(now, &mut buf) {
                 assert_eq!(path, PathId(0));
@@ -183,7 +183,7 @@ mod tests {
                 frames.push((now, v.entries().collect()));
             }
             while r.poll_release(now).is_some() {}
-            now = now + Duration::from_micros(100);
+            now += Duration::from_micros(100);
         }
         frames
     }

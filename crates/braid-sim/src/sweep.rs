@@ -119,7 +119,7 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> SweepOutput {
                         if d == n {
                             eprintln!();
                         }
-                    } else if n >= 10 && d % (n / 10) == 0 || d == n {
+                    } else if n >= 10 && d.is_multiple_of(n / 10) || d == n {
                         eprintln!("{}: {d}/{n} runs done", sc.name);
                     }
                 }
