@@ -373,10 +373,16 @@ impl Pet {
     ) -> Option<(usize, bool)> {
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         // Initial phase: round robin among paths still without an estimate.
+        // Only full-size pairs count: the pings and handshakes that precede
+        // a transfer would otherwise use up the initial pairs without
+        // measuring anything (a pair of packets that far apart is no
+        // pair), and the far paths then waited for a probe each, up to
+        // `probe_interval` into the transfer.
+        let small = len <= self.cfg.small_packet_bytes;
         let limit = self.cfg.initial_pairs;
         let sent = self.initial_pairs_sent;
         if let Some(i) = self.round_robin(paths, |p| {
-            p.bw.estimate_bps().is_none() && sent[slot(p)] < limit
+            !small && p.bw.estimate_bps().is_none() && sent[slot(p)] < limit
         }) {
             self.initial_pairs_sent[slot(&paths[i])] += 1;
             return Some((i, false));
@@ -387,7 +393,6 @@ impl Pet {
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
         let best = self.edpf(now, len, paths, delays);
-        let small = len <= self.cfg.small_packet_bytes;
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
