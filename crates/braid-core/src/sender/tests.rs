@@ -315,3 +315,44 @@ fn no_usable_path_drops() {
     assert!(s.send(Instant::ZERO, &pkt()).is_none());
     assert_eq!(s.stats().no_path, 1);
 }
+
+#[test]
+fn pacing_bound_covers_a_far_path_that_is_not_paced() {
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
+    s.add_path(PathId(0), PathParams::default());
+    s.add_path(PathId(1), PathParams::default());
+    // Path 0: a full-size pair, 20 ms one way. Path 1: only small packets
+    // (its estimate comes from pings), 100 ms one way.
+    let [a, b] = send_pair_unpaced(&mut s, Instant::ZERO);
+    assert_eq!(a.path, PathId(0));
+    let small = PacketInfo {
+        len: 100,
+        retransmit: false,
+    };
+    let (c, d) = loop {
+        let c = s.send(Instant::ZERO, &small).unwrap();
+        let d = s.send(Instant::ZERO, &small).unwrap();
+        if c.path == PathId(1) && d.path == PathId(1) {
+            break (c, d);
+        }
+    };
+    let at = |t: &Transmit, ms: u64| FeedbackEntry {
+        seq: t.seq as u32,
+        rx_time_ns: ms * 1_000_000 + (t.seq % 2) * 100_000,
+    };
+    s.handle_feedback(
+        Instant::from_millis(300),
+        [at(&a, 20), at(&b, 21), at(&c, 100), at(&d, 101)],
+    );
+    assert!(s.paths()[1].bw.estimate_bps().is_some());
+    assert!(s.pacing_rate(1).is_none(), "small pairs do not pace a path");
+    assert!(s.pacing_rate(0).is_some());
+    // Twice the 80 ms the far path is behind: EDPF can queue enough on the
+    // near path to reach it.
+    let bound = s.pacing_bound();
+    assert!(bound >= Duration::from_millis(150), "{bound:?}");
+}
