@@ -72,9 +72,13 @@ pub struct SenderConfig {
     pub pacing_gain: f64,
     /// A packet whose local queue delay would exceed the bound is dropped
     /// (TCP must still see congestion). The bound is `pacing_delay_factor`
-    /// x the largest relative one-way delay among paced paths (the backlog
-    /// EDPF needs to use them all), within [`pacing_min_backlog`,
-    /// `pacing_max_backlog`].
+    /// x the largest relative one-way delay D among usable paths, plus the
+    /// nearest path's minimum RTT R, within [`pacing_min_backlog`,
+    /// `pacing_max_backlog`]. EDPF needs a queue of D on the near path to
+    /// use the farthest one; after TCP halves its window at a drop (Reno;
+    /// CUBIC cuts to 0.7) a queue of Q leaves about Q/2 - R/2, so Q = 2D + R
+    /// keeps the far path busy through the sawtooth. With 2D alone, the
+    /// fast-slow lab's 2 Mbit/s path fell idle for seconds after a loss.
     ///
     /// [`pacing_min_backlog`, `pacing_max_backlog`]: SenderConfig::pacing_min_backlog
     pub pacing_delay_factor: f64,

@@ -26,7 +26,14 @@ impl Sender {
             .filter_map(|p| delays[slot(p.id)])
             .max()
             .unwrap_or_default();
-        far.mul_f64(self.cfg.pacing_delay_factor.max(0.0))
+        let near_rtt = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.rtt.min_rtt())
+            .min()
+            .unwrap_or_default();
+        (far.mul_f64(self.cfg.pacing_delay_factor.max(0.0)) + near_rtt)
             .max(self.cfg.pacing_min_backlog)
             .min(self.cfg.pacing_max_backlog)
     }
