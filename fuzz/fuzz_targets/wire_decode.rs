@@ -17,10 +17,13 @@ fuzz_target!(|data: &[u8]| {
             let entries: Vec<FeedbackEntry> = v.entries().collect();
             assert_eq!(entries.len(), v.len());
             let n = emit_feedback(v.path, &entries, &mut out).unwrap();
-            assert_eq!(n, feedback_len(entries.len()));
+            assert_eq!(n, feedback_len(&entries));
         }
         Frame::Keepalive(k) => k.emit(false, &mut out).unwrap(),
         Frame::KeepaliveAck(k) => k.emit(true, &mut out).unwrap(),
+        Frame::Control(c) => {
+            c.emit(&mut out).unwrap();
+        }
     }
     assert_eq!(out, data, "decode/emit round trip");
 });

@@ -165,7 +165,7 @@ mod tests {
         until: Duration,
     ) -> Vec<(Instant, Vec<FeedbackEntry>)> {
         let mut r: Receiver<()> = Receiver::new(cfg);
-        let mut buf = vec![0u8; wire::feedback_len(MAX_FEEDBACK_ENTRIES)];
+        let mut buf = vec![0u8; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)];
         let mut frames = vec![];
         let (mut next, mut seq) = (Instant::ZERO, 0u32);
         let mut now = Instant::ZERO;

@@ -5,8 +5,8 @@
 
 use braid_core::path::PathId;
 use braid_core::wire::{
-    decode, emit_feedback, feedback_len, seq, Control, DataFlags, DataHeader, FeedbackEntry, Frame,
-    Keepalive, WireError, MAX_FEEDBACK_ENTRIES,
+    decode, emit_feedback, feedback_len, feedback_max_len, seq, Control, DataFlags, DataHeader,
+    FeedbackEntry, Frame, Keepalive, WireError, MAX_FEEDBACK_ENTRIES,
 };
 use proptest::prelude::*;
 
@@ -61,12 +61,20 @@ proptest! {
     #[test]
     fn decode_typed_garbage_never_panics(
         ty in 0u8..=6,
-        rest in proptest::collection::vec(any::<u8>(), 0..(feedback_len(MAX_FEEDBACK_ENTRIES) + 16)),
+        rest in proptest::collection::vec(any::<u8>(), 0..(feedback_max_len(MAX_FEEDBACK_ENTRIES) + 16)),
     ) {
         // Arbitrary bytes rarely start with a valid type; force one.
         let mut bytes = vec![ty];
         bytes.extend_from_slice(&rest);
         match decode(&bytes) {
+            Ok(Frame::Feedback(v)) => {
+                // Strict decoding: one encoding per frame, so what decodes
+                // re-encodes to the same bytes.
+                let entries: Vec<FeedbackEntry> = v.entries().collect();
+                let mut again = vec![0u8; feedback_len(&entries)];
+                emit_feedback(v.path, &entries, &mut again).unwrap();
+                prop_assert_eq!(again, bytes);
+            }
             Ok(frame) => { exercise(&frame); }
             Err(WireError::Truncated { need, got }) => {
                 prop_assert_eq!(got, bytes.len());
@@ -101,9 +109,10 @@ proptest! {
         entries in proptest::collection::vec(arb_entry(), 0..=MAX_FEEDBACK_ENTRIES),
         slack in 0usize..32,
     ) {
-        let mut buf = vec![0u8; feedback_len(entries.len()) + slack];
+        let mut buf = vec![0u8; feedback_len(&entries) + slack];
         let n = emit_feedback(PathId(path), &entries, &mut buf).unwrap();
-        prop_assert_eq!(n, feedback_len(entries.len()));
+        prop_assert_eq!(n, feedback_len(&entries));
+        prop_assert!(n <= feedback_max_len(entries.len()));
         match decode(&buf[..n]) {
             Ok(Frame::Feedback(v)) => {
                 prop_assert_eq!(v.path, PathId(path));
@@ -118,8 +127,37 @@ proptest! {
     }
 
     #[test]
+    fn feedback_of_close_arrivals_is_compact(
+        start in any::<u32>(),
+        t0 in any::<u64>(),
+        steps in proptest::collection::vec((1u32..100, 0u64..2_000_000), 0..MAX_FEEDBACK_ENTRIES),
+    ) {
+        let mut entries = vec![FeedbackEntry { seq: start, rx_time_ns: t0 }];
+        for (ds, dt) in steps {
+            let last = *entries.last().unwrap();
+            entries.push(FeedbackEntry {
+                seq: last.seq.wrapping_add(ds),
+                rx_time_ns: last.rx_time_ns.wrapping_add(dt),
+            });
+        }
+        let n = feedback_len(&entries);
+        // At most 1 + 3 bytes per entry after the first.
+        prop_assert!(n <= 3 + 12 + 4 * (entries.len() - 1));
+        let mut buf = vec![0u8; n];
+        emit_feedback(PathId(1), &entries, &mut buf).unwrap();
+        match decode(&buf) {
+            Ok(Frame::Feedback(v)) => prop_assert_eq!(v.entries().collect::<Vec<_>>(), entries),
+            other => prop_assert!(false, "unexpected {:?}", other),
+        }
+        for cut in 3..n {
+            let truncated = matches!(decode(&buf[..cut]), Err(WireError::Truncated { .. }));
+            prop_assert!(truncated, "cut at {}", cut);
+        }
+    }
+
+    #[test]
     fn feedback_too_small_buffer(entries in proptest::collection::vec(arb_entry(), 0..=MAX_FEEDBACK_ENTRIES), short in 1usize..12) {
-        let need = feedback_len(entries.len());
+        let need = feedback_len(&entries);
         let mut buf = vec![0u8; need.saturating_sub(short)];
         prop_assert_eq!(emit_feedback(PathId(0), &entries, &mut buf), Err(WireError::BufferTooSmall { need }));
     }

@@ -38,7 +38,7 @@ pub enum Dst {
 }
 
 /// Largest feedback frame carried inline (4 entries).
-pub const FEEDBACK_INLINE: usize = braid_core::wire::feedback_len(4);
+pub const FEEDBACK_INLINE: usize = braid_core::wire::feedback_max_len(4);
 
 #[derive(Clone, Debug)]
 pub enum Body {

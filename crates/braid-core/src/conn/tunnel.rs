@@ -110,7 +110,7 @@ impl Tunnel {
             counters: Counters::default(),
             last_rx: None,
             plain: Vec::with_capacity(2048),
-            fb: vec![0; wire::feedback_len(MAX_FEEDBACK_ENTRIES)],
+            fb: vec![0; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)],
             paced: HashMap::new(),
         }
     }

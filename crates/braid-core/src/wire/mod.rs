@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DATA      0x01 | flags u8 | path u8 | prev_delta u16 | seq u32 | inner packet...   (9-byte header)
-//! FEEDBACK  0x02 | path u8 | count u8 | count x { seq u32 | rx_time_ns u64 }
+//! FEEDBACK  0x02 | path u8 | count u8 | seq u32 | rx_time_ns u64 | deltas (see [`feedback`])
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
 //! CONTROL   0x05 | kind u8 | body...                   (session control, see [`Control`])
@@ -26,9 +26,13 @@
 //! control kinds decode fine (the connection layer ignores them), so new
 //! control messages can be added without a version bump.
 
+pub mod feedback;
 pub mod seq;
 
-use core::iter::FusedIterator;
+pub use feedback::{
+    emit_feedback, feedback_len, feedback_max_len, FeedbackEntries, FeedbackEntry, FeedbackView,
+    MAX_FEEDBACK_ENTRIES,
+};
 
 use crate::path::PathId;
 
@@ -57,11 +61,6 @@ mod field {
     pub const FB_COUNT: usize = 2;
     /// FEEDBACK: first entry.
     pub const FB_ENTRIES: usize = 3;
-
-    /// FEEDBACK entry (relative to the entry's start): sequence number.
-    pub const ENTRY_SEQ: Field = 0..4;
-    /// FEEDBACK entry (relative to the entry's start): receive time.
-    pub const ENTRY_RX_TIME: Field = 4..12;
 
     /// KEEPALIVE / KA_ACK: path id.
     pub const KA_PATH: usize = 1;
@@ -101,6 +100,10 @@ pub enum WireError {
     /// trailing bytes mean the frame is corrupt or not what it claims.
     #[error("{0} trailing bytes after frame")]
     TrailingBytes(usize),
+    /// A feedback entry's varint is too long, too large for its field, or
+    /// not in its shortest form.
+    #[error("malformed varint in a feedback entry")]
+    BadVarint,
 }
 
 /// Frame type bytes.
@@ -113,9 +116,6 @@ pub const TYPE_KEEPALIVE: u8 = 0x03;
 pub const TYPE_KEEPALIVE_ACK: u8 = 0x04;
 /// Frame type byte of a control message.
 pub const TYPE_CONTROL: u8 = 0x05;
-
-/// Upper bound on entries in one feedback frame (bounds work per frame).
-pub const MAX_FEEDBACK_ENTRIES: usize = 64;
 
 /// Flags of a data frame.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -195,119 +195,6 @@ impl DataHeader {
             seq: be_u32(&buf[field::DATA_SEQ]),
         })
     }
-}
-
-/// One per-packet receiver report (the paper's SIG-ACK).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct FeedbackEntry {
-    /// Low 32 bits of the tunnel sequence number received.
-    pub seq: u32,
-    /// Receiver's clock at arrival, nanoseconds (arbitrary origin).
-    pub rx_time_ns: u64,
-}
-
-impl FeedbackEntry {
-    /// Bytes of one entry on the wire.
-    pub const LEN: usize = 12;
-
-    /// Parses one entry from exactly `LEN` bytes.
-    fn parse(chunk: &[u8]) -> FeedbackEntry {
-        FeedbackEntry {
-            seq: be_u32(&chunk[field::ENTRY_SEQ]),
-            rx_time_ns: be_u64(&chunk[field::ENTRY_RX_TIME]),
-        }
-    }
-}
-
-/// Checked view of a feedback frame's entries.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct FeedbackView<'a> {
-    /// The path the reported packets arrived on.
-    pub path: PathId,
-    /// The entries' bytes; a multiple of [`FeedbackEntry::LEN`] of at most
-    /// [`MAX_FEEDBACK_ENTRIES`] entries (checked by [`decode`]).
-    entries: &'a [u8],
-}
-
-impl<'a> FeedbackView<'a> {
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len() / FeedbackEntry::LEN
-    }
-    /// Whether the frame reports no packet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// The entries, in wire order.
-    pub fn entries(&self) -> FeedbackEntries<'a> {
-        FeedbackEntries {
-            chunks: self.entries.chunks_exact(FeedbackEntry::LEN),
-        }
-    }
-}
-
-/// Iterator over the entries of a [`FeedbackView`], in wire order.
-#[derive(Clone, Debug)]
-pub struct FeedbackEntries<'a> {
-    chunks: core::slice::ChunksExact<'a, u8>,
-}
-
-impl Iterator for FeedbackEntries<'_> {
-    type Item = FeedbackEntry;
-    fn next(&mut self) -> Option<FeedbackEntry> {
-        self.chunks.next().map(FeedbackEntry::parse)
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.chunks.size_hint()
-    }
-}
-
-impl DoubleEndedIterator for FeedbackEntries<'_> {
-    fn next_back(&mut self) -> Option<FeedbackEntry> {
-        self.chunks.next_back().map(FeedbackEntry::parse)
-    }
-}
-
-impl ExactSizeIterator for FeedbackEntries<'_> {}
-impl FusedIterator for FeedbackEntries<'_> {}
-
-/// Writes a feedback frame (at most [`MAX_FEEDBACK_ENTRIES`] entries) into
-/// `buf`, returning the number of bytes written.
-///
-/// Errors: [`WireError::TooManyEntries`] for more than
-/// [`MAX_FEEDBACK_ENTRIES`] entries; [`WireError::BufferTooSmall`] if `buf`
-/// is shorter than [`feedback_len`]`(entries.len())`. Nothing is written on
-/// error.
-pub fn emit_feedback(
-    path: PathId,
-    entries: &[FeedbackEntry],
-    buf: &mut [u8],
-) -> Result<usize, WireError> {
-    if entries.len() > MAX_FEEDBACK_ENTRIES {
-        return Err(WireError::TooManyEntries(
-            entries.len().min(u8::MAX as usize) as u8,
-        ));
-    }
-    let need = feedback_len(entries.len());
-    let buf = buf
-        .get_mut(..need)
-        .ok_or(WireError::BufferTooSmall { need })?;
-    buf[field::TYPE] = TYPE_FEEDBACK;
-    buf[field::FB_PATH] = path.0;
-    buf[field::FB_COUNT] = entries.len() as u8;
-    for (chunk, e) in buf[field::FB_ENTRIES..]
-        .chunks_exact_mut(FeedbackEntry::LEN)
-        .zip(entries)
-    {
-        chunk[field::ENTRY_SEQ].copy_from_slice(&e.seq.to_be_bytes());
-        chunk[field::ENTRY_RX_TIME].copy_from_slice(&e.rx_time_ns.to_be_bytes());
-    }
-    Ok(need)
-}
-
-/// Bytes a feedback frame with `n` entries takes.
-pub const fn feedback_len(n: usize) -> usize {
-    3 + n * FeedbackEntry::LEN
 }
 
 /// A keepalive or its echo.
@@ -419,6 +306,7 @@ pub enum Frame<'a> {
 ///   [`DataFlags::ALL`] (the value carries the offending bits);
 /// - [`WireError::TooManyEntries`]: a feedback count above
 ///   [`MAX_FEEDBACK_ENTRIES`] (checked before the length of the entries);
+/// - [`WireError::BadVarint`]: a feedback entry's delta is malformed;
 /// - [`WireError::TrailingBytes`]: bytes after a feedback or keepalive frame.
 pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
     let ty = *buf
@@ -430,20 +318,7 @@ pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
             let header = DataHeader::parse(buf)?;
             Ok(Frame::Data(header, &buf[field::DATA_PAYLOAD..]))
         }
-        TYPE_FEEDBACK => {
-            check_len(buf, field::FB_ENTRIES)?;
-            let count = buf[field::FB_COUNT];
-            if count as usize > MAX_FEEDBACK_ENTRIES {
-                return Err(WireError::TooManyEntries(count));
-            }
-            let need = feedback_len(count as usize);
-            check_len(buf, need)?;
-            check_no_trailing(buf, need)?;
-            Ok(Frame::Feedback(FeedbackView {
-                path: PathId(buf[field::FB_PATH]),
-                entries: &buf[field::FB_ENTRIES..need],
-            }))
-        }
+        TYPE_FEEDBACK => Ok(Frame::Feedback(feedback::parse(buf)?)),
         TYPE_KEEPALIVE | TYPE_KEEPALIVE_ACK => {
             check_len(buf, Keepalive::LEN)?;
             check_no_trailing(buf, Keepalive::LEN)?;
