@@ -24,6 +24,15 @@ pub struct ReceiverConfig {
     pub feedback_max_entries: usize,
     /// Longest an entry waits before its frame goes out.
     pub feedback_max_delay: Duration,
+    /// Longest an entry waits while every pending entry of the path
+    /// reports a small packet (at most `small_packet_bytes`): reports of
+    /// TCP ACKs cost about as much as the ACKs, and the reverse direction
+    /// carrying them may be the busy one (an upload's uplink), while the
+    /// sender of ACKs has no pacing or pair estimates waiting on them.
+    /// Never shorter than `feedback_max_delay`.
+    pub feedback_max_delay_small: Duration,
+    /// Inner packets of at most this many bytes count as small.
+    pub small_packet_bytes: usize,
 }
 
 impl Default for ReceiverConfig {
@@ -32,6 +41,8 @@ impl Default for ReceiverConfig {
             reorder: ReorderConfig::default(),
             feedback_max_entries: 1,
             feedback_max_delay: Duration::ZERO,
+            feedback_max_delay_small: Duration::ZERO,
+            small_packet_bytes: 256,
         }
     }
 }
@@ -40,6 +51,20 @@ impl Default for ReceiverConfig {
 struct Pending {
     entries: Vec<FeedbackEntry>,
     since: Option<Instant>,
+    /// Some pending entry reports a packet larger than `small_packet_bytes`.
+    large: bool,
+}
+
+impl Pending {
+    /// When the pending entries must go out.
+    fn due(&self, cfg: &ReceiverConfig) -> Option<Instant> {
+        let delay = if self.large {
+            cfg.feedback_max_delay
+        } else {
+            cfg.feedback_max_delay_small.max(cfg.feedback_max_delay)
+        };
+        self.since.map(|t| t + delay)
+    }
 }
 
 pub struct Receiver<P> {
@@ -78,6 +103,7 @@ impl<P> Receiver<P> {
                 rx_time_ns: now.as_nanos(),
             });
             p.since.get_or_insert(now);
+            p.large |= len > self.cfg.small_packet_bytes;
         }
         self.reseq
             .handle_packet(now, hdr.path, seq, prev, len, payload);
@@ -87,10 +113,10 @@ impl<P> Receiver<P> {
     /// send it on and its length.
     pub fn poll_feedback(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PathId, usize)> {
         let max = self.cfg.feedback_max_entries;
-        let delay = self.cfg.feedback_max_delay;
+        let cfg = &self.cfg;
         let (i, p) = self.pending.iter_mut().enumerate().find(|(_, p)| {
             !p.entries.is_empty()
-                && (p.entries.len() >= max || p.since.is_some_and(|t| now >= t + delay))
+                && (p.entries.len() >= max || p.due(cfg).is_some_and(|t| now >= t))
         })?;
         let n = p.entries.len().min(MAX_FEEDBACK_ENTRIES);
         let path = PathId(i as u8);
@@ -101,6 +127,8 @@ impl<P> Receiver<P> {
         } else {
             Some(now)
         };
+        // What stays behind (beyond MAX_FEEDBACK_ENTRIES) keeps the stricter bound.
+        p.large &= !p.entries.is_empty();
         self.feedback_frames += 1;
         Some((path, len))
     }
@@ -115,11 +143,7 @@ impl<P> Receiver<P> {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let fb = self
-            .pending
-            .iter()
-            .filter_map(|p| p.since.map(|t| t + self.cfg.feedback_max_delay))
-            .min();
+        let fb = self.pending.iter().filter_map(|p| p.due(&self.cfg)).min();
         match (fb, self.reseq.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -229,6 +253,42 @@ mod tests {
         // Ten times the rate: the count bound closes full frames first.
         let frames = run(cfg, Duration::from_micros(120), Duration::from_millis(50));
         assert!(frames.iter().filter(|f| f.1.len() == 16).count() >= frames.len() - 1);
+    }
+
+    #[test]
+    fn reports_of_small_packets_wait_longer() {
+        let cfg = ReceiverConfig {
+            feedback_max_entries: 32,
+            feedback_max_delay: Duration::from_millis(10),
+            feedback_max_delay_small: Duration::from_millis(40),
+            ..ReceiverConfig::default()
+        };
+        let mut r: Receiver<()> = Receiver::new(cfg);
+        let mut buf = vec![0u8; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)];
+        let t0 = Instant::from_millis(1);
+        r.handle_data(t0, &data(0), 52, ());
+        while r.poll_release(t0).is_some() {}
+        assert_eq!(r.poll_timeout(), Some(t0 + Duration::from_millis(40)));
+        let t1 = t0 + Duration::from_millis(15);
+        assert!(
+            r.poll_feedback(t1, &mut buf).is_none(),
+            "an ACK's report waits"
+        );
+        // A full-size packet joins: the whole batch is due 10 ms after the
+        // oldest entry, so now.
+        r.handle_data(t1, &data(1), 1400, ());
+        let (_, n) = r.poll_feedback(t1, &mut buf).expect("due");
+        let Ok(Frame::Feedback(v)) = wire::decode(&buf[..n]) else {
+            panic!("not feedback");
+        };
+        assert_eq!(v.len(), 2);
+        // Afterwards small packets again get the long bound.
+        r.handle_data(t1, &data(2), 52, ());
+        let t2 = t1 + Duration::from_millis(39);
+        assert!(r.poll_feedback(t2, &mut buf).is_none());
+        assert!(r
+            .poll_feedback(t1 + Duration::from_millis(40), &mut buf)
+            .is_some());
     }
 
     #[test]

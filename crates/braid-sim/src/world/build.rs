@@ -254,6 +254,8 @@ impl World {
             } else {
                 0
             }),
+            // The paper's model: one bound for every report.
+            ..ReceiverConfig::default()
         };
         let mut receiver = Receiver::new(rcfg);
         for i in 0..paths.len() {

@@ -160,6 +160,7 @@ pub struct TuningFile {
     pub handshake_timeout_ms: Option<u64>,
     pub feedback_max_entries: Option<usize>,
     pub feedback_max_delay_us: Option<u64>,
+    pub feedback_max_delay_small_us: Option<u64>,
     pub reorder: Option<bool>,
     pub reorder_loss_timeout_ms: Option<u64>,
     pub reorder_max_buffer_bytes: Option<usize>,
@@ -450,6 +451,12 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
             bail!("`tuning.feedback_max_delay_us`: {us} is out of range; use 0..100000");
         }
         c.receiver.feedback_max_delay = Duration::from_micros(us);
+    }
+    if let Some(us) = t.feedback_max_delay_small_us {
+        if us > 200_000 {
+            bail!("`tuning.feedback_max_delay_small_us`: {us} is out of range; use 0..200000");
+        }
+        c.receiver.feedback_max_delay_small = Duration::from_micros(us);
     }
     let mut reorder = ReorderConfig::default();
     if t.reorder == Some(false) {

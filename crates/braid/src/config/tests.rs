@@ -153,6 +153,10 @@ fn errors_name_the_key() {
             client_toml("[tuning]\nfeedback_max_entries = 0"),
             "`tuning.feedback_max_entries`",
         ),
+        (
+            client_toml("[tuning]\nfeedback_max_delay_small_us = 300000"),
+            "`tuning.feedback_max_delay_small_us`",
+        ),
     ];
     for (text, want) in cases_client {
         let e = client_err(&d.0, &text);
