@@ -165,6 +165,11 @@ impl<P> Receiver<P> {
     pub fn reorder_stats(&self) -> &ReorderStats {
         self.reseq.stats()
     }
+
+    /// Packets (and bytes) from `path` waiting in the resequencer.
+    pub fn reorder_buffered_on(&self, path: PathId) -> (u64, usize) {
+        self.reseq.buffered_on(path)
+    }
 }
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ pub struct TunnelReport {
     pub reorder_lost: u64,
     pub reorder_late: u64,
     pub reorder_duplicates: u64,
+    /// Inner packets the sending side dropped because a path's pacing
+    /// queue was full (TCP sees the loss and slows down).
+    #[serde(default)]
+    pub pacing_drops: u64,
     pub paths: Vec<PathReport>,
     pub counters: BTreeMap<String, u64>,
 }
@@ -79,6 +83,11 @@ pub struct PathReport {
     pub data_tx_packets: u64,
     pub data_rx_packets: u64,
     pub last_rx_ago_ms: Option<f64>,
+    /// Out-of-order inner packets from this path waiting to be resequenced.
+    #[serde(default)]
+    pub reorder_buffered_packets: u64,
+    #[serde(default)]
+    pub reorder_buffered_bytes: u64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -111,6 +120,8 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
         data_tx_packets: p.data_tx_packets,
         data_rx_packets: p.data_rx_packets,
         last_rx_ago_ms: p.last_rx_ago.map(ms),
+        reorder_buffered_packets: p.reorder_buffered_packets,
+        reorder_buffered_bytes: p.reorder_buffered_bytes,
     }
 }
 
@@ -131,6 +142,7 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         reorder_lost: r.lost_comparison + r.lost_prev_link + r.lost_timer + r.lost_overflow,
         reorder_late: r.late,
         reorder_duplicates: r.duplicates,
+        pacing_drops: t.sender.pacing_drops,
         paths: t.paths.iter().map(|p| path_report(p, names)).collect(),
         counters: counters_map(&t.counters),
     }
@@ -204,14 +216,15 @@ impl StatusReport {
             };
             let _ = writeln!(
                 o,
-                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}",
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}",
                 t.scheduler,
                 t.reorder_buffered_packets,
                 human_bytes(t.reorder_buffered_bytes as u64),
                 human_bytes(t.reorder_max_buffered_bytes as u64),
                 t.reorder_released,
                 t.reorder_lost,
-                t.reorder_late
+                t.reorder_late,
+                t.pacing_drops
             );
             let header = [
                 "PATH",
@@ -225,6 +238,7 @@ impl StatusReport {
                 "TX BYTES",
                 "RX PKTS",
                 "RX BYTES",
+                "REORDER",
                 "LAST RX",
             ];
             let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
@@ -241,6 +255,11 @@ impl StatusReport {
                     human_bytes(p.tx_bytes),
                     p.rx_packets.to_string(),
                     human_bytes(p.rx_bytes),
+                    format!(
+                        "{} / {}",
+                        p.reorder_buffered_packets,
+                        human_bytes(p.reorder_buffered_bytes)
+                    ),
                     p.last_rx_ago_ms
                         .map_or("-".into(), |v| format!("{:.0} ms", v)),
                 ]);
@@ -313,6 +332,12 @@ impl StatusReport {
                 &peer,
                 t.reorder_lost as f64,
             );
+            m.counter(
+                "braid_pacing_drops_total",
+                "Inner packets dropped because a path's pacing queue was full.",
+                &peer,
+                t.pacing_drops as f64,
+            );
             for p in &t.paths {
                 let l = format!(
                     "{peer},{},{}",
@@ -376,6 +401,12 @@ impl StatusReport {
                     "Data packets sent on the path and declared lost.",
                     &l,
                     p.lost_packets as f64,
+                );
+                m.gauge(
+                    "braid_path_reorder_buffered_bytes",
+                    "Out-of-order bytes from the path waiting to be resequenced.",
+                    &l,
+                    p.reorder_buffered_bytes as f64,
                 );
             }
         }
@@ -565,6 +596,8 @@ mod tests {
             data_tx_packets: 95,
             data_rx_packets: 1,
             last_rx_ago_ms: Some(12.0),
+            reorder_buffered_packets: 3,
+            reorder_buffered_bytes: 4200,
         };
         StatusReport {
             role: "client".into(),
@@ -585,6 +618,7 @@ mod tests {
                 reorder_lost: 1,
                 reorder_late: 0,
                 reorder_duplicates: 0,
+                pacing_drops: 7,
                 paths: vec![path],
                 counters: BTreeMap::new(),
             }],
@@ -607,6 +641,8 @@ mod tests {
         assert!(t.contains("9.5 Mbit/s"), "{t}");
         assert!(t.contains("1.0%"), "{t}");
         assert!(t.contains("drops: drop_replay=2"), "{t}");
+        assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
+        assert!(t.contains("pacing drops 7"), "{t}");
     }
 
     #[test]
@@ -620,6 +656,14 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("braid_drop_replay_total 2"), "{m}");
+        assert!(
+            m.contains("braid_pacing_drops_total{peer=\"lap\\\"top\"} 7"),
+            "{m}"
+        );
+        assert!(
+            m.contains("braid_path_reorder_buffered_bytes{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 4200"),
+            "{m}"
+        );
         assert_eq!(m.matches("# TYPE braid_path_up").count(), 1);
     }
 

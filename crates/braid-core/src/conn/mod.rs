@@ -404,6 +404,10 @@ pub struct PathStatus {
     pub data_rx_bytes: u64,
     /// Time since something authenticated arrived on the path.
     pub last_rx_ago: Option<Duration>,
+    /// Inner packets that arrived on this path out of order and wait in
+    /// the resequencer, and their bytes.
+    pub reorder_buffered_packets: u64,
+    pub reorder_buffered_bytes: u64,
 }
 
 /// One tunnel (the client's, or one client's on the server) for `status()`.

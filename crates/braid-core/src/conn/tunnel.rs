@@ -595,6 +595,7 @@ impl Tunnel {
             .map(|l| {
                 let ps = self.sender.path(l.id);
                 let sampled = ps.filter(|p| p.rtt.has_samples());
+                let (rb_packets, rb_bytes) = self.receiver.reorder_buffered_on(l.id);
                 PathStatus {
                     id: l.id,
                     up: l.up,
@@ -614,6 +615,8 @@ impl Tunnel {
                     data_rx_packets: l.data_rx_packets,
                     data_rx_bytes: l.data_rx_bytes,
                     last_rx_ago: l.last_rx.map(|t| now.saturating_since(t)),
+                    reorder_buffered_packets: rb_packets,
+                    reorder_buffered_bytes: rb_bytes as u64,
                 }
             })
             .collect();

@@ -88,6 +88,10 @@ struct PathSlot {
     last_activity: Instant,
     /// Highest number delivered on the path; `None` if nothing yet.
     max_seq: Option<u64>,
+    /// Out-of-order packets that arrived on the path and wait in `buf`,
+    /// and their bytes (`braid status` shows occupancy per path).
+    buffered_packets: u64,
+    buffered_bytes: usize,
 }
 
 /// Resequencer over payloads of type `P` (bytes in the daemon, a segment
@@ -101,7 +105,7 @@ pub struct Resequencer<P> {
     /// the line. Everything below it is released (maybe still queued).
     next_expected: u64,
     /// Out-of-order packets, all numbered above `next_expected`.
-    buf: BTreeMap<u64, (usize, P)>,
+    buf: BTreeMap<u64, (usize, PathId, P)>,
     /// In-order packets awaiting `poll_release`: (seq, len, payload).
     ready: VecDeque<(u64, usize, P)>,
     /// When the head of `ready` may go (meaningful while non-empty).
@@ -228,7 +232,7 @@ impl<P> Resequencer<P> {
             self.next_expected = seq.saturating_add(1);
             self.push_ready(now, seq, len, payload);
         } else {
-            self.insert_buffered(now, seq, len, payload);
+            self.insert_buffered(now, path, seq, len, payload);
         }
         self.advance(now);
         self.rearm(now, ne_before);
@@ -340,6 +344,13 @@ impl<P> Resequencer<P> {
         &self.stats
     }
 
+    /// Out-of-order packets waiting in the buffer that arrived on `path`,
+    /// and their bytes.
+    pub fn buffered_on(&self, path: PathId) -> (u64, usize) {
+        let s = &self.paths[path.0 as usize];
+        (s.buffered_packets, s.buffered_bytes)
+    }
+
     /// Smoothed inter-arrival gap (EWMA, gain 1/8) that pacing uses.
     pub fn smoothed_gap(&self) -> Option<Duration> {
         self.smoothed_gap_ns.map(|g| Duration::from_nanos(g as u64))
@@ -419,9 +430,12 @@ impl<P> Resequencer<P> {
 
     /// Moves the lowest buffered packet to the release queue.
     fn pop_buffered_to_ready(&mut self, now: Instant) {
-        if let Some((seq, (len, payload))) = self.buf.pop_first() {
+        if let Some((seq, (len, path, payload))) = self.buf.pop_first() {
             self.stats.buffered_packets -= 1;
             self.stats.buffered_bytes -= len;
+            let slot = &mut self.paths[path.0 as usize];
+            slot.buffered_packets -= 1;
+            slot.buffered_bytes -= len;
             self.push_ready(now, seq, len, payload);
         }
     }
@@ -503,7 +517,7 @@ impl<P> Resequencer<P> {
     /// behind it released (criterion 4 beats criterion 3 when memory runs
     /// out). If it still does not fit (everything buffered is above it) or
     /// is larger than the whole buffer, it is dropped.
-    fn insert_buffered(&mut self, now: Instant, seq: u64, len: usize, payload: P) {
+    fn insert_buffered(&mut self, now: Instant, path: PathId, seq: u64, len: usize, payload: P) {
         let max = self.cfg.max_buffer_bytes;
         if len > max {
             // Could never fit: do not throw the buffer away for it.
@@ -529,7 +543,10 @@ impl<P> Resequencer<P> {
         } else if self.stats.buffered_bytes + len > max {
             self.stats.dropped_overflow += 1;
         } else {
-            self.buf.insert(seq, (len, payload));
+            self.buf.insert(seq, (len, path, payload));
+            let slot = &mut self.paths[path.0 as usize];
+            slot.buffered_packets += 1;
+            slot.buffered_bytes += len;
             self.arrivals.push_back((now, seq));
             if self.arrivals.len() > MAX_SPAN as usize {
                 // Forgetting the earliest only makes the timer later.

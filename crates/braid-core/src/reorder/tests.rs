@@ -460,3 +460,27 @@ fn off_mode_is_pass_through() {
     assert_eq!((st.received, st.released, st.buffered_packets), (4, 4, 0));
     assert_eq!(r.next_expected(), 3);
 }
+
+#[test]
+fn occupancy_is_counted_per_path() {
+    let p2 = PathId(2);
+    let mut r = Resequencer::new(cfg(), 0);
+    // Path 0 has delivered nothing yet, so comparison waits for it.
+    for p in [P0, P1, p2] {
+        r.add_path(ms(0), p);
+    }
+    // 0 is missing; 1 and 3 wait on path 1, 2 on path 2.
+    r.handle_packet(ms(1), P1, 1, None, 100, 1);
+    r.handle_packet(ms(1), p2, 2, None, 300, 2);
+    r.handle_packet(ms(1), P1, 3, Some(1), 100, 3);
+    assert_eq!(r.buffered_on(P0), (0, 0));
+    assert_eq!(r.buffered_on(P1), (2, 200));
+    assert_eq!(r.buffered_on(p2), (1, 300));
+    assert_eq!(r.stats().buffered_bytes, 500);
+    // 0 arrives: everything is released and every path is empty.
+    r.handle_packet(ms(2), P0, 0, None, 100, 0);
+    assert_eq!(drain(&mut r, ms(2)), vec![0, 1, 2, 3]);
+    for p in [P0, P1, p2] {
+        assert_eq!(r.buffered_on(p), (0, 0));
+    }
+}
