@@ -51,8 +51,23 @@ enum Command {
     Status(braid::status::StatusArgs),
 }
 
+/// Commands that print results die quietly on a closed pipe
+/// (`braid demo | head`), as command-line tools do, instead of panicking
+/// in `println!`. Rust ignores SIGPIPE by default; the daemons keep that,
+/// since a failed write must not kill a tunnel.
+fn default_sigpipe() {
+    // SAFETY: restoring the default disposition of one signal before any
+    // thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Command::Server(_) | Command::Client(_)) {
+        default_sigpipe();
+    }
     let r = match cli.cmd {
         Command::Sim(c) => sim::run(c),
         Command::Bench(c) => bench::run(c),
