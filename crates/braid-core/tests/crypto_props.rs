@@ -192,7 +192,8 @@ mod crypto {
             let err = world.server
                 .handle_init(&msg1, |_| true, b"", &mut world.rng, Instant::ZERO)
                 .unwrap_err();
-            prop_assert_eq!(err, HandshakeError::Decrypt);
+            // MAC1 is keyed by the server's public key: refused before DH.
+            prop_assert_eq!(err, HandshakeError::BadMac);
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! TRANSPORT  0x10 | receiver_index u32 | counter u32 (low bits) | ciphertext (plaintext + 16-byte tag)
-//! INIT       0x11 | sender_index u32   | Noise IK message 1 (108 + payload bytes)
+//! INIT       0x11 | sender_index u32   | Noise IK message 1 (108 + payload bytes) | MAC1 (16)
 //! RESPONSE   0x12 | sender_index u32   | receiver_index u32 | Noise IK message 2 (48 + payload bytes)
 //! ```
 //!

@@ -38,12 +38,19 @@
 //! keys and session indices come from the caller's RNG through
 //! a snow resolver seeded from it).
 //!
-//! Not implemented (possible follow-ups): WireGuard's MAC1/cookie
-//! mechanism against CPU-exhaustion floods of message 1 from parties that
-//! do not know the server's public key.
+//! CPU floods: message 1 ends in WireGuard's MAC1 (paper Section 5.4.4),
+//! a keyed BLAKE2s-128 of the message under `BLAKE2s("mac1----" || server
+//! public key)`. The server checks it before any Diffie-Hellman, so
+//! datagrams from anyone who does not know its public key cost one hash.
+//! WireGuard's second MAC and cookie reply, which also throttle senders
+//! that do know the key, are not implemented; `MIN_INIT_INTERVAL` limits
+//! each allowed client instead.
 
 use std::collections::HashMap;
 
+use blake2::digest::consts::U16;
+use blake2::digest::{Digest, KeyInit, Mac};
+use blake2::{Blake2s256, Blake2sMac};
 use rand_core::{CryptoRng, RngCore};
 use snow::{Builder, HandshakeState};
 use zeroize::Zeroizing;
@@ -74,8 +81,13 @@ pub const REKEY_ATTEMPT_TIME: Duration = Duration::from_secs(90);
 /// (WireGuard: 50 initiations per second).
 pub const MIN_INIT_INTERVAL: Duration = Duration::from_millis(20);
 
+/// Bytes of message 1's MAC1.
+pub const MAC1_LEN: usize = 16;
+/// WireGuard's label for the MAC1 key.
+const LABEL_MAC1: &[u8] = b"mac1----";
+
 /// Smallest and largest handshake packets.
-const INIT_MIN_LEN: usize = INIT_HEADER_LEN + NOISE_INIT_OVERHEAD + TIMESTAMP_LEN;
+const INIT_MIN_LEN: usize = INIT_HEADER_LEN + NOISE_INIT_OVERHEAD + TIMESTAMP_LEN + MAC1_LEN;
 const INIT_MAX_LEN: usize = INIT_MIN_LEN + MAX_HANDSHAKE_PAYLOAD;
 const RESPONSE_MIN_LEN: usize = RESPONSE_HEADER_LEN + NOISE_RESPONSE_OVERHEAD;
 const RESPONSE_MAX_LEN: usize = RESPONSE_MIN_LEN + MAX_HANDSHAKE_PAYLOAD;
@@ -103,6 +115,10 @@ pub enum HandshakeError {
     /// server key on the client, or a different protocol version.
     #[error("handshake decryption failed")]
     Decrypt,
+    /// Message 1's MAC1 is wrong: the sender does not know the server's
+    /// public key (or the packet was corrupted). Checked before any DH.
+    #[error("handshake MAC1 mismatch")]
+    BadMac,
     /// The client's static key is not in the allowed set.
     #[error("unknown client key")]
     UnknownClient,
@@ -153,6 +169,8 @@ pub struct Established {
 pub struct Responder {
     local: PrivateKey,
     local_public: PublicKey,
+    /// Key of the MAC1 that message 1 must carry.
+    mac1_key: [u8; 32],
     /// Greatest accepted timestamp and time of acceptance per client.
     clients: HashMap<PublicKey, ClientRecord>,
 }
@@ -247,6 +265,8 @@ impl Initiator {
             .write_message(&plaintext, &mut packet[INIT_HEADER_LEN..])
             .map_err(|_| HandshakeError::Internal)?;
         packet.truncate(INIT_HEADER_LEN + len);
+        let mac = mac1(&mac1_key(remote), &packet);
+        packet.extend_from_slice(&mac);
 
         let initiator = Initiator {
             state: Some(Box::new(state)),
@@ -321,6 +341,7 @@ impl Responder {
         let local_public = local.public_key();
         Responder {
             local,
+            mac1_key: mac1_key(&local_public),
             local_public,
             clients: HashMap::new(),
         }
@@ -353,12 +374,20 @@ impl Responder {
         if packet[0] != TYPE_HANDSHAKE_INIT {
             return Err(HandshakeError::BadType);
         }
+        let (packet, mac) = packet.split_at(packet.len() - MAC1_LEN);
+        if !mac1_matches(&self.mac1_key, packet, mac) {
+            return Err(HandshakeError::BadMac);
+        }
         let remote_index = packet::sender_index(packet);
         let mut state = builder(rng)?
             .local_private_key(self.local.as_bytes())
             .build_responder()
             .map_err(|_| HandshakeError::Internal)?;
-        let mut plaintext = Zeroizing::new(vec![0u8; packet.len() - INIT_MIN_LEN + TIMESTAMP_LEN]);
+        let mut plaintext = Zeroizing::new(vec![
+            0u8;
+            packet.len() + MAC1_LEN - INIT_MIN_LEN
+                + TIMESTAMP_LEN
+        ]);
         let len = state
             .read_message(&packet[INIT_HEADER_LEN..], &mut plaintext)
             .map_err(|_| HandshakeError::Decrypt)?;
@@ -525,6 +554,28 @@ impl core::fmt::Debug for PendingInit {
             .field("remote_index", &self.remote_index)
             .finish_non_exhaustive()
     }
+}
+
+/// `BLAKE2s("mac1----" || server public key)`: the MAC1 key of message 1.
+fn mac1_key(server: &PublicKey) -> [u8; 32] {
+    let mut h = Blake2s256::new();
+    h.update(LABEL_MAC1);
+    h.update(server.as_bytes());
+    h.finalize().into()
+}
+
+/// Keyed BLAKE2s-128 of `msg` (WireGuard's `Mac`).
+fn mac1(key: &[u8; 32], msg: &[u8]) -> [u8; MAC1_LEN] {
+    let mut m = <Blake2sMac<U16> as KeyInit>::new_from_slice(key).expect("32-byte key");
+    Mac::update(&mut m, msg);
+    m.finalize().into_bytes().into()
+}
+
+/// Constant-time check of a MAC1.
+fn mac1_matches(key: &[u8; 32], msg: &[u8], mac: &[u8]) -> bool {
+    let mut m = <Blake2sMac<U16> as KeyInit>::new_from_slice(key).expect("32-byte key");
+    Mac::update(&mut m, msg);
+    m.verify_slice(mac).is_ok()
 }
 
 #[cfg(test)]

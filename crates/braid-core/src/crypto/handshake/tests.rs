@@ -107,10 +107,30 @@ fn wrong_server_key_fails() {
     } = setup(3);
     let other = PrivateKey::generate(&mut rng).public_key();
     let (_, msg1) = Initiator::new(&client, &other, ts(0), b"", &mut rng, Instant::ZERO).unwrap();
+    // MAC1 is keyed by the server's public key: refused before any DH.
     let err = server
         .read_init(&msg1, |_| true, &mut rng, Instant::ZERO)
         .unwrap_err();
+    assert_eq!(err, HandshakeError::BadMac);
+    // Even with a MAC1 that matches this server, Noise fails.
+    let err = server
+        .read_init(
+            &remac(&msg1, server.public_key()),
+            |_| true,
+            &mut rng,
+            Instant::ZERO,
+        )
+        .unwrap_err();
     assert_eq!(err, HandshakeError::Decrypt);
+}
+
+/// `msg` with its MAC1 recomputed for `server` (what a sender that knows
+/// the server's public key can do).
+fn remac(msg: &[u8], server: &PublicKey) -> Vec<u8> {
+    let body = &msg[..msg.len() - MAC1_LEN];
+    let mut out = body.to_vec();
+    out.extend_from_slice(&mac1(&mac1_key(server), body));
+    out
 }
 
 #[test]
@@ -225,18 +245,34 @@ fn malformed_init_rejected() {
         server.read_init(&bad, |_| true, &mut rng, now).unwrap_err(),
         HandshakeError::BadType
     );
-    for i in INIT_HEADER_LEN..msg1.len() {
+    let server_pub = *server.public_key();
+    for i in 0..msg1.len() {
         let mut bad = msg1.clone();
         bad[i] ^= 0x20;
+        if i == 0 {
+            continue; // the type byte, checked above
+        }
+        // Any changed byte breaks MAC1: no DH is spent on it.
         assert_eq!(
             server.read_init(&bad, |_| true, &mut rng, now).unwrap_err(),
-            HandshakeError::Decrypt,
+            HandshakeError::BadMac,
             "byte {i}"
         );
+        // With MAC1 recomputed, Noise catches a change to its message.
+        if i >= INIT_HEADER_LEN && i < msg1.len() - MAC1_LEN {
+            assert_eq!(
+                server
+                    .read_init(&remac(&bad, &server_pub), |_| true, &mut rng, now)
+                    .unwrap_err(),
+                HandshakeError::Decrypt,
+                "byte {i}"
+            );
+        }
     }
     // Low-order ephemeral (all zeros) is refused by the DH check.
     let mut zero_e = msg1.clone();
     zero_e[INIT_HEADER_LEN..INIT_HEADER_LEN + 32].fill(0);
+    let zero_e = remac(&zero_e, &server_pub);
     assert_eq!(
         server
             .read_init(&zero_e, |_| true, &mut rng, now)
