@@ -281,8 +281,9 @@ fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
         }
     }
     assert_eq!(released.len(), 8);
-    // Each pair leaves together; pairs are 2 x 1.2 ms / 0.99 apart.
-    let gap = Duration::from_nanos((2.0 * 1.2e6 / 0.99) as u64);
+    // Each pair leaves together; pairs are 2 x 1.2 ms / gain apart.
+    let gain = SenderConfig::default().pacing_gain;
+    let gap = Duration::from_nanos((2.0 * 1.2e6 / gain) as u64);
     for (k, w) in released.chunks(2).enumerate() {
         assert_eq!(w[0].0, w[1].0);
         assert!(w[0].1.header.flags.has(DataFlags::PAIR_FIRST));
@@ -302,7 +303,7 @@ fn pacing_queue_drops_beyond_its_bound() {
     for _ in 0..200 {
         s.send_paced(now, &pkt());
     }
-    // Bound: 50 ms (no relative delay) at 9.9 Mbit/s, about 41 packets.
+    // Bound: 50 ms (no relative delay) at 9.95 Mbit/s, about 41 packets.
     assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
     let backlog = s.pacer_free[0].unwrap().saturating_since(now);
     assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
