@@ -11,7 +11,7 @@ use crate::report::{summarise, Report};
 use crate::scenario::{Scenario, Scheme};
 use crate::world::{RunResult, World};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SweepOptions {
     /// Overrides the scenario's seed count.
     pub seeds: Option<u32>,
@@ -19,16 +19,6 @@ pub struct SweepOptions {
     pub threads: usize,
     /// Progress lines on stderr.
     pub progress: bool,
-}
-
-impl Default for SweepOptions {
-    fn default() -> Self {
-        SweepOptions {
-            seeds: None,
-            threads: 0,
-            progress: false,
-        }
-    }
 }
 
 /// All runs of a scenario: `runs[scheme][cross][seed]`.

@@ -104,6 +104,9 @@ enabled = false
     Ok((sc, cc))
 }
 
+/// Undoes what [`start`] changed outside the daemons.
+pub type Teardown = Box<dyn FnOnce()>;
+
 /// Starts server and client (the `braid` executable `exe`) and waits
 /// until the tunnel carries traffic. Returns the daemons (stopped when
 /// dropped) and what undoes the route on the lab's server.
@@ -111,7 +114,7 @@ pub fn start(
     cfg: &LabConfig,
     kind: SchedulerKind,
     exe: &Path,
-) -> anyhow::Result<(Vec<NsProcess>, Box<dyn FnOnce()>)> {
+) -> anyhow::Result<(Vec<NsProcess>, Teardown)> {
     let dir = PathBuf::from(WORK_DIR);
     let (sc, cc) = write_configs(cfg, kind, &dir)?;
     let exe = exe.to_string_lossy().to_string();

@@ -22,7 +22,6 @@ use crate::status::StatusReport;
 
 const QUEUE: usize = 4096;
 const BUF: usize = 65_535;
-const BATCH: usize = 64;
 
 /// A configured path and, while its interface and address exist, its socket
 /// and the task reading it.
@@ -217,18 +216,16 @@ impl<F: TunFactory> ClientDaemon<F> {
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some((path, from, d, at)) = self.udp_rx.recv() => {
+                    // `datagram` needs all of `self`, so no drain_batch here.
                     self.datagram(at, path, from, &d);
-                    for _ in 0..BATCH {
+                    for _ in 0..super::BATCH {
                         let Ok((path, from, d, at)) = self.udp_rx.try_recv() else { break };
                         self.datagram(at, path, from, &d);
                     }
                 }
-                Some(p) = self.tun_rx.recv() => {
-                    self.conn.send_packet(self.clock.now(), &p);
-                    for _ in 0..BATCH {
-                        let Ok(p) = self.tun_rx.try_recv() else { break };
-                        self.conn.send_packet(self.clock.now(), &p);
-                    }
+                Some(first) = self.tun_rx.recv() => {
+                    let (conn, clock) = (&mut self.conn, &self.clock);
+                    super::drain_batch(first, &mut self.tun_rx, |p| conn.send_packet(clock.now(), &p));
                 }
                 _ = timer.wait() => {
                     self.conn.handle_timeout(self.clock.now());
@@ -339,23 +336,7 @@ impl<F: TunFactory> ClientDaemon<F> {
                 match self.factory.create(&params) {
                     Ok(tun) => {
                         let tun = Arc::new(tun);
-                        let (t, tx) = (tun.clone(), self.tun_tx.clone());
-                        let reader = tokio::spawn(async move {
-                            let mut buf = vec![0u8; BUF];
-                            loop {
-                                match t.recv(&mut buf).await {
-                                    Ok(n) => {
-                                        if tx.send(buf[..n].to_vec()).await.is_err() {
-                                            break;
-                                        }
-                                    }
-                                    Err(e) => {
-                                        warn!(error = %e, "TUN read failed; stopping the TUN reader");
-                                        break;
-                                    }
-                                }
-                            }
-                        });
+                        let reader = super::tun::spawn_reader(tun.clone(), self.tun_tx.clone());
                         self.tun = Some((params, tun, reader));
                     }
                     Err(e) => {

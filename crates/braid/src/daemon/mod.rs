@@ -300,3 +300,21 @@ impl RateLimitedLog {
         self.suppressed = 0;
     }
 }
+
+/// Most queued items one wake-up handles before the event loop flushes
+/// outputs and looks at its timers again.
+pub(crate) const BATCH: usize = 64;
+
+/// Handles `first` and then up to [`BATCH`] more items already queued in
+/// `rx`, so that a burst costs one pass of the event loop.
+pub(crate) fn drain_batch<T>(
+    first: T,
+    rx: &mut tokio::sync::mpsc::Receiver<T>,
+    mut handle: impl FnMut(T),
+) {
+    handle(first);
+    for _ in 0..BATCH {
+        let Ok(item) = rx.try_recv() else { break };
+        handle(item);
+    }
+}

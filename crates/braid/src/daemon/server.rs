@@ -25,9 +25,6 @@ use crate::status::StatusReport;
 const QUEUE: usize = 4096;
 /// Largest datagram or inner packet read.
 const BUF: usize = 65_535;
-/// Items handled per wake-up before outputs are flushed.
-const BATCH: usize = 64;
-
 /// A started server: sockets bound, TUN open, control endpoints serving.
 pub struct ServerDaemon<T: Tun> {
     clock: Clock,
@@ -115,23 +112,7 @@ impl<T: Tun> ServerDaemon<T> {
             }
         });
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
-        let t = tun.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; BUF];
-            loop {
-                match t.recv(&mut buf).await {
-                    Ok(n) => {
-                        if tun_tx.send(buf[..n].to_vec()).await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "TUN read failed; stopping the TUN reader");
-                        break;
-                    }
-                }
-            }
-        });
+        super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
         if let Some(a) = metrics_addr {
             info!(metrics = %format!("http://{a}/metrics"), "metrics endpoint");
@@ -178,19 +159,15 @@ impl<T: Tun> ServerDaemon<T> {
             timer.arm(wait)?;
             tokio::select! {
                 _ = &mut shutdown => break,
-                Some((from, d, at)) = self.udp_rx.recv() => {
-                    self.server.handle_datagram(at, from, &d);
-                    for _ in 0..BATCH {
-                        let Ok((from, d, at)) = self.udp_rx.try_recv() else { break };
-                        self.server.handle_datagram(at, from, &d);
-                    }
+                Some(first) = self.udp_rx.recv() => {
+                    let server = &mut self.server;
+                    super::drain_batch(first, &mut self.udp_rx, |(from, d, at)| {
+                        server.handle_datagram(at, from, &d)
+                    });
                 }
-                Some(p) = self.tun_rx.recv() => {
-                    self.server.send_packet(self.clock.now(), &p);
-                    for _ in 0..BATCH {
-                        let Ok(p) = self.tun_rx.try_recv() else { break };
-                        self.server.send_packet(self.clock.now(), &p);
-                    }
+                Some(first) = self.tun_rx.recv() => {
+                    let (server, clock) = (&mut self.server, &self.clock);
+                    super::drain_batch(first, &mut self.tun_rx, |p| server.send_packet(clock.now(), &p));
                 }
                 _ = timer.wait() => {
                     self.server.handle_timeout(self.clock.now());

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::io;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use braid_core::conn::TunnelParams;
 use tokio::sync::{mpsc, Mutex};
@@ -15,6 +16,28 @@ pub trait Tun: Send + Sync + 'static {
     fn recv(&self, buf: &mut [u8]) -> impl Future<Output = io::Result<usize>> + Send;
     /// One packet to the host's stack.
     fn send(&self, packet: &[u8]) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// Reads packets from `tun` into `tx` until the channel closes or the
+/// device fails (logged), on a task of its own: both daemons' event loops
+/// take packets from the host this way.
+pub fn spawn_reader<T: Tun>(tun: Arc<T>, tx: mpsc::Sender<Vec<u8>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_535];
+        loop {
+            match tun.recv(&mut buf).await {
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "TUN read failed; stopping the TUN reader");
+                    break;
+                }
+            }
+        }
+    })
 }
 
 /// Makes the client's TUN device once the server assigned an address.
