@@ -373,11 +373,8 @@ impl Pet {
     ) -> Option<(usize, bool)> {
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         // Initial phase: round robin among paths still without an estimate.
-        // Only full-size pairs count: the pings and handshakes that precede
-        // a transfer would otherwise use up the initial pairs without
-        // measuring anything (a pair of packets that far apart is no
-        // pair), and the far paths then waited for a probe each, up to
-        // `probe_interval` into the transfer.
+        // Only full-size pairs count: pings and handshakes before a transfer
+        // used them up unmeasured, leaving far paths to wait for a probe.
         let small = len <= self.cfg.small_packet_bytes;
         let limit = self.cfg.initial_pairs;
         let sent = self.initial_pairs_sent;

@@ -104,8 +104,8 @@ pub struct SenderConfig {
     /// packets arrive: a TCP flow clocked at about one path's rate hands
     /// them over one service time apart, the pair fails the
     /// `pair_gap_fraction` test, and in the lab a second path without an
-    /// estimate stayed unused for up to 3 s after the transfer started.
-    /// PET keeps a pair open this long on such a path (`max_pair_gap`).
+    /// estimate stayed unused for up to 3 s after the transfer started
+    /// (PET keeps a pair open this long on such a path: `max_pair_gap`).
     pub pair_hold: Duration,
 }
 
