@@ -42,7 +42,7 @@ impl Default for ReceiverConfig {
             feedback_max_entries: 1,
             feedback_max_delay: Duration::ZERO,
             feedback_max_delay_small: Duration::ZERO,
-            small_packet_bytes: 256,
+            small_packet_bytes: crate::sched::SMALL_PACKET_BYTES as usize,
         }
     }
 }

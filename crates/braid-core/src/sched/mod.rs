@@ -8,6 +8,12 @@
 //!
 //! [`Sender`]: crate::sender::Sender
 
+/// Inner packets of at most this many bytes count as small (TCP ACKs and
+/// the like): PET places them by delay alone (`PetConfig::small_packet_bytes`)
+/// and the receiver lets their reports wait longer
+/// (`ReceiverConfig::small_packet_bytes`).
+pub const SMALL_PACKET_BYTES: u32 = 256;
+
 mod edpf;
 mod minrtt;
 mod pet;

@@ -111,7 +111,7 @@ impl Default for PetConfig {
             spill_backlog: Duration::from_millis(20),
             spill_max_lateness: Duration::from_millis(20),
             delay_horizon: 0.0,
-            small_packet_bytes: 256,
+            small_packet_bytes: super::SMALL_PACKET_BYTES,
         }
     }
 }
