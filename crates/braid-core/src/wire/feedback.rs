@@ -198,8 +198,8 @@ impl FeedbackEntries<'_> {
                 }
             }
             Some(prev) => {
-                let ds = self.varint(5)?;
-                let dt = self.varint(10)?;
+                let ds = self.varint(32)?;
+                let dt = self.varint(64)?;
                 FeedbackEntry {
                     seq: prev.seq.wrapping_add(ds as u32),
                     rx_time_ns: prev.rx_time_ns.wrapping_add(dt),
@@ -219,10 +219,10 @@ impl FeedbackEntries<'_> {
         }
     }
 
-    /// One unsigned LEB128 varint of at most `max` bytes whose value fits
-    /// in `7 * max` bits clipped to 32 (`max` = 5) or 64 (`max` = 10).
-    fn varint(&mut self, max: usize) -> Result<u64, WireError> {
-        let width = if max == 5 { 32 } else { 64 };
+    /// One unsigned LEB128 varint of a value of `width` bits (32 or 64):
+    /// at most `ceil(width / 7)` bytes, no bits beyond `width`.
+    fn varint(&mut self, width: u32) -> Result<u64, WireError> {
+        let max = width.div_ceil(7) as usize;
         let mut v: u64 = 0;
         for i in 0..max {
             let Some(&b) = self.rest.get(i) else {
@@ -307,44 +307,44 @@ mod tests {
         assert_eq!(buf[9], 0x01);
     }
 
-    fn read(bytes: &[u8], max: usize) -> Result<u64, WireError> {
+    fn read(bytes: &[u8], width: u32) -> Result<u64, WireError> {
         let mut it = FeedbackEntries {
             rest: bytes,
             left: 1,
             prev: None,
         };
-        let v = it.varint(max)?;
+        let v = it.varint(width)?;
         assert!(it.rest.is_empty(), "consumed exactly the varint");
         Ok(v)
     }
 
     #[test]
     fn varint_decoding_is_strict() {
-        assert_eq!(read(&[0x80, 0x9f, 0x49], 10), Ok(1_200_000));
+        assert_eq!(read(&[0x80, 0x9f, 0x49], 64), Ok(1_200_000));
         assert_eq!(
-            read(&[0xff, 0xff, 0xff, 0xff, 0x0f], 5),
+            read(&[0xff, 0xff, 0xff, 0xff, 0x0f], 32),
             Ok(u32::MAX as u64)
         );
         // Bits beyond 32 in a sequence delta.
         assert_eq!(
-            read(&[0xff, 0xff, 0xff, 0xff, 0x1f], 5),
+            read(&[0xff, 0xff, 0xff, 0xff, 0x1f], 32),
             Err(WireError::BadVarint)
         );
         // Six bytes for a sequence delta.
         assert_eq!(
-            read(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00], 5),
+            read(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00], 32),
             Err(WireError::BadVarint)
         );
         // Not the shortest form.
-        assert_eq!(read(&[0x81, 0x00], 10), Err(WireError::BadVarint));
+        assert_eq!(read(&[0x81, 0x00], 64), Err(WireError::BadVarint));
         // Bits beyond 64.
         let mut big = [0xffu8; 10];
         big[9] = 0x02;
-        assert_eq!(read(&big, 10), Err(WireError::BadVarint));
+        assert_eq!(read(&big, 64), Err(WireError::BadVarint));
         big[9] = 0x01;
-        assert_eq!(read(&big, 10), Ok(u64::MAX));
+        assert_eq!(read(&big, 64), Ok(u64::MAX));
         assert!(matches!(
-            read(&[0x80], 10),
+            read(&[0x80], 64),
             Err(WireError::Truncated { .. })
         ));
     }
