@@ -202,17 +202,11 @@ impl<F: TunFactory> ClientDaemon<F> {
     /// Runs until `shutdown` resolves; then says goodbye to the server.
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
-        let far = std::time::Duration::from_secs(3600);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         let mut hotplug = tokio::time::interval(HOTPLUG_INTERVAL);
         hotplug.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let wait = self
-                .conn
-                .poll_timeout()
-                .map(|t| self.clock.until(t))
-                .unwrap_or(far);
-            timer.arm(wait)?;
+            timer.arm(self.clock.wait_for(self.conn.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some((path, from, d, at)) = self.udp_rx.recv() => {

@@ -77,6 +77,12 @@ impl Clock {
         self.deadline(t)
             .saturating_duration_since(tokio::time::Instant::now())
     }
+    /// How long the event loop may sleep before the core's next deadline
+    /// `t` (its `poll_timeout`); an hour when it has none, since I/O wakes
+    /// the loop anyway.
+    pub fn wait_for(&self, t: Option<Instant>) -> std::time::Duration {
+        t.map_or(std::time::Duration::from_secs(3600), |t| self.until(t))
+    }
     pub fn uptime(&self) -> std::time::Duration {
         self.origin.elapsed()
     }

@@ -148,15 +148,9 @@ impl<T: Tun> ServerDaemon<T> {
     /// Runs until `shutdown` resolves.
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
-        let far = std::time::Duration::from_secs(3600);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         loop {
-            let wait = self
-                .server
-                .poll_timeout()
-                .map(|t| self.clock.until(t))
-                .unwrap_or(far);
-            timer.arm(wait)?;
+            timer.arm(self.clock.wait_for(self.server.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(first) = self.udp_rx.recv() => {
