@@ -25,6 +25,7 @@ use crate::path::{EstimatorConfig, PathId, PathParams, PathState, MAX_PATHS};
 use crate::sched::{PacketInfo, PairRole, Scheduler};
 use crate::time::{tx_time, Duration, Instant};
 use crate::wire::{self, DataFlags, DataHeader, FeedbackEntry};
+use pacing::PairSamples;
 
 /// Sender tuning.
 #[derive(Clone, Debug)]
@@ -221,14 +222,10 @@ pub struct Sender {
     last_release: [Option<(u64, Instant)>; MAX_PATHS],
     /// The path's latest pair sample came from packets large enough to pace on.
     pace_ok: [bool; MAX_PATHS],
-    /// The latest pair samples of each path (bit/s), newest at `[n % len]`.
-    recent_pairs: [[f64; PACING_SAMPLES]; MAX_PATHS],
-    recent_count: [usize; MAX_PATHS],
+    /// The latest full-size pair samples of each path and their median.
+    pair_samples: [PairSamples; MAX_PATHS],
     stats: SenderStats,
 }
-
-/// Pair samples the pacing rate is the median of.
-const PACING_SAMPLES: usize = 9;
 
 fn slot(id: PathId) -> usize {
     id.0 as usize % MAX_PATHS
@@ -250,8 +247,7 @@ impl Sender {
             pacer_free: [None; MAX_PATHS],
             last_release: [None; MAX_PATHS],
             pace_ok: [false; MAX_PATHS],
-            recent_pairs: [[0.0; PACING_SAMPLES]; MAX_PATHS],
-            recent_count: [0; MAX_PATHS],
+            pair_samples: [PairSamples::default(); MAX_PATHS],
             stats: SenderStats::default(),
         }
     }
@@ -283,7 +279,7 @@ impl Sender {
         self.pacer_free[slot(id)] = None;
         self.last_release[slot(id)] = None;
         self.pace_ok[slot(id)] = false;
-        self.recent_count[slot(id)] = 0;
+        self.pair_samples[slot(id)] = PairSamples::default();
         self.sched.paths_changed(&self.paths);
     }
 
@@ -591,8 +587,7 @@ impl Sender {
             let s = slot(rec.path);
             self.pace_ok[s] = second.len >= self.cfg.pacing_min_pair_len;
             if self.pace_ok[s] {
-                self.recent_pairs[s][self.recent_count[s] % PACING_SAMPLES] = sample;
-                self.recent_count[s] += 1;
+                self.pair_samples[s].push(sample);
             }
         }
     }

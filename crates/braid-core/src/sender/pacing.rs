@@ -3,7 +3,7 @@
 //! deep queue EDPF needs sits here, where its length is known exactly,
 //! rather than in a bottleneck buffer of about one bandwidth-delay product.
 
-use super::{slot, Sender, Transmit, PACING_SAMPLES};
+use super::{slot, Sender, Transmit};
 use crate::path::{PathId, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
@@ -85,13 +85,31 @@ impl Sender {
         if !self.cfg.pacing || !self.pace_ok[s] {
             return None;
         }
-        let n = self.recent_count[s].min(PACING_SAMPLES);
-        if n == 0 {
-            return None;
-        }
-        let mut v = self.recent_pairs[s];
+        Some(self.pair_samples[s].median? * self.cfg.pacing_gain.max(0.01))
+    }
+}
+
+/// Pair samples the pacing rate is the median of.
+const PACING_SAMPLES: usize = 9;
+
+/// The latest full-size pair samples of one path (bit/s) and their median,
+/// computed when a sample arrives rather than for every packet sent.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct PairSamples {
+    /// Newest at `[count % PACING_SAMPLES]`.
+    samples: [f64; PACING_SAMPLES],
+    count: usize,
+    median: Option<f64>,
+}
+
+impl PairSamples {
+    pub(super) fn push(&mut self, sample: f64) {
+        self.samples[self.count % PACING_SAMPLES] = sample;
+        self.count += 1;
+        let n = self.count.min(PACING_SAMPLES);
+        let mut v = self.samples;
         let v = &mut v[..n];
         v.sort_by(|a, b| a.total_cmp(b));
-        Some(v[n / 2] * self.cfg.pacing_gain.max(0.01))
+        self.median = Some(v[n / 2]);
     }
 }
