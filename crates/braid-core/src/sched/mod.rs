@@ -8,10 +8,12 @@
 //!
 //! [`Sender`]: crate::sender::Sender
 
-/// Inner packets of at most this many bytes count as small (TCP ACKs and
-/// the like): PET places them by delay alone (`PetConfig::small_packet_bytes`)
-/// and the receiver lets their reports wait longer
-/// (`ReceiverConfig::small_packet_bytes`).
+/// Packets of at most this many bytes count as small (TCP ACKs and the
+/// like): PET places them by delay alone (`PetConfig::small_packet_bytes`,
+/// compared with the length it schedules, which in the tunnel includes the
+/// 62 bytes of encapsulation) and the receiver lets their reports wait
+/// longer (`ReceiverConfig::small_packet_bytes`, compared with the inner
+/// packet). A TCP ACK of 40 to 80 bytes is small to both.
 pub const SMALL_PACKET_BYTES: u32 = 256;
 
 mod edpf;
