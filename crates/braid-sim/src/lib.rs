@@ -6,6 +6,7 @@
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
 
+pub mod analysis;
 pub mod cross;
 pub mod event;
 pub mod link;
