@@ -9,6 +9,8 @@ use super::PathModel;
 pub enum InputError {
     #[error("path {spec:?}: {msg}; write RATE,DELAY[,PACKET], e.g. 10mbit,20ms,1500B")]
     Path { spec: String, msg: String },
+    #[error("{0}")]
+    Paths(String),
     #[error("{what} {value:?}: {msg}")]
     Value {
         what: &'static str,
@@ -143,11 +145,7 @@ pub fn parse_path(spec: &str, name: String) -> Result<PathModel, InputError> {
 
 /// Checks paths built from a file: a usable count and sane values.
 pub fn validate(paths: &[PathModel]) -> Result<(), InputError> {
-    let bad = |msg: String| InputError::Value {
-        what: "paths",
-        value: format!("{} given", paths.len()),
-        msg,
-    };
+    let bad = InputError::Paths;
     if paths.is_empty() {
         return Err(bad(
             "need at least one path; give --path RATE,DELAY[,PACKET] or a lab/scenario file".into(),

@@ -85,7 +85,10 @@ pub struct RatioBound {
     pub rho: f64,
     /// Whether these paths stay timeout-free (eq 26 with exact means for
     /// random striping; eqs 19–21 run on the SRR sequence in steady state
-    /// for periodic striping, which for two paths is eq 41).
+    /// for periodic striping, which for two paths is eq 41). This accounts
+    /// for the paths' delays, which `rho_max` (derived for
+    /// bandwidth-dominated paths, where the RTT ratio is also the ratio of
+    /// packets sent) does not.
     pub timeout_free: bool,
     /// The slowest path's packets that time out when eqs 19–21 are run
     /// over the striped sample stream (100,000 samples for random
@@ -295,15 +298,17 @@ fn verdict(random: &RatioBound, periodic: &RatioBound, dup: &DupackBound, n: usi
             dup.dupacks, dup.dupthresh
         ));
     }
+    // Eq 50's limit assumes bandwidth-dominated paths, where the RTT ratio
+    // is also the ratio of packets per period; the trace covers any paths.
     if periodic.timeout_free {
         reasons.push(format!(
-            "RTT ratio {:.2} stays timeout-free under deterministic striping (limit {:.3}, eq 50)",
+            "no timeouts under deterministic striping: eqs 19-21 run on the SRR sequence of these paths (RTT ratio {:.2}; for bandwidth-dominated paths the limit is {:.3}, eq 50)",
             periodic.rho, periodic.rho_max
         ));
     } else {
         reasons.push(format!(
-            "RTT ratio {:.2}: the slowest path's packets time out under deterministic striping ({:.1} % in steady state; limit {:.3}, eq 50)",
-            periodic.rho, periodic.trace_timeout_pct, periodic.rho_max
+            "{:.1} % of the slowest path's packets time out under deterministic striping: eqs 19-21 run on the SRR sequence of these paths, in steady state (RTT ratio {:.2}; for bandwidth-dominated paths the limit is {:.3}, eq 50)",
+            periodic.trace_timeout_pct, periodic.rho, periodic.rho_max
         ));
     }
     if random.trace_timeout_pct > 0.0 {
@@ -391,7 +396,7 @@ impl Analysis {
         ] {
             let _ = writeln!(
                 s,
-                "{label:<18} RTT ratio < {:.3} (bandwidth ratio < {:.3} at these packet sizes; {}): {}, slowest path times out {:.2} % (trace)",
+                "{label:<18} limit: RTT ratio {:.3}, bandwidth ratio {:.3} at these packet sizes ({}); these paths: {}, {:.2} % of the slowest path's packets time out in the eqs 19-21 trace",
                 b.rho_max,
                 b.phi_max,
                 b.equation,
