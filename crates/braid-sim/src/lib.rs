@@ -12,6 +12,7 @@ pub mod event;
 pub mod link;
 pub mod packet;
 pub mod plot;
+pub mod ratio;
 pub mod report;
 pub mod rng;
 pub mod scenario;

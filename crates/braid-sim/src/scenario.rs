@@ -30,10 +30,17 @@ pub enum Scheme {
     Pet,
     /// MPTCP's default scheduler (lowest RTT) with BMP.
     MinRttBmp,
+    /// Phatak et al.'s striping: packets split by rate (surplus round
+    /// robin, Fig 4), handed to TCP in arrival order. Runs braid's smooth
+    /// weighted round robin with the true rates, which interleaves in the
+    /// same proportions.
+    Srr,
+    /// The same striping with braid's BMP resequencer at the client.
+    SrrBmp,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -43,6 +50,8 @@ impl Scheme {
         Scheme::PetBmp,
         Scheme::Pet,
         Scheme::MinRttBmp,
+        Scheme::Srr,
+        Scheme::SrrBmp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +65,8 @@ impl Scheme {
             Scheme::PetBmp => "PET-BMP",
             Scheme::Pet => "PET",
             Scheme::MinRttBmp => "MINRTT-BMP",
+            Scheme::Srr => "SRR",
+            Scheme::SrrBmp => "SRR-BMP",
         }
     }
 
@@ -250,6 +261,20 @@ pub struct Scenario {
     #[serde(default)]
     pub braid: BraidSpec,
     pub cross: Option<CrossSpec>,
+    /// Run the scenario once per value of a parameter ([`crate::ratio`]).
+    pub sweep: Option<SweepSpec>,
+}
+
+/// A parameter swept over values, one run of every scheme per value.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// What x is. Only `"bandwidth_ratio"` (Phatak et al. Fig 4): two
+    /// paths whose rates are `total_rate_kbps · x/(x+1)` and
+    /// `total_rate_kbps/(x+1)`.
+    pub param: String,
+    pub values: Vec<f64>,
+    pub total_rate_kbps: f64,
 }
 
 fn default_duration() -> f64 {
@@ -405,6 +430,29 @@ impl Scenario {
                 return bad(
                     "cross.ftp/cross.web",
                     "at most 100 FTP and 200 web sources per base station",
+                );
+            }
+        }
+        if let Some(sw) = &self.sweep {
+            if sw.param != "bandwidth_ratio" {
+                return bad(
+                    "sweep.param",
+                    &format!(
+                        "{:?} is not a sweepable parameter; use \"bandwidth_ratio\"",
+                        sw.param
+                    ),
+                );
+            }
+            if self.paths.len() != 2 {
+                return bad("sweep", "bandwidth_ratio needs exactly two [[path]] tables");
+            }
+            if sw.values.is_empty() || sw.values.iter().any(|v| !(v.is_finite() && *v >= 1.0)) {
+                return bad("sweep.values", "must be a non-empty list of ratios >= 1");
+            }
+            if !(sw.total_rate_kbps.is_finite() && sw.total_rate_kbps > 0.0) {
+                return bad(
+                    "sweep.total_rate_kbps",
+                    "must be a positive number of kbit/s",
                 );
             }
         }

@@ -1,0 +1,71 @@
+//! Phatak et al. Fig 4 in the simulator (`scenarios/phatak-fig4.toml`):
+//! one TCP flow striped over two paths totalling 20 Mbit/s as their
+//! bandwidth ratio x goes from 1 to 15. Runs are 10 s here; set
+//! `BRAID_FULL_REPRO=1` for the paper's 240 s.
+
+use std::path::PathBuf;
+
+use braid_sim::ratio::{self, RatioReport};
+use braid_sim::{Scenario, SweepOptions};
+
+fn fig4(schemes: &[&str]) -> RatioReport {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/phatak-fig4.toml");
+    let mut sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+    if std::env::var_os("BRAID_FULL_REPRO").is_none() {
+        sc.duration_s = 10.0;
+    }
+    sc.schemes = schemes.iter().map(|s| s.to_string()).collect();
+    let r = ratio::run(&sc, &SweepOptions::default());
+    eprintln!("{}", r.to_table());
+    r
+}
+
+/// Plain striping collapses once reordering alone reaches TCP's
+/// duplicate-ACK threshold (eq 54: up to x duplicates); braid's
+/// resequencer behind the same striping does not.
+#[test]
+fn fig4_srr_collapses_and_the_resequencer_prevents_it() {
+    let r = fig4(&["SRR", "SRR-BMP"]);
+    let row = |s: &str, x: f64| r.row(s, x).unwrap_or_else(|| panic!("{s} at {x}"));
+    for x in [1.0, 2.0, 3.0] {
+        let a = row("SRR", x);
+        assert!(a.goodput_share >= 0.9, "SRR at {x}: {a:?}");
+        assert_eq!(a.fast_retransmits, 0.0, "SRR at {x}: {a:?}");
+    }
+    let at2 = row("SRR", 2.0).fast_retransmit_pct;
+    for x in 4..=15 {
+        let a = row("SRR", f64::from(x));
+        // Worse than the faster path alone could do.
+        assert!(a.goodput_share < a.faster_path_share, "SRR at {x}: {a:?}");
+        assert!(a.goodput_share < 0.5, "SRR at {x}: {a:?}");
+        // Fast retransmits jump: at least 10 % of the slower path's packets
+        // (none at x = 2).
+        assert!(
+            a.fast_retransmit_pct >= 10.0 && a.fast_retransmit_pct >= 10.0 * at2,
+            "SRR at {x}: {a:?}"
+        );
+    }
+    for x in 1..=15 {
+        let a = row("SRR-BMP", f64::from(x));
+        assert!(a.goodput_share >= 0.9, "SRR-BMP at {x}: {a:?}");
+        assert_eq!(a.fast_retransmits, 0.0, "SRR-BMP at {x}: {a:?}");
+    }
+}
+
+/// PET-BMP should not collapse either, and does not at x = 1, 4, 6 and
+/// 12..15 (20 s runs). At the other ratios PET never measures the faster
+/// path (no packet-pair sample on it in the whole run) and carries almost
+/// everything on the slower one. The likely cause: its two initial pairs
+/// on that path fall into TCP's slow start, where the second packet of a
+/// pair can leave a round trip (here about 5 ms, PET's `max_pair_gap`)
+/// after the first, so they yield no sample, and a path without an
+/// estimate is not probed. Left failing until PET's initial phase is fixed.
+#[test]
+#[ignore = "PET's initial pairs can all be lost to slow start at 20 Mbit/s with 1 ms delays"]
+fn fig4_pet_bmp_does_not_collapse() {
+    let r = fig4(&["PET-BMP"]);
+    for x in 1..=15 {
+        let a = r.row("PET-BMP", f64::from(x)).unwrap();
+        assert!(a.goodput_share >= 0.9, "PET-BMP at {x}: {a:?}");
+    }
+}
