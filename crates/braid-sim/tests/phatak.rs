@@ -53,19 +53,64 @@ fn fig4_srr_collapses_and_the_resequencer_prevents_it() {
 }
 
 /// PET-BMP should not collapse either, and does not at x = 1, 4, 6 and
-/// 12..15 (20 s runs). At the other ratios PET never measures the faster
-/// path (no packet-pair sample on it in the whole run) and carries almost
-/// everything on the slower one. The likely cause: its two initial pairs
-/// on that path fall into TCP's slow start, where the second packet of a
-/// pair can leave a round trip (here about 5 ms, PET's `max_pair_gap`)
-/// after the first, so they yield no sample, and a path without an
-/// estimate is not probed. Left failing until PET's initial phase is fixed.
+/// 12..15 (measured, 240 s: 0.961 of the raw rate, as SRR-BMP). At the
+/// other ratios PET never measures the faster path (no packet-pair sample
+/// on it in the whole run) and carries almost everything on the slower
+/// one. Cause: once TCP is clocked at about the slower path's rate, the
+/// inner packets reach the proxy one slow-path service time apart, so a
+/// pair on the faster path leaves further apart than the bottleneck
+/// spreads it and fails the `pair_gap_fraction` test; only pairs that
+/// happened to leave back to back in slow start give a sample. The shipped
+/// tunnel avoids this by holding a pair's first packet for its partner
+/// (`SenderConfig::pair_hold`, with pacing), which the simulator's
+/// open-loop PET (the paper's model, pacing off) does not do. Left failing
+/// until the simulator runs the sender as the tunnel does.
 #[test]
-#[ignore = "PET's initial pairs can all be lost to slow start at 20 Mbit/s with 1 ms delays"]
+#[ignore = "the simulator's PET (pacing off, no pair hold) never measures the faster path at some ratios"]
 fn fig4_pet_bmp_does_not_collapse() {
     let r = fig4(&["PET-BMP"]);
     for x in 1..=15 {
         let a = r.row("PET-BMP", f64::from(x)).unwrap();
         assert!(a.goodput_share >= 0.9, "PET-BMP at {x}: {a:?}");
+    }
+}
+
+/// Fig 6 analogue (`scenarios/phatak-fig6.toml`, 1 s minimum RTO as in
+/// FreeBSD): striping beats the faster path alone up to x = 3 and falls
+/// below it for larger ratios, where the resequencer keeps it above.
+#[test]
+fn fig6_striping_beats_the_faster_path_only_for_small_ratios() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/phatak-fig6.toml");
+    let mut sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+    if std::env::var_os("BRAID_FULL_REPRO").is_none() {
+        sc.duration_s = 20.0;
+    }
+    let r = ratio::run(&sc, &SweepOptions::default());
+    eprintln!("{}", r.to_table());
+    let g = |s: &str, x: f64| {
+        r.row(s, x)
+            .unwrap_or_else(|| panic!("{s} at {x}"))
+            .goodput_kbps
+    };
+    for x in [1.0, 2.0, 3.0] {
+        assert!(
+            g("SRR", x) > g("HBI", x),
+            "x {x}: SRR {} HBI {}",
+            g("SRR", x),
+            g("HBI", x)
+        );
+    }
+    assert!(
+        (6..=10).any(|x| g("SRR", f64::from(x)) < g("HBI", f64::from(x))),
+        "striping never fell below the faster path alone"
+    );
+    for x in 1..=10 {
+        let x = f64::from(x);
+        assert!(
+            g("SRR-BMP", x) > g("HBI", x),
+            "x {x}: SRR-BMP {} HBI {}",
+            g("SRR-BMP", x),
+            g("HBI", x)
+        );
     }
 }
