@@ -158,10 +158,12 @@ pub fn validate(paths: &[PathModel]) -> Result<(), InputError> {
         )));
     }
     for p in paths {
-        if !(p.rate_bps.is_finite() && p.rate_bps >= 1.0)
-            || !(p.delay_s.is_finite() && p.delay_s >= 0.0)
-            || !PACKET_RANGE.contains(&p.packet_bytes)
-        {
+        let ok = p.rate_bps.is_finite()
+            && p.rate_bps >= 1.0
+            && p.delay_s.is_finite()
+            && p.delay_s >= 0.0
+            && PACKET_RANGE.contains(&p.packet_bytes);
+        if !ok {
             return Err(bad(format!(
                 "path {} has rate {} bit/s, delay {} s, packet {} B; rates must be >= 1 bit/s, delays >= 0, packets 20..65535 B",
                 p.name, p.rate_bps, p.delay_s, p.packet_bytes
