@@ -1,7 +1,8 @@
 //! A scenario swept over a parameter (`[sweep]` in the scenario file): the
 //! whole scenario is run once per value and every scheme gives one row per
-//! value. The one parameter so far is Phatak et al.'s bandwidth ratio
-//! (Fig 4): two paths with a fixed total rate, split `x : 1`.
+//! value. Two paths share a total rate split `r : 1`; x is either the
+//! bandwidth ratio r at a fixed total (Phatak et al. Figs 4 and 6) or the
+//! total at a fixed r (Fig 5).
 
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ pub struct Row {
     pub raw_kbps: f64,
     /// `goodput_kbps / raw_kbps`, Fig 4's first curve.
     pub goodput_share: f64,
-    /// The faster path's share of the raw rate, `x/(x+1)`: what that path
+    /// The faster path's share of the raw rate, `r/(r+1)`: what that path
     /// alone could carry at best.
     pub faster_path_share: f64,
     pub fast_retransmits: f64,
@@ -45,12 +46,12 @@ pub struct RatioReport {
     pub rows: Vec<Row>,
 }
 
-/// The scenario with its two paths set to the bandwidth ratio `x`.
-pub fn at_ratio(sc: &Scenario, x: f64, total_kbps: f64) -> Scenario {
+/// The scenario with its two paths sharing `total_kbps` in the ratio `r : 1`.
+pub fn at_ratio(sc: &Scenario, r: f64, total_kbps: f64) -> Scenario {
     let mut s = sc.clone();
     s.sweep = None;
-    s.paths[0].rate_kbps = total_kbps * x / (x + 1.0);
-    s.paths[1].rate_kbps = total_kbps / (x + 1.0);
+    s.paths[0].rate_kbps = total_kbps * r / (r + 1.0);
+    s.paths[1].rate_kbps = total_kbps / (r + 1.0);
     s
 }
 
@@ -62,28 +63,29 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
     let mut rows = Vec::new();
     let mut seeds = 0;
     for &x in &sw.values {
-        let s = at_ratio(sc, x, sw.total_rate_kbps);
+        let (total, r) = sw.at(x);
+        let s = at_ratio(sc, r, total);
         let out = sweep::run(&s, opts);
         seeds = out.report.seeds;
-        for r in &out.report.results {
-            let slow_kbps = r.per_path_kbps.get(1).copied().unwrap_or(0.0);
+        for row in &out.report.results {
+            let slow_kbps = row.per_path_kbps.get(1).copied().unwrap_or(0.0);
             let slow_path_packets = slow_kbps * 1000.0 * sc.duration_s / 8.0 / mss;
             rows.push(Row {
-                scheme: r.scheme.clone(),
+                scheme: row.scheme.clone(),
                 x,
-                goodput_kbps: r.goodput_kbps,
-                raw_kbps: sw.total_rate_kbps,
-                goodput_share: r.goodput_kbps / sw.total_rate_kbps,
-                faster_path_share: x / (x + 1.0),
-                fast_retransmits: r.fast_retransmits,
+                goodput_kbps: row.goodput_kbps,
+                raw_kbps: total,
+                goodput_share: row.goodput_kbps / total,
+                faster_path_share: r / (r + 1.0),
+                fast_retransmits: row.fast_retransmits,
                 slow_path_packets,
                 fast_retransmit_pct: if slow_path_packets > 0.0 {
-                    100.0 * r.fast_retransmits / slow_path_packets
+                    100.0 * row.fast_retransmits / slow_path_packets
                 } else {
                     0.0
                 },
-                timeouts: r.timeouts,
-                dupacks: r.dupacks,
+                timeouts: row.timeouts,
+                dupacks: row.dupacks,
             });
         }
     }

@@ -265,16 +265,29 @@ pub struct Scenario {
     pub sweep: Option<SweepSpec>,
 }
 
-/// A parameter swept over values, one run of every scheme per value.
+/// A parameter swept over values, one run of every scheme per value, on
+/// two paths whose rates are `total · r/(r+1)` and `total/(r+1)`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    /// What x is. Only `"bandwidth_ratio"` (Phatak et al. Fig 4): two
-    /// paths whose rates are `total_rate_kbps · x/(x+1)` and
-    /// `total_rate_kbps/(x+1)`.
+    /// What x is: `"bandwidth_ratio"` (r = x at a fixed
+    /// `total_rate_kbps`; Phatak et al. Figs 4 and 6) or
+    /// `"total_rate_kbps"` (total = x at a fixed `bandwidth_ratio`; Fig 5).
     pub param: String,
     pub values: Vec<f64>,
-    pub total_rate_kbps: f64,
+    pub total_rate_kbps: Option<f64>,
+    pub bandwidth_ratio: Option<f64>,
+}
+
+impl SweepSpec {
+    /// The two paths' total rate (kbit/s) and bandwidth ratio at `x`.
+    pub fn at(&self, x: f64) -> (f64, f64) {
+        if self.param == "total_rate_kbps" {
+            (x, self.bandwidth_ratio.unwrap_or(1.0))
+        } else {
+            (self.total_rate_kbps.unwrap_or(1.0), x)
+        }
+    }
 }
 
 fn default_duration() -> f64 {
@@ -434,26 +447,35 @@ impl Scenario {
             }
         }
         if let Some(sw) = &self.sweep {
-            if sw.param != "bandwidth_ratio" {
-                return bad(
-                    "sweep.param",
-                    &format!(
-                        "{:?} is not a sweepable parameter; use \"bandwidth_ratio\"",
-                        sw.param
-                    ),
-                );
-            }
+            let (fixed, key) = match sw.param.as_str() {
+                "bandwidth_ratio" => (sw.total_rate_kbps, "sweep.total_rate_kbps"),
+                "total_rate_kbps" => (sw.bandwidth_ratio, "sweep.bandwidth_ratio"),
+                other => {
+                    return bad(
+                        "sweep.param",
+                        &format!(
+                            "{other:?} is not a sweepable parameter; use \"bandwidth_ratio\" or \"total_rate_kbps\""
+                        ),
+                    )
+                }
+            };
             if self.paths.len() != 2 {
-                return bad("sweep", "bandwidth_ratio needs exactly two [[path]] tables");
+                return bad("sweep", "needs exactly two [[path]] tables");
             }
             if sw.values.is_empty() || sw.values.iter().any(|v| !(v.is_finite() && *v >= 1.0)) {
-                return bad("sweep.values", "must be a non-empty list of ratios >= 1");
-            }
-            if !(sw.total_rate_kbps.is_finite() && sw.total_rate_kbps > 0.0) {
                 return bad(
-                    "sweep.total_rate_kbps",
-                    "must be a positive number of kbit/s",
+                    "sweep.values",
+                    "must be a non-empty list of numbers >= 1 (ratios, or kbit/s)",
                 );
+            }
+            match fixed {
+                Some(v) if v.is_finite() && v >= 1.0 => {}
+                _ => {
+                    return bad(
+                        key,
+                        &format!("must be given (>= 1) when sweeping {}", sw.param),
+                    )
+                }
             }
         }
         if self.tcp.max_cwnd_pkts == Some(0) {
@@ -502,6 +524,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("path[0].loss"), "{e}");
+        let two =
+            "name = 'x'\nschemes = ['SRR']\n[[path]]\nrate_kbps = 1\n[[path]]\nrate_kbps = 1\n";
+        let e = Scenario::parse(
+            &format!("{two}[sweep]\nparam = 'delay'\nvalues = [1]\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("sweep.param") && e.contains("bandwidth_ratio"),
+            "{e}"
+        );
+        let e = Scenario::parse(
+            &format!("{two}[sweep]\nparam = 'bandwidth_ratio'\nvalues = [2]\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sweep.total_rate_kbps"), "{e}");
+        let e = Scenario::parse(
+            &format!(
+                "{MIN}[sweep]\nparam = 'bandwidth_ratio'\nvalues = [2]\ntotal_rate_kbps = 10\n"
+            ),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("two [[path]]"), "{e}");
+        let s = Scenario::parse(
+            &format!(
+                "{two}[sweep]\nparam = 'total_rate_kbps'\nvalues = [100]\nbandwidth_ratio = 3\n"
+            ),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.sweep.unwrap().at(100.0), (100.0, 3.0));
         let e = Scenario::parse(&format!("{MIN}colour = 1\n"), "t")
             .unwrap_err()
             .to_string();
