@@ -363,7 +363,7 @@ impl Analysis {
             Some(f) => {
                 let _ = writeln!(
                     s,
-                    "split for {} bytes (eq 13): done in {:.2} ms (eq 14's split: {:.2} ms){}",
+                    "split for {} bytes (eq 13): done in {:.3} ms (eq 14's split: {:.3} ms){}",
                     f.transfer_bytes,
                     f.completion_ms,
                     f.completion_ms_eq14,
