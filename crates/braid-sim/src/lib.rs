@@ -6,11 +6,13 @@
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
 
+pub mod analysis;
 pub mod cross;
 pub mod event;
 pub mod link;
 pub mod packet;
 pub mod plot;
+pub mod ratio;
 pub mod report;
 pub mod rng;
 pub mod scenario;

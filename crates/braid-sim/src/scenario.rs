@@ -30,10 +30,17 @@ pub enum Scheme {
     Pet,
     /// MPTCP's default scheduler (lowest RTT) with BMP.
     MinRttBmp,
+    /// Phatak et al.'s striping: packets split by rate (surplus round
+    /// robin, Fig 4), handed to TCP in arrival order. Runs braid's smooth
+    /// weighted round robin with the true rates, which interleaves in the
+    /// same proportions.
+    Srr,
+    /// The same striping with braid's BMP resequencer at the client.
+    SrrBmp,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -43,6 +50,8 @@ impl Scheme {
         Scheme::PetBmp,
         Scheme::Pet,
         Scheme::MinRttBmp,
+        Scheme::Srr,
+        Scheme::SrrBmp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +65,8 @@ impl Scheme {
             Scheme::PetBmp => "PET-BMP",
             Scheme::Pet => "PET",
             Scheme::MinRttBmp => "MINRTT-BMP",
+            Scheme::Srr => "SRR",
+            Scheme::SrrBmp => "SRR-BMP",
         }
     }
 
@@ -250,6 +261,33 @@ pub struct Scenario {
     #[serde(default)]
     pub braid: BraidSpec,
     pub cross: Option<CrossSpec>,
+    /// Run the scenario once per value of a parameter ([`crate::ratio`]).
+    pub sweep: Option<SweepSpec>,
+}
+
+/// A parameter swept over values, one run of every scheme per value, on
+/// two paths whose rates are `total · r/(r+1)` and `total/(r+1)`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// What x is: `"bandwidth_ratio"` (r = x at a fixed
+    /// `total_rate_kbps`; Phatak et al. Figs 4 and 6) or
+    /// `"total_rate_kbps"` (total = x at a fixed `bandwidth_ratio`; Fig 5).
+    pub param: String,
+    pub values: Vec<f64>,
+    pub total_rate_kbps: Option<f64>,
+    pub bandwidth_ratio: Option<f64>,
+}
+
+impl SweepSpec {
+    /// The two paths' total rate (kbit/s) and bandwidth ratio at `x`.
+    pub fn at(&self, x: f64) -> (f64, f64) {
+        if self.param == "total_rate_kbps" {
+            (x, self.bandwidth_ratio.unwrap_or(1.0))
+        } else {
+            (self.total_rate_kbps.unwrap_or(1.0), x)
+        }
+    }
 }
 
 fn default_duration() -> f64 {
@@ -408,6 +446,38 @@ impl Scenario {
                 );
             }
         }
+        if let Some(sw) = &self.sweep {
+            let (fixed, key) = match sw.param.as_str() {
+                "bandwidth_ratio" => (sw.total_rate_kbps, "sweep.total_rate_kbps"),
+                "total_rate_kbps" => (sw.bandwidth_ratio, "sweep.bandwidth_ratio"),
+                other => {
+                    return bad(
+                        "sweep.param",
+                        &format!(
+                            "{other:?} is not a sweepable parameter; use \"bandwidth_ratio\" or \"total_rate_kbps\""
+                        ),
+                    )
+                }
+            };
+            if self.paths.len() != 2 {
+                return bad("sweep", "needs exactly two [[path]] tables");
+            }
+            if sw.values.is_empty() || sw.values.iter().any(|v| !(v.is_finite() && *v >= 1.0)) {
+                return bad(
+                    "sweep.values",
+                    "must be a non-empty list of numbers >= 1 (ratios, or kbit/s)",
+                );
+            }
+            match fixed {
+                Some(v) if v.is_finite() && v >= 1.0 => {}
+                _ => {
+                    return bad(
+                        key,
+                        &format!("must be given (>= 1) when sweeping {}", sw.param),
+                    )
+                }
+            }
+        }
         if self.tcp.max_cwnd_pkts == Some(0) {
             return bad("tcp.max_cwnd_pkts", "must be at least 1");
         }
@@ -454,6 +524,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("path[0].loss"), "{e}");
+        let two =
+            "name = 'x'\nschemes = ['SRR']\n[[path]]\nrate_kbps = 1\n[[path]]\nrate_kbps = 1\n";
+        let e = Scenario::parse(
+            &format!("{two}[sweep]\nparam = 'delay'\nvalues = [1]\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("sweep.param") && e.contains("bandwidth_ratio"),
+            "{e}"
+        );
+        let e = Scenario::parse(
+            &format!("{two}[sweep]\nparam = 'bandwidth_ratio'\nvalues = [2]\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sweep.total_rate_kbps"), "{e}");
+        let e = Scenario::parse(
+            &format!(
+                "{MIN}[sweep]\nparam = 'bandwidth_ratio'\nvalues = [2]\ntotal_rate_kbps = 10\n"
+            ),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("two [[path]]"), "{e}");
+        let s = Scenario::parse(
+            &format!(
+                "{two}[sweep]\nparam = 'total_rate_kbps'\nvalues = [100]\nbandwidth_ratio = 3\n"
+            ),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.sweep.unwrap().at(100.0), (100.0, 3.0));
         let e = Scenario::parse(&format!("{MIN}colour = 1\n"), "t")
             .unwrap_err()
             .to_string();

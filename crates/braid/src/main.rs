@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod bench;
 mod benchtunnel;
 mod demo;
@@ -25,6 +26,11 @@ enum Command {
     /// Deterministic simulation of the paper's experiments.
     #[command(subcommand)]
     Sim(sim::SimCmd),
+    /// When striping one TCP flow over these paths is safe (Phatak et al.):
+    /// optimal split, timeout-free bandwidth ratios, duplicate-ACK bound.
+    /// `braid analyze --path 10mbit,20ms --path 2mbit,20ms [--format json]`
+    /// or `braid analyze lab/fast-slow.toml`.
+    Analyze(analyze::AnalyzeArgs),
     /// Benchmarks (simulator speed, ...).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -70,6 +76,7 @@ fn main() -> ExitCode {
     }
     let r = match cli.cmd {
         Command::Sim(c) => sim::run(c),
+        Command::Analyze(a) => analyze::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Lab(c) => lab::run(c),
         Command::Demo { simulate, seconds } => demo::run(simulate, seconds),

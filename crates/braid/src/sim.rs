@@ -57,6 +57,30 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();
+            if sc.sweep.is_some() {
+                // One run of every scheme per value of x (Phatak et al. Fig 4).
+                if plot.is_some() {
+                    anyhow::bail!(
+                        "--plot is not available for swept scenarios ([sweep]); use --format json"
+                    );
+                }
+                let r = braid_sim::ratio::run(
+                    &sc,
+                    &SweepOptions {
+                        seeds,
+                        threads,
+                        progress: !quiet,
+                    },
+                );
+                match format {
+                    Format::Table => print!("{}", r.to_table()),
+                    Format::Json => println!("{}", r.to_json()),
+                }
+                if !quiet {
+                    eprintln!("{:.2} s wall time", start.elapsed().as_secs_f64());
+                }
+                return Ok(());
+            }
             let out = braid_sim::run(
                 &sc,
                 &SweepOptions {

@@ -210,6 +210,8 @@ impl World {
             Scheme::PetBmp => (SchedulerKind::Pet, true),
             Scheme::Pet => (SchedulerKind::Pet, false),
             Scheme::MinRttBmp => (SchedulerKind::MinRtt, true),
+            Scheme::Srr => (SchedulerKind::WeightedRoundRobin, false),
+            Scheme::SrrBmp => (SchedulerKind::WeightedRoundRobin, true),
             Scheme::Mtcp | Scheme::Asi | Scheme::Hbi => unreachable!("not tunnelled"),
         };
         let b = &sc.braid;
