@@ -7,6 +7,7 @@ use braid_core::crypto::{Initiator, PrivateKey, Responder, Session, Tai64n};
 use braid_core::time::Instant;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use std::sync::OnceLock;
 
 /// The fuzzers' clock: an arbitrary, fixed start.
 pub const T0: Instant = Instant::from_millis(1_000);
@@ -16,16 +17,27 @@ pub fn rng(seed: u8) -> ChaCha20Rng {
     ChaCha20Rng::from_seed([seed; 32])
 }
 
-/// (client key, server key), the same on every call.
+/// (client key, server key), the same on every call (made once: key
+/// generation would otherwise dominate the targets' time).
 pub fn keys() -> (PrivateKey, PrivateKey) {
-    (
-        PrivateKey::generate(&mut rng(1)),
-        PrivateKey::generate(&mut rng(2)),
-    )
+    static KEYS: OnceLock<(PrivateKey, PrivateKey)> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        (
+            PrivateKey::generate(&mut rng(1)),
+            PrivateKey::generate(&mut rng(2)),
+        )
+    })
+    .clone()
 }
 
-/// A genuine handshake message 1 from the client to the server.
+/// A genuine handshake message 1 from the client to the server (made
+/// once).
 pub fn valid_init() -> Vec<u8> {
+    static INIT: OnceLock<Vec<u8>> = OnceLock::new();
+    INIT.get_or_init(make_init).clone()
+}
+
+fn make_init() -> Vec<u8> {
     let (client, server) = keys();
     let hello = ClientHello { conn_id: 1 }.to_bytes();
     Initiator::new(
