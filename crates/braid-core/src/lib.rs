@@ -19,6 +19,8 @@
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
+#![forbid(unsafe_code)]
+
 pub mod conn;
 pub mod crypto;
 pub mod flow;

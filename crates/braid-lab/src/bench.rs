@@ -142,6 +142,11 @@ pub struct BenchOptions {
     pub port: u16,
     /// Pause between modes so queues drain and TIME_WAITs settle.
     pub settle_s: f64,
+    /// Also report goodput from this second of each test on
+    /// ([`BenchResult::goodput_from_mbps`]), counted from the start of the
+    /// test with the omitted start-up included.
+    #[serde(default)]
+    pub from_s: Option<u32>,
 }
 
 impl Default for BenchOptions {
@@ -152,6 +157,7 @@ impl Default for BenchOptions {
             reverse: false,
             port: 5201,
             settle_s: 1.0,
+            from_s: None,
         }
     }
 }
@@ -170,6 +176,10 @@ pub struct BenchResult {
     pub mode: String,
     /// iperf3 receiver's bits_per_second, in Mbit/s.
     pub goodput_mbps: f64,
+    /// Goodput from [`BenchOptions::from_s`] on (the steady part of a long
+    /// run), in Mbit/s; only with `from_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_from_mbps: Option<f64>,
     /// goodput / sum of the configured path rates (data direction).
     pub share_of_sum: f64,
     /// TCP retransmissions reported by the sender (all subflows).
@@ -227,23 +237,18 @@ fn setup_mptcp(cfg: &LabConfig) -> anyhow::Result<ModeSetup> {
             ],
         )?;
     }
-    if which("mptcpize").is_none() {
-        bail!("`mptcpize` not found; apt-get install mptcpd");
-    }
+    crate::preflight::ensure(
+        crate::preflight::MPTCP_TOOLS,
+        &crate::preflight::Lookup::from_env(),
+        None,
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
     Ok(ModeSetup {
         mptcp: true,
         teardown: Some(Box::new(|| {
             let _ = ns_run(topo::NS_CLI, &["ip", "mptcp", "endpoint", "flush"]);
         })),
         ..ModeSetup::direct()
-    })
-}
-
-fn which(tool: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(tool))
-            .find(|f| f.is_file())
     })
 }
 
@@ -269,6 +274,16 @@ pub fn bench_with(
             cfg.name
         );
     }
+    if let Some(f) = opts.from_s {
+        let total = opts.duration_s + opts.omit_s;
+        if f >= total {
+            bail!(
+                "--from {f} is not before the end of the test ({} s omitted + {} s measured = {total} s); choose a smaller --from",
+                opts.omit_s,
+                opts.duration_s
+            );
+        }
+    }
     let dir = data_direction(opts);
     let sum = cfg.sum_rate_mbit(dir);
     let mut results = Vec::new();
@@ -290,8 +305,12 @@ pub fn bench_with(
             duration_s: opts.duration_s,
             omit_s: opts.omit_s,
             reverse: opts.reverse,
+            intervals: opts.from_s.is_some(),
             ..IperfSpec::default()
         };
+        // Every mode sees the same path history: the trace starts over
+        // when its measurement starts, not at `lab up`.
+        topo::restart_trace_clock().context("restarting the trace clock")?;
         let before = crate::stats::read_stats()?;
         let t0 = std::time::Instant::now();
         let r = run_iperf3(&spec).with_context(|| format!("mode {}", mode.name()))?;
@@ -315,6 +334,7 @@ pub fn bench_with(
         results.push(BenchResult {
             mode: mode.name().to_string(),
             goodput_mbps: r.received_mbps,
+            goodput_from_mbps: opts.from_s.and_then(|f| r.goodput_from_mbps(f as f64)),
             share_of_sum: r.received_mbps / sum,
             retransmits: r.retransmits,
             path_mbps,

@@ -13,6 +13,13 @@
 //! with the timer slack of the thread reduced to 1 ns. Because departures
 //! are computed on a virtual timeline, wake-up jitter never turns into a
 //! rate error, only into (sub-millisecond) delay jitter.
+//!
+//! Trace clock: a trace's `at_s` counts from the emulator's start, unless
+//! the emulator receives `SIGUSR1` ([`topo::restart_trace_clock`]), which
+//! restarts every path's trace from that instant (see
+//! [`Link::restart_trace`]). A dedicated thread takes the signal with
+//! `sigwait` (it is blocked everywhere else), so nothing runs in a signal
+//! handler.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -33,6 +40,65 @@ pub const DEFAULT_SPIN_US: u64 = 200;
 /// How often the stats file is rewritten.
 pub const STATS_INTERVAL: Duration = Duration::from_millis(200);
 const SOCK_BUF: usize = 8 << 20;
+
+/// The instant of the latest trace restart, shared with the direction
+/// threads: `generation` counts restarts, `offset_ns` is the restart
+/// instant as nanoseconds since the emulator's start.
+#[derive(Default)]
+struct TraceClock {
+    generation: std::sync::atomic::AtomicU64,
+    offset_ns: std::sync::atomic::AtomicU64,
+}
+
+impl TraceClock {
+    /// Restart `link`'s trace if a restart happened since `seen`.
+    fn sync(&self, seen: &mut u64, link: &mut Link, start: Instant) {
+        use std::sync::atomic::Ordering::Acquire;
+        let g = self.generation.load(Acquire);
+        if g != *seen {
+            *seen = g;
+            let off = self.offset_ns.load(Acquire);
+            link.restart_trace(start + Duration::from_nanos(off));
+        }
+    }
+}
+
+/// Block `SIGUSR1` in the calling thread (and the threads it spawns
+/// afterwards), so that only [`signal_thread`]'s `sigwait` receives it.
+fn block_sigusr1() -> anyhow::Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it
+    // and pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            anyhow::bail!(
+                "blocking SIGUSR1: {}",
+                std::io::Error::from_raw_os_error(rc)
+            );
+        }
+        Ok(set)
+    }
+}
+
+/// Waits for `SIGUSR1` and records a trace restart each time.
+fn signal_thread(set: libc::sigset_t, clock: Arc<TraceClock>, start: Instant) {
+    use std::sync::atomic::Ordering::Release;
+    loop {
+        let mut sig = 0;
+        // SAFETY: `set` is an initialised signal set and `sig` a valid
+        // out-pointer; sigwait blocks this thread only.
+        let rc = unsafe { libc::sigwait(&set, &mut sig) };
+        if rc != 0 || sig != libc::SIGUSR1 {
+            continue;
+        }
+        let off = start.elapsed().as_nanos() as u64;
+        clock.offset_ns.store(off, Release);
+        clock.generation.fetch_add(1, Release);
+    }
+}
 
 struct Pending {
     at: Instant,
@@ -78,6 +144,8 @@ fn run_direction(
     mut link: Link,
     c: Arc<DirCounters>,
     spin: Duration,
+    clock: Arc<TraceClock>,
+    start: Instant,
 ) -> std::io::Error {
     use std::sync::atomic::Ordering::Relaxed;
     set_timer_slack_1ns();
@@ -86,7 +154,9 @@ fn run_direction(
     let mut buf = vec![0u8; 65536];
     let mut warned_big = false;
     let mut max_q = 0u64;
+    let mut seen = 0u64;
     loop {
+        clock.sync(&mut seen, &mut link, start);
         // 1. Send everything that is due.
         let mut now = Instant::now();
         while pending.front().is_some_and(|p| p.at <= now) {
@@ -136,6 +206,8 @@ fn run_direction(
                     let ip_bytes = (n - 14) as u64;
                     c.rx_packets.fetch_add(1, Relaxed);
                     c.rx_bytes.fetch_add(ip_bytes, Relaxed);
+                    // A restart signalled meanwhile applies before this packet.
+                    clock.sync(&mut seen, &mut link, start);
                     match link.offer(arrival, ip_bytes) {
                         Verdict::Deliver(at) => pending.push_back(Pending {
                             at,
@@ -201,6 +273,15 @@ pub fn run_emulator(cfg: &LabConfig) -> anyhow::Result<Infallible> {
     std::fs::create_dir_all(crate::RUN_DIR)
         .with_context(|| format!("creating {}", crate::RUN_DIR))?;
     let (err_tx, err_rx) = mpsc::channel::<String>();
+    let clock = Arc::new(TraceClock::default());
+    let set = block_sigusr1()?;
+    {
+        let clock = clock.clone();
+        std::thread::Builder::new()
+            .name("emu-signal".into())
+            .spawn(move || signal_thread(set, clock, start))
+            .context("spawning the signal thread")?;
+    }
     let mut all = Vec::new();
     for (i, p) in cfg.paths.iter().enumerate() {
         let cli = Arc::new(
@@ -231,10 +312,11 @@ pub fn run_emulator(cfg: &LabConfig) -> anyhow::Result<Infallible> {
             let c2 = counters.clone();
             let err_tx = err_tx.clone();
             let label = format!("path {} {dir}", p.name);
+            let clock = clock.clone();
             std::thread::Builder::new()
                 .name(format!("emu-{i}-{dir}"))
                 .spawn(move || {
-                    let e = run_direction(rx, tx, link, c2, spin);
+                    let e = run_direction(rx, tx, link, c2, spin, clock, start);
                     let _ = err_tx.send(format!("{label}: {e}"));
                 })
                 .context("spawning emulator thread")?;
@@ -250,6 +332,7 @@ pub fn run_emulator(cfg: &LabConfig) -> anyhow::Result<Infallible> {
             scenario: cfg.name.clone(),
             pid,
             uptime_s: start.elapsed().as_secs_f64(),
+            trace_restarts: clock.generation.load(std::sync::atomic::Ordering::Acquire),
             paths: all
                 .iter()
                 .map(|(name, c)| PathStats {

@@ -42,6 +42,11 @@ pub struct IperfSpec {
     /// TCP congestion control of the sender (`-C`). The comparisons are of
     /// kernel CUBIC, whatever the host's default is.
     pub congestion: Option<String>,
+    /// Also collect the receiver's per-second intervals
+    /// ([`IperfResult::intervals`]); for an upload this asks the server for
+    /// its report (`--get-server-output`).
+    #[serde(default)]
+    pub intervals: bool,
 }
 
 impl Default for IperfSpec {
@@ -60,6 +65,7 @@ impl Default for IperfSpec {
             udp_len: 1400,
             streams: 1,
             congestion: Some("cubic".into()),
+            intervals: false,
         }
     }
 }
@@ -78,6 +84,69 @@ pub struct IperfResult {
     pub retransmits: Option<u64>,
     /// UDP loss percentage, if UDP.
     pub lost_percent: Option<f64>,
+    /// The receiver's reporting intervals, in order, the omitted start-up
+    /// included (empty unless [`IperfSpec::intervals`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+}
+
+/// One reporting interval of the receiving end.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Start, in seconds since the test began (omitted start-up included).
+    pub start_s: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+}
+
+impl IperfResult {
+    /// Goodput (Mbit/s) over the receiver's intervals that start at or after
+    /// `from_s` seconds into the test (the omitted start-up counts towards
+    /// `from_s`), or `None` if there is no such interval.
+    pub fn goodput_from_mbps(&self, from_s: f64) -> Option<f64> {
+        let (secs, bytes) = self
+            .intervals
+            .iter()
+            .filter(|i| i.start_s >= from_s - 1e-3)
+            .fold((0.0, 0u64), |(s, b), i| (s + i.seconds, b + i.bytes));
+        (secs > 0.0).then(|| bytes as f64 * 8.0 / secs / 1e6)
+    }
+}
+
+/// The receiver's intervals from iperf3 `-J` output: the client's own
+/// intervals when it received (`-R`), else the server's report
+/// (`server_output_json`, present with `--get-server-output`). `omit_s` is
+/// the `-O` value: if the report leaves the omitted intervals out, the
+/// remaining ones start that much later into the test.
+fn receiver_intervals(v: &serde_json::Value, reverse: bool, omit_s: u32) -> Vec<Interval> {
+    let side = if reverse {
+        Some(v)
+    } else {
+        v.get("server_output_json")
+    };
+    let Some(list) = side
+        .and_then(|s| s.get("intervals"))
+        .and_then(|i| i.as_array())
+    else {
+        return Vec::new();
+    };
+    let sums: Vec<&serde_json::Value> = list.iter().filter_map(|i| i.get("sum")).collect();
+    let has_omitted = sums
+        .iter()
+        .any(|s| s.get("omitted").and_then(|o| o.as_bool()) == Some(true));
+    let mut t = if has_omitted { 0.0 } else { omit_s as f64 };
+    let mut out = Vec::with_capacity(sums.len());
+    for s in sums {
+        let seconds = s.get("seconds").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let bytes = s.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0) as u64;
+        out.push(Interval {
+            start_s: t,
+            seconds,
+            bytes,
+        });
+        t += seconds;
+    }
+    out
 }
 
 /// Parse iperf3 `-J` output.
@@ -103,6 +172,7 @@ pub fn parse_iperf_json(text: &str) -> anyhow::Result<IperfResult> {
             .and_then(|s| s.get("retransmits"))
             .and_then(|x| x.as_u64()),
         lost_percent: f(end.get("sum"), "lost_percent").or(f(Some(recv), "lost_percent")),
+        intervals: Vec::new(),
     })
 }
 
@@ -139,16 +209,19 @@ fn wait_listening(ns: &str, port: u16, server: &mut NsProcess) -> anyhow::Result
 /// `-J`, return the parsed result. Both processes are stopped on any error.
 pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
     let port = spec.port.to_string();
-    let srv_argv = wrap(
-        spec.mptcp,
-        vec![
-            "iperf3".into(),
-            "-s".into(),
-            "-1".into(),
-            "-p".into(),
-            port.clone(),
-        ],
-    );
+    let mut srv = vec![
+        "iperf3".to_string(),
+        "-s".into(),
+        "-1".into(),
+        "-p".into(),
+        port.clone(),
+    ];
+    if spec.intervals && !spec.reverse {
+        // `--get-server-output` hands the client the server's report as
+        // JSON only if the server itself reports in JSON.
+        srv.push("-J".into());
+    }
+    let srv_argv = wrap(spec.mptcp, srv);
     let mut server = NsProcess::spawn(&spec.server_ns, &srv_argv, None)?;
     wait_listening(&spec.server_ns, spec.port, &mut server)?;
 
@@ -165,6 +238,8 @@ pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
     }
     if spec.reverse {
         argv.push("-R".into());
+    } else if spec.intervals {
+        argv.push("--get-server-output".into());
     }
     if spec.streams > 1 {
         argv.extend(["-P".into(), spec.streams.to_string()]);
@@ -208,14 +283,25 @@ pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
     let out = out.context("waiting for iperf3 client")?;
     let _ = server.wait_timeout(Duration::from_secs(2));
     let text = String::from_utf8_lossy(&out.stdout);
-    parse_iperf_json(&text).with_context(|| {
+    let mut r = parse_iperf_json(&text).with_context(|| {
         format!(
             "iperf3 client `{}` failed ({}): {}",
             argv.join(" "),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )
-    })
+    })?;
+    if spec.intervals {
+        let v: serde_json::Value = serde_json::from_str(&text)?;
+        r.intervals = receiver_intervals(&v, spec.reverse, spec.omit_s);
+        if r.intervals.is_empty() {
+            bail!(
+                "iperf3 reported no receiver intervals (`{}`)",
+                argv.join(" ")
+            );
+        }
+    }
+    Ok(r)
 }
 
 /// Summary of a ping run (milliseconds).
@@ -305,43 +391,6 @@ pub fn ping(
     })
 }
 
-/// Wait until `dst` answers a ping from `ns` (e.g. once a tunnel is up), or
-/// fail after `timeout`.
-pub fn wait_reachable(
-    ns: &str,
-    src: Option<Ipv4Addr>,
-    dst: Ipv4Addr,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let t0 = Instant::now();
-    loop {
-        let mut argv = vec![
-            "ping".to_string(),
-            "-n".into(),
-            "-q".into(),
-            "-c1".into(),
-            "-W1".into(),
-        ];
-        if let Some(s) = src {
-            argv.extend(["-I".into(), s.to_string()]);
-        }
-        argv.push(dst.to_string());
-        let ok = ns_command(ns, &argv)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Ok(());
-        }
-        if t0.elapsed() > timeout {
-            bail!("{dst} not reachable from {ns} within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,6 +403,62 @@ mod tests {
         assert_eq!(p.avg_ms, 44.537);
         let t = "5 packets transmitted, 5 received, 0% packet loss, time 215ms\nrtt min/avg/max/mdev = 200.919/200.936/200.962/0.014 ms, pipe 4\n";
         assert_eq!(parse_ping(t).unwrap().max_ms, 200.962);
+    }
+
+    #[test]
+    fn goodput_from_a_second_counts_only_later_intervals() {
+        // Upload: the server's report, with two omitted start-up seconds
+        // that restart the interval clock (as iperf3 does).
+        let iv = |start: f64, bytes: u64, omitted: bool| {
+            format!(
+                r#"{{"sum":{{"start":{start},"end":{},"seconds":1.0,"bytes":{bytes},"omitted":{omitted}}}}}"#,
+                start + 1.0
+            )
+        };
+        let server = [
+            iv(0.0, 100_000, true),
+            iv(1.0, 200_000, true),
+            iv(0.0, 1_000_000, false),
+            iv(1.0, 1_000_000, false),
+            iv(2.0, 2_000_000, false),
+            iv(3.0, 2_000_000, false),
+        ]
+        .join(",");
+        let t = format!(
+            r#"{{"intervals":[],"server_output_json":{{"intervals":[{server}]}},"end":{{}}}}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        let r = IperfResult {
+            received_mbps: 0.0,
+            sent_mbps: 0.0,
+            received_bytes: 0,
+            seconds: 0.0,
+            retransmits: None,
+            lost_percent: None,
+            intervals: receiver_intervals(&v, false, 2),
+        };
+        assert_eq!(r.intervals.len(), 6);
+        assert_eq!(r.intervals[4].start_s, 4.0);
+        // From second 4: the last two intervals, 4 MB in 2 s = 16 Mbit/s.
+        assert_eq!(r.goodput_from_mbps(4.0), Some(16.0));
+        assert_eq!(r.goodput_from_mbps(2.0), Some(12.0));
+        assert_eq!(r.goodput_from_mbps(6.0), None);
+        // The same report without the omitted intervals: clock shifted by -O.
+        let server = [
+            iv(0.0, 1_000_000, false),
+            iv(1.0, 1_000_000, false),
+            iv(2.0, 2_000_000, false),
+        ]
+        .join(",");
+        let t = format!(r#"{{"server_output_json":{{"intervals":[{server}]}}}}"#);
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        let ivs = receiver_intervals(&v, false, 2);
+        assert_eq!(ivs[2].start_s, 4.0);
+        // Download: the client's own intervals; no server report needed.
+        let t = format!(r#"{{"intervals":[{}]}}"#, iv(0.0, 5, false));
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(receiver_intervals(&v, true, 0).len(), 1);
+        assert!(receiver_intervals(&v, false, 0).is_empty());
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! * [`iperf`] and [`bench`]: measurements (iperf3, kernel MPTCP, and an
 //!   extension point for braid's own tunnel).
 //!
-//! Everything needs root; see [`topo::check_environment`].
+//! * [`preflight`]: the programs the lab starts, checked (and installed as
+//!   root) before anything is created; [`probe`]: in-process reachability.
+//!
+//! Everything needs root; see [`preflight::lab_preflight`].
 
 pub mod bench;
 pub mod cmd;
@@ -14,6 +17,8 @@ pub mod config;
 pub mod emulator;
 pub mod iperf;
 pub mod link;
+pub mod preflight;
+pub mod probe;
 pub mod rawsock;
 pub mod stats;
 pub mod topo;

@@ -39,6 +39,12 @@ impl LossModel {
         }
     }
 
+    /// Replace the loss process (keeping the random stream).
+    pub fn set_spec(&mut self, spec: LossSpec) {
+        self.spec = spec;
+        self.bad = false;
+    }
+
     /// Replace the Bernoulli probability (trace step).
     pub fn set_bernoulli(&mut self, p: f64) {
         self.spec = if p > 0.0 {
@@ -91,6 +97,11 @@ pub struct Link {
     loss: LossModel,
     trace: Vec<crate::config::DirTraceStep>,
     next_trace: usize,
+    /// Rate, delay and loss before any trace step, restored by
+    /// [`Link::restart_trace`].
+    base_rate_bps: f64,
+    base_delay: Duration,
+    base_loss: LossSpec,
     /// Virtual time at which the serializer becomes free.
     busy_until: Instant,
     /// Latest delivery time handed out (links never reorder).
@@ -110,6 +121,9 @@ impl Link {
             loss: LossModel::new(params.loss, seed),
             trace: params.trace.clone(),
             next_trace: 0,
+            base_rate_bps: params.rate_bps,
+            base_delay: Duration::from_secs_f64(params.delay_s),
+            base_loss: params.loss,
             busy_until: start,
             last_delivery: start,
             backlog: VecDeque::new(),
@@ -135,6 +149,20 @@ impl Link {
             }
             self.next_trace += 1;
         }
+    }
+
+    /// Start the trace over with `at` as its time zero: the link goes back
+    /// to its configured rate, delay and loss, and the steps apply again
+    /// from `at + at_s`. `braid lab bench` does this when each mode's
+    /// measurement starts, so that every mode sees the same path history
+    /// (a trace's `at_s` would otherwise count from `lab up`). Packets
+    /// already scheduled keep their delivery times.
+    pub fn restart_trace(&mut self, at: Instant) {
+        self.start = at;
+        self.next_trace = 0;
+        self.rate_bps = self.base_rate_bps;
+        self.delay = self.base_delay;
+        self.loss.set_spec(self.base_loss);
     }
 
     /// Bytes queued (not yet fully serialized) at `now`.
@@ -296,6 +324,40 @@ mod tests {
             Verdict::Deliver(t1 + Duration::from_millis(60))
         );
         assert_eq!(l.rate_bps(), 1e6);
+    }
+
+    #[test]
+    fn restarting_the_trace_restores_the_base_and_replays_the_steps() {
+        let t0 = Instant::now();
+        let mut p = params(10.0, 20.0, 1_000_000, LossSpec::None);
+        p.trace = vec![crate::config::DirTraceStep {
+            at_s: 1.0,
+            rate_bps: Some(1e6),
+            delay_s: Some(0.05),
+            loss: Some(1.0),
+        }];
+        let mut l = Link::new(&p, 1, t0);
+        assert_eq!(
+            l.offer(t0 + Duration::from_secs(2), 1250),
+            Verdict::DropLoss
+        );
+        assert_eq!(l.rate_bps(), 1e6);
+        // Restart at t = 10 s: configured values again, step due at 11 s.
+        let r = t0 + Duration::from_secs(10);
+        l.restart_trace(r);
+        assert_eq!(l.rate_bps(), 10e6);
+        assert_eq!(l.delay(), Duration::from_millis(20));
+        let t = r + Duration::from_millis(900);
+        // 1250 bytes at 10 Mbit/s = 1 ms, plus 20 ms.
+        assert_eq!(
+            l.offer(t, 1250),
+            Verdict::Deliver(t + Duration::from_millis(21))
+        );
+        assert_eq!(
+            l.offer(r + Duration::from_millis(1100), 1250),
+            Verdict::DropLoss
+        );
+        assert_eq!(l.delay(), Duration::from_millis(50));
     }
 
     #[test]

@@ -63,6 +63,8 @@ impl PacketSocket {
                 format!("no interface {ifname}: {}", io::Error::last_os_error()),
             ));
         }
+        // SAFETY: socket(2) takes only integer arguments; the returned fd is
+        // checked by `cvt` and owned right below.
         let raw =
             cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
         // SAFETY: `raw` is a fresh fd we own.
@@ -102,6 +104,8 @@ impl PacketSocket {
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
         sll.sll_ifindex = ifindex;
+        // SAFETY: `sll` is a live, initialised sockaddr_ll and the length
+        // passed is its size; `raw` is our open socket.
         cvt(unsafe {
             libc::bind(
                 raw,
@@ -127,6 +131,8 @@ impl PacketSocket {
             // SAFETY: zeroed sockaddr_ll is valid; buffers are live and sized.
             let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            // SAFETY: `buf` is a live mutable buffer of `buf.len()` bytes,
+            // `sll`/`len` are valid out-parameters of the right size.
             let n = unsafe {
                 libc::recvfrom(
                     self.raw_fd(),

@@ -61,6 +61,9 @@ pub struct EmuStats {
     pub scenario: String,
     pub pid: u32,
     pub uptime_s: f64,
+    /// How many times the trace clock was restarted (`SIGUSR1`).
+    #[serde(default)]
+    pub trace_restarts: u64,
     pub paths: Vec<PathStats>,
 }
 

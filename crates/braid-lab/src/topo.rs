@@ -156,23 +156,25 @@ pub struct LabInfo {
     pub emulator_pid: i32,
 }
 
-/// Check that we can build the lab (root, `ip netns` works). Returns a
-/// human-readable reason if not; tests use it to skip.
+/// Check that we can build the lab: root, every program of
+/// [`crate::preflight::LAB_TOOLS`] on `PATH`, and `ip netns` working.
+/// Returns a one-line reason if not. Installs nothing; the commands call
+/// [`crate::preflight::lab_preflight`], which installs what is missing.
 pub fn check_environment() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::preflight::is_root() {
         return Err(
             "not running as root (network namespaces need CAP_SYS_ADMIN/CAP_NET_ADMIN)".into(),
         );
     }
-    for tool in ["ip", "ethtool"] {
-        if !run_quiet(&[tool, "-V"]) && !run_quiet(&[tool, "--version"]) {
-            return Err(format!(
-                "`{tool}` not found; apt-get install iproute2 ethtool"
-            ));
-        }
-    }
-    let probe = format!("braid-probe-{}", std::process::id());
+    crate::preflight::ensure(
+        crate::preflight::LAB_TOOLS,
+        &crate::preflight::Lookup::from_env(),
+        None,
+    )?;
+    // Unique per call: tests of one process check in parallel.
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = format!("braid-probe-{}-{n}", std::process::id());
     if !run_quiet(&["ip", "netns", "add", &probe]) {
         return Err("`ip netns add` does not work here (no namespace support?)".into());
     }
@@ -200,6 +202,25 @@ pub fn is_up() -> bool {
     let ns = list_namespaces();
     NAMESPACES.iter().all(|n| ns.iter().any(|x| x == n))
         && read_pid().is_some_and(|p| cmd::alive(p) && pid_in_ns(p, NS_EMU))
+}
+
+/// Restart the emulator's trace clock: every path's trace starts over now
+/// (configured rate, delay and loss; steps at `now + at_s`). Returns once
+/// the emulator has acknowledged it in its stats file.
+pub fn restart_trace_clock() -> anyhow::Result<()> {
+    let before = crate::stats::read_stats()?.trace_restarts;
+    let pid = read_pid().context("no emulator pid file: is the lab up?")?;
+    if !pid_in_ns(pid, NS_EMU) || !cmd::signal(pid, libc::SIGUSR1) {
+        bail!("the emulator (pid {pid}) is not running; bring the lab up again");
+    }
+    let t0 = Instant::now();
+    while crate::stats::read_stats()?.trace_restarts <= before {
+        if t0.elapsed() > Duration::from_secs(3) {
+            bail!("the emulator did not acknowledge the trace restart within 3 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 fn read_pid() -> Option<i32> {

@@ -6,6 +6,8 @@
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
 
+#![forbid(unsafe_code)]
+
 pub mod analysis;
 pub mod cross;
 pub mod event;

@@ -4,9 +4,11 @@
 //! with three unequal paths (8, 4 and 2 Mbit/s; 10, 60 and 150 ms), moves
 //! a TCP stream through the real encrypted tunnel with PET, prints the
 //! aggregate and per-path throughput next to the best path alone, and
-//! tears everything down. Otherwise it says so and runs the simulated
-//! version: the PET/BMP Table I experiment with the same protocol core.
+//! tears everything down. Without root, or when the programs the lab
+//! starts are missing and cannot be installed, it says why in one line and
+//! runs the simulated version: the PET/BMP Table I experiment with the same protocol core.
 
+use braid_lab::preflight::{self, Installer, Lookup};
 use braid_lab::{BenchOptions, LabConfig, Mode};
 use braid_sim::{Scenario, SweepOptions};
 
@@ -17,17 +19,45 @@ pub const THREE_PATHS: &str = include_str!("../../../lab/three-paths.toml");
 
 pub fn run(simulate: bool, seconds: u32) -> anyhow::Result<()> {
     if !simulate {
-        match braid_lab::topo::check_environment() {
-            Ok(()) => return lab_demo(seconds),
-            Err(why) => {
-                println!(
-                    "braid demo: the real-tunnel demo needs root and network namespaces ({why});"
-                );
-                println!("running the simulated demo instead.\n");
-            }
+        let installer: Installer = &preflight::apt_install;
+        let can_apt = Lookup::from_env().find("apt-get").is_some();
+        let why = fallback_reason(
+            preflight::is_root(),
+            &Lookup::from_env(),
+            can_apt.then_some(installer),
+        )
+        .or_else(|| {
+            braid_lab::topo::check_environment()
+                .err()
+                .map(|e| fallback_line(&format!("the lab cannot run here: {e}")))
+        });
+        match why {
+            None => return lab_demo(seconds),
+            Some(line) => println!("{line}\n"),
         }
     }
     simulated()
+}
+
+/// The one line printed when the demo falls back to the simulated run.
+fn fallback_line(why: &str) -> String {
+    format!("braid demo: running the simulated demo because {why}; for the real tunnel, fix that and run `sudo braid demo` again.")
+}
+
+/// Why the real-tunnel demo cannot run (one line, saying how to get it),
+/// or `None` when it can: it needs root and every program of
+/// [`preflight::LAB_TOOLS`], which are installed with `install` (apt-get,
+/// as root) when missing. `lookup` is where programs are found, so that
+/// the check can be tested with any `PATH`.
+pub fn fallback_reason(root: bool, lookup: &Lookup, install: Option<Installer>) -> Option<String> {
+    if !root {
+        return Some(fallback_line(
+            "the real-tunnel demo needs root (it creates network namespaces)",
+        ));
+    }
+    preflight::ensure(preflight::LAB_TOOLS, lookup, install)
+        .err()
+        .map(|e| fallback_line(&e))
 }
 
 fn lab_demo(seconds: u32) -> anyhow::Result<()> {
@@ -127,4 +157,41 @@ fn simulated() -> anyhow::Result<()> {
     }
     println!("\nRun any experiment with `braid sim run scenarios/<name>.toml` (`braid sim list`).");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_root_the_demo_says_so_and_how_to_get_the_real_one() {
+        let line = fallback_reason(false, &Lookup::with_path("/nonexistent"), None).unwrap();
+        assert!(
+            line.contains("needs root") && line.contains("sudo braid demo"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn demo_preflight_names_each_missing_program() {
+        let dir = std::env::temp_dir().join(format!("braid-demo-preflight-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tools = preflight::LAB_TOOLS;
+        for t in tools {
+            preflight::stub_path_dir(&dir, tools, Some(t.program)).unwrap();
+            let line = fallback_reason(true, &Lookup::with_path(&dir), None)
+                .unwrap_or_else(|| panic!("no fallback with `{}` missing", t.program));
+            assert!(line.contains(&format!("`{}`", t.program)), "{line}");
+            assert!(
+                line.contains(&format!("apt-get install {}", t.package)),
+                "{line}"
+            );
+            assert!(line.contains("simulated"), "{line}");
+            assert!(!line.contains('\n'));
+        }
+        preflight::stub_path_dir(&dir, tools, None).unwrap();
+        assert_eq!(fallback_reason(true, &Lookup::with_path(&dir), None), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -44,6 +44,11 @@ pub enum LabCmd {
         /// Leading seconds (slow start) excluded from each measurement.
         #[arg(long, default_value_t = 2)]
         omit: u32,
+        /// Also report goodput from this second of each test on
+        /// (`goodput_from_mbps`, counted from the start of the test, the
+        /// omitted start-up included), next to the whole test's.
+        #[arg(long, value_name = "SECONDS")]
+        from: Option<u32>,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -83,8 +88,11 @@ pub fn emulator_command() -> anyhow::Result<braid_lab::EmulatorCommand> {
     Ok(braid_lab::EmulatorCommand::new(exe).with_args(["lab", "emulate"]))
 }
 
-fn require_lab_environment() -> anyhow::Result<()> {
-    braid_lab::topo::check_environment()
+/// Before anything is created: root, every program the run will start
+/// (installed with apt-get as root when missing; `mptcpize` only when the
+/// `mptcp` mode is asked for) and working namespaces.
+fn require_lab_environment(mptcp: bool) -> anyhow::Result<()> {
+    braid_lab::preflight::lab_preflight(mptcp)
         .map_err(|why| anyhow::anyhow!("the lab cannot run here: {why}"))
 }
 
@@ -105,7 +113,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
     match cmd {
         LabCmd::Up { file } => {
             let cfg = load(&file)?;
-            require_lab_environment()?;
+            require_lab_environment(false)?;
             let info = braid_lab::up(&cfg, &emulator_command()?)?;
             println!(
                 "lab `{}` is up: {} paths, emulator pid {}",
@@ -129,8 +137,14 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             modes,
             duration,
             omit,
+            from,
             keep,
         } => {
+            if let Some(f) = from {
+                if f >= duration + omit {
+                    anyhow::bail!("--from {f} is not before the end of the test (--omit {omit} + --duration {duration} = {} s); choose a smaller --from", duration + omit);
+                }
+            }
             let cfg = load(&file)?;
             let modes: Vec<Mode> = modes
                 .iter()
@@ -142,13 +156,14 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                     }
                 })
                 .collect::<anyhow::Result<_>>()?;
-            require_lab_environment()?;
+            require_lab_environment(modes.iter().any(|m| matches!(m, Mode::Mptcp)))?;
             // One lab at a time on this host: wait for other benches and tests.
             let _lock = braid_lab::topo::LabLock::acquire()?;
             braid_lab::up(&cfg, &emulator_command()?)?;
             let opts = BenchOptions {
                 duration_s: duration,
                 omit_s: omit,
+                from_s: from,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);
@@ -164,27 +179,90 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             };
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&out)?),
-                Format::Table => {
-                    println!(
-                        "lab {}: sum of path rates {:.2} Mbit/s; tunnel ceiling {:.3} of it",
-                        out.scenario, out.sum_mbps, out.ceiling_share
-                    );
-                    println!("{:<16} {:>10} {:>14}", "mode", "Mbit/s", "share of sum");
-                    for r in out.results {
-                        println!(
-                            "{:<16} {:>10.2} {:>14.3}",
-                            r.mode, r.goodput_mbps, r.share_of_sum
-                        );
-                    }
-                }
+                Format::Table => print!("{}", table(&out, from)),
             }
             Ok(())
         }
     }
 }
 
+/// The human-readable report: one row per mode; with `--from`, a column of
+/// goodput from that second on next to the whole test's.
+fn table(out: &Output, from: Option<u32>) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "lab {}: sum of path rates {:.2} Mbit/s; tunnel ceiling {:.3} of it",
+        out.scenario, out.sum_mbps, out.ceiling_share
+    );
+    let from_head = from.map(|f| format!("from {f} s")).unwrap_or_default();
+    let _ = writeln!(
+        t,
+        "{:<16} {:>10} {:>14} {:>10}",
+        "mode", "Mbit/s", "share of sum", from_head
+    );
+    for r in out.results {
+        let from_col = match (from, r.goodput_from_mbps) {
+            (None, _) => String::new(),
+            (Some(_), Some(g)) => format!("{g:.2}"),
+            (Some(_), None) => "-".into(),
+        };
+        let _ = writeln!(
+            t,
+            "{:<16} {:>10.2} {:>14.3} {:>10}",
+            r.mode, r.goodput_mbps, r.share_of_sum, from_col
+        );
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn result(mode: &str, g: f64, from: Option<f64>) -> braid_lab::BenchResult {
+        braid_lab::BenchResult {
+            mode: mode.into(),
+            goodput_mbps: g,
+            goodput_from_mbps: from,
+            share_of_sum: g / 20.0,
+            retransmits: None,
+            path_mbps: vec![],
+        }
+    }
+
+    #[test]
+    fn from_adds_a_column_and_a_json_field_next_to_the_whole_test() {
+        let results = [
+            result("mptcp", 18.0, Some(19.0)),
+            result("braid-pet", 17.5, Some(18.25)),
+        ];
+        let out = Output {
+            scenario: "two-equal",
+            ceiling_share: ceiling_share(),
+            sum_mbps: 20.0,
+            results: &results,
+        };
+        let t = table(&out, Some(20));
+        assert!(t.lines().nth(1).unwrap().contains("from 20 s"), "{t}");
+        let row = t.lines().find(|l| l.starts_with("braid-pet")).unwrap();
+        assert!(row.contains("17.50") && row.contains("18.25"), "{row}");
+        let j = serde_json::to_value(&out).unwrap();
+        let r = &j["results"][1];
+        assert_eq!(r["goodput_mbps"], 17.5);
+        assert_eq!(r["goodput_from_mbps"], 18.25);
+        // Without --from, neither the column nor the field.
+        let plain = [result("mptcp", 18.0, None)];
+        let out = Output {
+            results: &plain,
+            ..out
+        };
+        assert!(!table(&out, None).contains("from"));
+        let j = serde_json::to_value(&out).unwrap();
+        assert!(j["results"][0].get("goodput_from_mbps").is_none());
+    }
+
     #[test]
     fn ceiling_counts_every_header() {
         // 1500 - 62 (tunnel) - 52 (TCP/IP with timestamps) = 1386.

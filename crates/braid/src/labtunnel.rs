@@ -143,7 +143,7 @@ pub fn start(
     let teardown: Box<dyn FnOnce()> = Box::new(|| {
         let _ = ns_run(NS_SRV, &["ip", "route", "del", TUNNEL_NET]);
     });
-    braid_lab::iperf::wait_reachable(
+    braid_lab::probe::wait_reachable(
         NS_CLI,
         Some(CLIENT_TUNNEL_ADDR),
         topo::SRV_ADDR,

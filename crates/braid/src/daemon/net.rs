@@ -111,12 +111,15 @@ pub async fn recv_from_stamped(
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
     sock.async_io(tokio::io::Interest::READABLE, || {
+        // SAFETY: all-zero bytes are a valid sockaddr_storage (plain data).
         let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr() as *mut libc::c_void,
             iov_len: buf.len(),
         };
         let mut cmsg = [0u64; 16];
+        // SAFETY: all-zero bytes are a valid msghdr (null pointers, zero
+        // lengths); the fields are set below.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_name = &mut addr as *mut _ as *mut libc::c_void;
         msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
