@@ -47,7 +47,7 @@ fn open_path(
         let mut buf = vec![0u8; BUF];
         loop {
             match super::net::recv_from_stamped(&sock, &mut buf).await {
-                Ok((n, from, age)) => {
+                Ok((n, from, age, _)) => {
                     let at = clock.ago(age);
                     if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
                         break;
@@ -93,6 +93,7 @@ pub struct ClientDaemon<F: TunFactory> {
     tun_errors: RateLimitedLog,
     /// Datagrams from addresses other than the server's.
     pub stray: u64,
+    stray_log: super::Every,
     /// For the readers of paths opened later.
     udp_tx: mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
 }
@@ -188,6 +189,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             metrics_addr,
             tun_errors: RateLimitedLog::default(),
             stray: 0,
+            stray_log: super::Every::new(super::LOG_INTERVAL),
             udp_tx,
         };
         info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
@@ -226,7 +228,8 @@ impl<F: TunFactory> ClientDaemon<F> {
                 }
                 _ = hotplug.tick() => self.open_missing_paths(),
                 Some(reply) = self.status_rx.recv() => {
-                    let r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
+                    let mut r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
+                    r.counters.insert("stray_datagrams".into(), self.stray);
                     let _ = reply.send(r);
                 }
             }
@@ -264,11 +267,31 @@ impl<F: TunFactory> ClientDaemon<F> {
     }
 
     /// A datagram the kernel received at `at`.
+    ///
+    /// One from an address other than the configured server's is counted
+    /// and logged (once per interval, naming both addresses) but still
+    /// handed to the core: it is accepted only if it authenticates, which
+    /// a source address never proves anyway (UDP sources are forged at
+    /// will), and a server that answers from another of its addresses (an
+    /// older braid, or any server behind a NAT that rewrites its source)
+    /// then still works instead of leaving the client handshaking in
+    /// silence.
     fn datagram(&mut self, at: Instant, path: PathId, from: SocketAddr, d: &[u8]) {
-        let expected = self.paths.get(path.0 as usize).map(|p| p.settings.server);
-        if expected != Some(from) {
-            self.stray += 1;
+        let Some(expected) = self.paths.get(path.0 as usize).map(|p| p.settings.server) else {
             return;
+        };
+        if expected != from {
+            self.stray += 1;
+            if self.stray_log.due() {
+                warn!(
+                    path = path.0,
+                    name = self.path_name(path),
+                    from = %from,
+                    server = %expected,
+                    count = self.stray,
+                    "datagram from an address other than the configured server; accepted only if it authenticates (a server with several addresses should answer from the one the client sent to)"
+                );
+            }
         }
         self.conn.handle_datagram(at, path, d);
     }

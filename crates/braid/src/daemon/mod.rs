@@ -21,6 +21,7 @@
 
 pub mod client;
 pub mod net;
+pub mod reply;
 pub mod server;
 pub mod timer;
 pub mod tun;
@@ -304,6 +305,41 @@ impl RateLimitedLog {
         tracing::warn!(error = %err, suppressed = self.suppressed, "{what}");
         self.last = Some(now);
         self.suppressed = 0;
+    }
+}
+
+/// How often a recurring condition (a stray datagram, a failing
+/// handshake) is logged at most.
+pub const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Says whether a recurring condition is due to be logged again: the first
+/// time, then at most once per interval.
+#[derive(Debug)]
+pub struct Every {
+    interval: std::time::Duration,
+    last: Option<std::time::Instant>,
+}
+
+impl Every {
+    pub fn new(interval: std::time::Duration) -> Self {
+        Every {
+            interval,
+            last: None,
+        }
+    }
+
+    /// True (and restarts the interval) when the last `true` was at least
+    /// an interval ago.
+    pub fn due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < self.interval)
+        {
+            return false;
+        }
+        self.last = Some(now);
+        true
     }
 }
 

@@ -11,6 +11,7 @@ use braid_core::conn::Ipv4Net;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
+use super::reply::{pktinfo_of, LocalAddr};
 use crate::config::PathSettings;
 
 /// Socket buffers: several paths' worth of bursts.
@@ -103,11 +104,12 @@ const MAX_RX_AGE: std::time::Duration = std::time::Duration::from_millis(200);
 /// may be busy with a batch of TUN packets), which stretches or squeezes a
 /// pair's dispersion. The age is taken against CLOCK_REALTIME right after
 /// the read, so a clock step between stamp and read only matters within
-/// [`MAX_RX_AGE`].
+/// [`MAX_RX_AGE`]. The last element is the local address the datagram was
+/// sent to, on a socket with [`enable_pktinfo`] (the server replies from it).
 pub async fn recv_from_stamped(
     sock: &UdpSocket,
     buf: &mut [u8],
-) -> io::Result<(usize, SocketAddr, std::time::Duration)> {
+) -> io::Result<(usize, SocketAddr, std::time::Duration, Option<LocalAddr>)> {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
     sock.async_io(tokio::io::Interest::READABLE, || {
@@ -131,10 +133,14 @@ pub async fn recv_from_stamped(
         }
         let now = realtime_ns();
         let mut age = std::time::Duration::ZERO;
+        let mut local = None;
         // SAFETY: the CMSG macros walk the control buffer recvmsg filled in.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
             while !c.is_null() {
+                if let Some(l) = pktinfo_of(&*c) {
+                    local = Some(l);
+                }
                 if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                     let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                     let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
@@ -148,7 +154,7 @@ pub async fn recv_from_stamped(
         }
         let from = sockaddr_to_std(&addr)
             .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-        Ok((n as usize, from, age))
+        Ok((n as usize, from, age, local))
     })
     .await
 }

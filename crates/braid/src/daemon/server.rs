@@ -6,13 +6,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use braid_core::conn::{Event, Output, Server};
+use braid_core::conn::{Event, Output, Server, Transmit};
 use braid_core::crypto::PublicKey;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
+use super::reply::{send_from, source_gone, LocalAddr, ReplySources};
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
@@ -32,8 +33,11 @@ pub struct ServerDaemon<T: Tun> {
     socket: Arc<UdpSocket>,
     tun: Arc<T>,
     names: BTreeMap<PublicKey, String>,
-    /// Datagrams with their kernel arrival times.
-    udp_rx: mpsc::Receiver<(SocketAddr, Vec<u8>, Instant)>,
+    /// Datagrams with the local address they arrived at and their kernel
+    /// arrival times.
+    udp_rx: mpsc::Receiver<(SocketAddr, Option<LocalAddr>, Vec<u8>, Instant)>,
+    /// The local address each client endpoint wrote to, to reply from.
+    replies: ReplySources,
     tun_rx: mpsc::Receiver<Vec<u8>>,
     status_rx: mpsc::Receiver<StatusRequest>,
     _control: Option<ControlSocket>,
@@ -97,13 +101,20 @@ impl<T: Tun> ServerDaemon<T> {
         let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
         let sock = socket.clone();
         super::net::enable_rx_timestamps(&sock);
+        if let Err(e) = super::reply::enable_pktinfo(&sock) {
+            warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
+        }
         tokio::spawn(async move {
             let mut buf = vec![0u8; BUF];
             loop {
                 match super::net::recv_from_stamped(&sock, &mut buf).await {
-                    Ok((n, from, age)) => {
+                    Ok((n, from, age, local)) => {
                         let at = clock.ago(age);
-                        if udp_tx.send((from, buf[..n].to_vec(), at)).await.is_err() {
+                        if udp_tx
+                            .send((from, local, buf[..n].to_vec(), at))
+                            .await
+                            .is_err()
+                        {
                             break;
                         }
                     }
@@ -124,6 +135,7 @@ impl<T: Tun> ServerDaemon<T> {
             tun,
             names,
             udp_rx,
+            replies: ReplySources::default(),
             tun_rx,
             status_rx,
             _control: control,
@@ -154,8 +166,10 @@ impl<T: Tun> ServerDaemon<T> {
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(first) = self.udp_rx.recv() => {
-                    let server = &mut self.server;
-                    super::drain_batch(first, &mut self.udp_rx, |(from, d, at)| {
+                    let (server, replies) = (&mut self.server, &mut self.replies);
+                    let now = std::time::Instant::now();
+                    super::drain_batch(first, &mut self.udp_rx, |(from, local, d, at)| {
+                        replies.arrived(from, local, now);
                         server.handle_datagram(at, from, &d)
                     });
                 }
@@ -183,11 +197,7 @@ impl<T: Tun> ServerDaemon<T> {
     async fn flush(&mut self) {
         while let Some(o) = self.server.poll_output() {
             match o {
-                Output::Transmit(t) => {
-                    if let Err(e) = self.socket.send_to(&t.bytes, t.dest).await {
-                        self.send_errors.warn("UDP send failed", &e);
-                    }
-                }
+                Output::Transmit(t) => self.transmit(&t).await,
                 Output::Deliver(p) => {
                     if let Err(e) = self.tun.send(&p).await {
                         self.tun_errors.warn("TUN write failed", &e);
@@ -195,6 +205,23 @@ impl<T: Tun> ServerDaemon<T> {
                 }
                 Output::Event(e) => self.log_event(&e),
             }
+        }
+        self.replies.end_pass();
+    }
+
+    /// Sends `t` from the address its client wrote to (see [`super::reply`]).
+    async fn transmit(&mut self, t: &Transmit) {
+        let src = self.replies.source_for(t.dest, std::time::Instant::now());
+        let mut sent = send_from(&self.socket, &t.bytes, t.dest, src).await;
+        if let (Err(e), Some(_)) = (&sent, src) {
+            if source_gone(e) {
+                // The address was removed from this host.
+                self.replies.forget(t.dest);
+                sent = send_from(&self.socket, &t.bytes, t.dest, None).await;
+            }
+        }
+        if let Err(e) = sent {
+            self.send_errors.warn("UDP send failed", &e);
         }
     }
 

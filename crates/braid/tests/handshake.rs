@@ -1,0 +1,171 @@
+//! The handshake as a deployment meets it, with the whole daemon
+//! in-process over loopback UDP (in-memory TUN devices, no root):
+//! replies from the address the client wrote to, and failures that say
+//! what is wrong.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use braid::config::{load_client, load_server};
+use braid::daemon::client::ClientDaemon;
+use braid::daemon::server::ServerDaemon;
+use braid::daemon::tun::{channel_tun, ChannelTunFactory};
+use braid::keygen::write_private_key;
+use braid::status::{query, StatusReport};
+use braid_core::crypto::PrivateKey;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use tokio::sync::oneshot;
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(tag: &str) -> TempDir {
+    let d = std::env::temp_dir().join(format!("braid-hs-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+async fn status(socket: &Path) -> StatusReport {
+    let s = socket.to_path_buf();
+    let json = tokio::task::spawn_blocking(move || query(&s))
+        .await
+        .unwrap()
+        .unwrap();
+    serde_json::from_str(&json).unwrap()
+}
+
+/// Polls `socket`'s status until `f` holds (or panics after `secs`).
+async fn wait_status(
+    socket: &Path,
+    secs: u64,
+    what: &str,
+    f: impl Fn(&StatusReport) -> bool,
+) -> StatusReport {
+    let start = std::time::Instant::now();
+    loop {
+        let r = status(socket).await;
+        if f(&r) {
+            return r;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            panic!("timed out waiting for {what}: {r:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Keys and configuration files for one server and one client.
+struct Setup {
+    dir: TempDir,
+    server_key: PrivateKey,
+    client_key: PrivateKey,
+}
+
+fn setup(tag: &str, seed: u64) -> Setup {
+    let dir = tempdir(tag);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let (server_key, client_key) = (
+        PrivateKey::generate(&mut rng),
+        PrivateKey::generate(&mut rng),
+    );
+    write_private_key(&dir.0.join("server.key"), &server_key, false).unwrap();
+    write_private_key(&dir.0.join("client.key"), &client_key, false).unwrap();
+    Setup {
+        dir,
+        server_key,
+        client_key,
+    }
+}
+
+/// Starts a server on `listen` admitting `admitted`; returns its port and a stopper.
+async fn start_server(
+    d: &Path,
+    listen: &str,
+    admitted: &str,
+) -> (
+    u16,
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let toml = format!(
+        "listen = \"{listen}\"\nprivate_key_file = \"server.key\"\nnetwork = \"10.77.0.0/24\"\n\
+         control_socket = \"{sock}\"\n[metrics]\nenabled = false\n\
+         [[client]]\nname = \"laptop\"\npublic_key = \"{admitted}\"\n",
+        sock = d.join("server.sock").display(),
+    );
+    std::fs::write(d.join("server.toml"), toml).unwrap();
+    let settings = load_server(&d.join("server.toml")).unwrap();
+    let (tun, _host) = channel_tun(64);
+    let server = ServerDaemon::start(settings, tun).await.unwrap();
+    let port = server.local_addr().port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    (port, stop, task)
+}
+
+/// Starts a client of `server` trusting `server_key`, one path bound to 127.0.0.1.
+async fn start_client(
+    d: &Path,
+    server: &str,
+    server_key: &str,
+) -> (
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let toml = format!(
+        "server = \"{server}\"\nserver_public_key = \"{server_key}\"\nprivate_key_file = \"client.key\"\n\
+         control_socket = \"{sock}\"\n[metrics]\nenabled = false\n\
+         [[path]]\nname = \"wired\"\nbind = \"127.0.0.1\"\n",
+        sock = d.join("client.sock").display(),
+    );
+    std::fs::write(d.join("client.toml"), toml).unwrap();
+    let settings = load_client(&d.join("client.toml")).unwrap();
+    let (tun, _host) = channel_tun(64);
+    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(tun)))
+        .await
+        .unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(client.run(async {
+        let _ = stopped.await;
+    }));
+    (stop, task)
+}
+
+/// A server on the wildcard address with more than one address of its
+/// own (loopback has all of 127/8) answers from the address the client
+/// wrote to: 127.0.0.2, not the kernel's pick for a reply to 127.0.0.1
+/// (127.0.0.1). The client sees no datagram from a stranger.
+#[tokio::test(flavor = "current_thread")]
+async fn wildcard_server_replies_from_the_address_the_client_used() {
+    let s = setup("wildcard", 11);
+    let d = &s.dir.0;
+    let (port, stop_server, server_task) =
+        start_server(d, "0.0.0.0:0", &s.client_key.public_key().to_base64()).await;
+    let (stop_client, client_task) = start_client(
+        d,
+        &format!("127.0.0.2:{port}"),
+        &s.server_key.public_key().to_base64(),
+    )
+    .await;
+    let r = wait_status(&d.join("client.sock"), 5, "the tunnel", |r| {
+        r.tunnels[0].established && r.tunnels[0].paths.iter().all(|p| p.up)
+    })
+    .await;
+    assert_eq!(r.counters["stray_datagrams"], 0, "{r:#?}");
+    assert_eq!(
+        r.tunnels[0].paths[0].remote.as_deref(),
+        Some(format!("127.0.0.2:{port}").as_str())
+    );
+    stop_client.send(()).unwrap();
+    client_task.await.unwrap().unwrap();
+    stop_server.send(()).unwrap();
+    server_task.await.unwrap().unwrap();
+}
