@@ -138,6 +138,12 @@ fn real_tun_in_network_namespaces() {
         ]);
         ok(&["ip", "-n", &cli, "link", "set", &c, "up"]);
         ok(&["ip", "-n", &srv, "link", "set", &s, "up"]);
+        if i == 1 {
+            // A second address on the server's first link: the client
+            // talks to it, while the kernel's own choice of source for a
+            // reply would be the first one (10.88.1.1).
+            ok(&["ip", "-n", &srv, "addr", "add", "10.88.1.9/24", "dev", &s]);
+        }
     }
     let key = |name: &str| -> String {
         let o = sh(&[BRAID, "keygen", "--out", dir.join(name).to_str().unwrap()]);
@@ -158,7 +164,7 @@ fn real_tun_in_network_namespaces() {
     std::fs::write(
         dir.join("client.toml"),
         format!(
-            "server = \"10.88.1.1:51820\"\nserver_public_key = \"{spub}\"\nprivate_key_file = \"client.key\"\n\
+            "server = \"10.88.1.9:51820\"\nserver_public_key = \"{spub}\"\nprivate_key_file = \"client.key\"\n\
              control_socket = \"{d}/client.sock\"\n[metrics]\nenabled = false\n\
              [tuning]\nkeepalive_ms = 100\npath_timeout_ms = 400\n\
              [[path]]\nname = \"a\"\nbind = \"10.88.1.2\"\n\
@@ -253,6 +259,8 @@ fn real_tun_in_network_namespaces() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("10 received"), "{out}");
 
+    // Every reply came from the address the client sent to.
+    assert_eq!(status(&client_sock)["counters"]["stray_datagrams"], 0);
     let s = status(&dir.join("server.sock"));
     assert_eq!(s["tunnels"][0]["peer"], "lab");
     assert_eq!(s["counters"]["drop_spoofed"], 0);
