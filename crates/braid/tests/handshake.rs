@@ -9,7 +9,7 @@ use std::time::Duration;
 use braid::config::{load_client, load_server};
 use braid::daemon::client::ClientDaemon;
 use braid::daemon::server::ServerDaemon;
-use braid::daemon::tun::{channel_tun, ChannelTunFactory};
+use braid::daemon::tun::{channel_tun, ChannelTunFactory, ChannelTunPeer};
 use braid::keygen::write_private_key;
 use braid::status::{query, StatusReport};
 use braid_core::crypto::PrivateKey;
@@ -83,16 +83,22 @@ fn setup(tag: &str, seed: u64) -> Setup {
     }
 }
 
-/// Starts a server on `listen` admitting `admitted`; returns its port and a stopper.
-async fn start_server(
-    d: &Path,
-    listen: &str,
-    admitted: &str,
-) -> (
-    u16,
-    oneshot::Sender<()>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
+/// A running daemon: its TUN device's host side, a stopper and its task.
+struct Running {
+    host: ChannelTunPeer,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// Starts a server on `listen` admitting `admitted`; returns its port.
+async fn start_server(d: &Path, listen: &str, admitted: &str) -> (u16, Running) {
     let toml = format!(
         "listen = \"{listen}\"\nprivate_key_file = \"server.key\"\nnetwork = \"10.77.0.0/24\"\n\
          control_socket = \"{sock}\"\n[metrics]\nenabled = false\n\
@@ -101,25 +107,18 @@ async fn start_server(
     );
     std::fs::write(d.join("server.toml"), toml).unwrap();
     let settings = load_server(&d.join("server.toml")).unwrap();
-    let (tun, _host) = channel_tun(64);
+    let (tun, host) = channel_tun(64);
     let server = ServerDaemon::start(settings, tun).await.unwrap();
     let port = server.local_addr().port();
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(server.run(async {
         let _ = stopped.await;
     }));
-    (port, stop, task)
+    (port, Running { host, stop, task })
 }
 
 /// Starts a client of `server` trusting `server_key`, one path bound to 127.0.0.1.
-async fn start_client(
-    d: &Path,
-    server: &str,
-    server_key: &str,
-) -> (
-    oneshot::Sender<()>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
+async fn start_client(d: &Path, server: &str, server_key: &str) -> Running {
     let toml = format!(
         "server = \"{server}\"\nserver_public_key = \"{server_key}\"\nprivate_key_file = \"client.key\"\n\
          control_socket = \"{sock}\"\n[metrics]\nenabled = false\n\
@@ -128,7 +127,7 @@ async fn start_client(
     );
     std::fs::write(d.join("client.toml"), toml).unwrap();
     let settings = load_client(&d.join("client.toml")).unwrap();
-    let (tun, _host) = channel_tun(64);
+    let (tun, host) = channel_tun(64);
     let client = ClientDaemon::start(settings, ChannelTunFactory(Some(tun)))
         .await
         .unwrap();
@@ -136,7 +135,7 @@ async fn start_client(
     let task = tokio::spawn(client.run(async {
         let _ = stopped.await;
     }));
-    (stop, task)
+    Running { host, stop, task }
 }
 
 /// A server on the wildcard address with more than one address of its
@@ -147,9 +146,8 @@ async fn start_client(
 async fn wildcard_server_replies_from_the_address_the_client_used() {
     let s = setup("wildcard", 11);
     let d = &s.dir.0;
-    let (port, stop_server, server_task) =
-        start_server(d, "0.0.0.0:0", &s.client_key.public_key().to_base64()).await;
-    let (stop_client, client_task) = start_client(
+    let (port, server) = start_server(d, "0.0.0.0:0", &s.client_key.public_key().to_base64()).await;
+    let client = start_client(
         d,
         &format!("127.0.0.2:{port}"),
         &s.server_key.public_key().to_base64(),
@@ -164,8 +162,39 @@ async fn wildcard_server_replies_from_the_address_the_client_used() {
         r.tunnels[0].paths[0].remote.as_deref(),
         Some(format!("127.0.0.2:{port}").as_str())
     );
-    stop_client.send(()).unwrap();
-    client_task.await.unwrap().unwrap();
-    stop_server.send(()).unwrap();
-    server_task.await.unwrap().unwrap();
+    client.stop().await;
+    server.stop().await;
+}
+
+/// A daemon whose TUN device fails stops with an error (and so exits
+/// non-zero) instead of staying up without its device.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_tun_device_stops_the_daemons_with_an_error() {
+    let s = setup("tunfail", 12);
+    let d = &s.dir.0;
+    let (port, server) =
+        start_server(d, "127.0.0.1:0", &s.client_key.public_key().to_base64()).await;
+    let client = start_client(
+        d,
+        &format!("127.0.0.1:{port}"),
+        &s.server_key.public_key().to_base64(),
+    )
+    .await;
+    wait_status(&d.join("client.sock"), 5, "the tunnel", |r| {
+        r.tunnels[0].established
+    })
+    .await;
+    // The host side goes away: the devices' reads fail.
+    for r in [client, server] {
+        drop(r.host);
+        let e = tokio::time::timeout(Duration::from_secs(5), r.task)
+            .await
+            .expect("the daemon stopped")
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("reading the TUN device failed"),
+            "{e:#}"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! server assigns the tunnel address.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -10,12 +11,13 @@ use braid_core::path::PathId;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
 use super::timer::PreciseTimer;
 use super::tun::{SystemTunFactory, Tun, TunFactory};
 use super::{
-    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, StatusRequest,
+    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, RecvErrors,
+    StatusRequest,
 };
 use crate::config::{ClientSettings, PathSettings};
 use crate::status::StatusReport;
@@ -38,30 +40,56 @@ fn open_path(
     p: &PathSettings,
     clock: Clock,
     udp_tx: &mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
+    counts: &ReaderCounts,
 ) -> Result<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)> {
     let socket = Arc::new(super::net::path_socket(p)?);
     info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
     let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
     super::net::enable_rx_timestamps(&sock);
+    super::icmp::enable(&sock);
+    let mut errors = RecvErrors::new(
+        format!("UDP receive failed on path `{}`", p.name),
+        counts.recv_errors.clone(),
+    );
+    let (icmp, name, server) = (counts.icmp_errors.clone(), p.name.clone(), p.server);
+    let mut icmp_log = super::Every::new(super::LOG_INTERVAL);
     let reader = tokio::spawn(async move {
         let mut buf = vec![0u8; BUF];
         loop {
             match super::net::recv_from_stamped(&sock, &mut buf).await {
                 Ok((n, from, age, _)) => {
+                    errors.succeeded();
                     let at = clock.ago(age);
                     if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
                         break;
                     }
                 }
-                // ICMP errors surface here (port unreachable, ...).
-                Err(e) => {
-                    debug!(path = id.0, error = %e, "UDP receive error");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                // ICMP errors (port unreachable, ...): the network's
+                // answer, not a fault of the socket.
+                Err(e) if super::icmp::is_report(&e) => {
+                    let reports = super::icmp::drain(&sock);
+                    icmp.fetch_add(reports.len().max(1) as u64, Ordering::Relaxed);
+                    if icmp_log.due() {
+                        let r = reports.first();
+                        let dest = r.and_then(|r| r.dest).unwrap_or(server);
+                        let what = r.map_or("ICMP error", |r| r.explain());
+                        warn!(path = id.0, name = %name, to = %dest, error = %e, "{what}");
+                    }
                 }
+                Err(e) => errors.failed(&e).await,
             }
         }
     });
     Ok((socket, reader))
+}
+
+/// Counters the path readers share with the event loop.
+#[derive(Clone, Debug, Default)]
+struct ReaderCounts {
+    /// Failed reads of path sockets.
+    recv_errors: Arc<AtomicU64>,
+    /// ICMP errors reported for datagrams to the server.
+    icmp_errors: Arc<AtomicU64>,
 }
 
 /// Send errors that mean the path's interface or address is gone, so its
@@ -81,7 +109,11 @@ pub struct ClientDaemon<F: TunFactory> {
     paths: Vec<PathSocket>,
     path_names: Vec<String>,
     factory: F,
-    tun: Option<(TunnelParams, Arc<F::Tun>, tokio::task::JoinHandle<()>)>,
+    tun: Option<(
+        TunnelParams,
+        Arc<F::Tun>,
+        tokio::task::JoinHandle<std::io::Error>,
+    )>,
     /// Datagrams with their kernel arrival times.
     udp_rx: mpsc::Receiver<(PathId, SocketAddr, Vec<u8>, Instant)>,
     tun_tx: mpsc::Sender<Vec<u8>>,
@@ -94,6 +126,7 @@ pub struct ClientDaemon<F: TunFactory> {
     /// Datagrams from addresses other than the server's.
     pub stray: u64,
     stray_log: super::Every,
+    counts: ReaderCounts,
     /// For the readers of paths opened later.
     udp_tx: mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
 }
@@ -133,8 +166,9 @@ impl<F: TunFactory> ClientDaemon<F> {
         // plugged in yet) is retried every HOTPLUG_INTERVAL and joins the
         // running tunnel when it appears.
         let mut paths = Vec::new();
+        let counts = ReaderCounts::default();
         for p in &s.paths {
-            let socket = match open_path(p, clock, &udp_tx) {
+            let socket = match open_path(p, clock, &udp_tx, &counts) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     warn!(path = p.id.0, name = %p.name, error = %format!("{e:#}"), "path not available yet; retrying every second");
@@ -190,6 +224,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             tun_errors: RateLimitedLog::default(),
             stray: 0,
             stray_log: super::Every::new(super::LOG_INTERVAL),
+            counts,
             udp_tx,
         };
         info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
@@ -207,10 +242,15 @@ impl<F: TunFactory> ClientDaemon<F> {
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         let mut hotplug = tokio::time::interval(HOTPLUG_INTERVAL);
         hotplug.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failure = None;
         loop {
             timer.arm(self.clock.wait_for(self.conn.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
+                e = super::tun::reader_stopped(self.tun.as_mut().map(|t| &mut t.2)) => {
+                    failure = Some(e);
+                    break;
+                }
                 Some((path, from, d, at)) = self.udp_rx.recv() => {
                     // `datagram` needs all of `self`, so no drain_batch here.
                     self.datagram(at, path, from, &d);
@@ -230,6 +270,8 @@ impl<F: TunFactory> ClientDaemon<F> {
                 Some(reply) = self.status_rx.recv() => {
                     let mut r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
                     r.counters.insert("stray_datagrams".into(), self.stray);
+                    r.counters.insert("udp_receive_errors".into(), self.counts.recv_errors.load(Ordering::Relaxed));
+                    r.counters.insert("icmp_errors".into(), self.counts.icmp_errors.load(Ordering::Relaxed));
                     let _ = reply.send(r);
                 }
             }
@@ -241,7 +283,10 @@ impl<F: TunFactory> ClientDaemon<F> {
         if let Some((_, _, reader)) = self.tun.take() {
             reader.abort();
         }
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Opens the sockets of paths whose interface or address has appeared
@@ -252,7 +297,7 @@ impl<F: TunFactory> ClientDaemon<F> {
                 continue;
             }
             let p = self.paths[i].settings.clone();
-            let Ok(sock) = open_path(&p, self.clock, &self.udp_tx) else {
+            let Ok(sock) = open_path(&p, self.clock, &self.udp_tx, &self.counts) else {
                 continue;
             };
             self.paths[i].socket = Some(sock);

@@ -20,6 +20,7 @@
 //! ([`tun::channel_tun`]) so the whole daemon runs in tests without root.
 
 pub mod client;
+pub mod icmp;
 pub mod net;
 pub mod reply;
 pub mod server;
@@ -308,6 +309,59 @@ impl RateLimitedLog {
     }
 }
 
+/// A UDP reader's failures: counted (`udp_receive_errors` in status and
+/// metrics), logged once per interval, and each followed by a pause that
+/// doubles from 1 ms to 1 s while they repeat, so that a socket stuck in
+/// an error state never makes its reader spin on a core.
+#[derive(Debug)]
+pub struct RecvErrors {
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pause: std::time::Duration,
+    log: RateLimitedLog,
+    what: String,
+}
+
+impl RecvErrors {
+    const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(1);
+    const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// `what` names the socket in the log line; failures add to `count`.
+    pub fn new(what: String, count: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        RecvErrors {
+            count,
+            pause: Self::FIRST_PAUSE,
+            log: RateLimitedLog::default(),
+            what,
+        }
+    }
+
+    /// A receive failed: count, log, back off.
+    pub async fn failed(&mut self, e: &std::io::Error) {
+        let pause = self.record(e);
+        tokio::time::sleep(pause).await;
+    }
+
+    /// Counts and logs a failure; the pause to take after it.
+    pub fn record(&mut self, e: &std::io::Error) -> std::time::Duration {
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.log.warn(&self.what, e);
+        let pause = self.pause;
+        self.pause = (self.pause * 2).min(Self::MAX_PAUSE);
+        pause
+    }
+
+    /// A receive succeeded: the next failure pauses briefly again.
+    pub fn succeeded(&mut self) {
+        self.pause = Self::FIRST_PAUSE;
+    }
+
+    /// The pause the next failure takes (tests).
+    pub fn next_pause(&self) -> std::time::Duration {
+        self.pause
+    }
+}
+
 /// How often a recurring condition (a stray datagram, a failing
 /// handshake) is logged at most.
 pub const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
@@ -358,5 +412,26 @@ pub(crate) fn drain_batch<T>(
     for _ in 0..BATCH {
         let Ok(item) = rx.try_recv() else { break };
         handle(item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receive_errors_back_off_and_are_counted() {
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut r = RecvErrors::new("UDP receive failed".into(), count.clone());
+        let e = std::io::Error::from_raw_os_error(libc::ENOMEM);
+        let pauses: Vec<u128> = (0..12).map(|_| r.record(&e).as_millis()).collect();
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 12);
+        assert_eq!(
+            pauses,
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000],
+            "doubling from 1 ms to at most 1 s"
+        );
+        r.succeeded();
+        assert_eq!(r.next_pause(), std::time::Duration::from_millis(1));
     }
 }

@@ -112,7 +112,10 @@ pub async fn recv_from_stamped(
 ) -> io::Result<(usize, SocketAddr, std::time::Duration, Option<LocalAddr>)> {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
-    sock.async_io(tokio::io::Interest::READABLE, || {
+    // ERROR too: an ICMP error on a socket with IP_RECVERR (see
+    // `super::icmp`) raises EPOLLERR alone, and must wake the reader.
+    let interest = tokio::io::Interest::READABLE.add(tokio::io::Interest::ERROR);
+    sock.async_io(interest, || {
         let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr() as *mut libc::c_void,
@@ -159,7 +162,7 @@ pub async fn recv_from_stamped(
     .await
 }
 
-fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match a.ss_family as libc::c_int {
         libc::AF_INET => {
             // SAFETY: the family says this storage holds a sockaddr_in.

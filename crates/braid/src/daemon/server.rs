@@ -11,13 +11,14 @@ use braid_core::crypto::PublicKey;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::reply::{send_from, source_gone, LocalAddr, ReplySources};
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
-    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, StatusRequest,
+    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, RecvErrors,
+    StatusRequest,
 };
 use crate::config::ServerSettings;
 use crate::status::StatusReport;
@@ -39,6 +40,7 @@ pub struct ServerDaemon<T: Tun> {
     /// The local address each client endpoint wrote to, to reply from.
     replies: ReplySources,
     tun_rx: mpsc::Receiver<Vec<u8>>,
+    tun_reader: tokio::task::JoinHandle<std::io::Error>,
     status_rx: mpsc::Receiver<StatusRequest>,
     _control: Option<ControlSocket>,
     metrics_addr: Option<SocketAddr>,
@@ -46,6 +48,8 @@ pub struct ServerDaemon<T: Tun> {
     nat: bool,
     send_errors: RateLimitedLog,
     tun_errors: RateLimitedLog,
+    /// Failed reads of the UDP socket.
+    recv_errors: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// `braid server --config FILE`.
@@ -104,11 +108,14 @@ impl<T: Tun> ServerDaemon<T> {
         if let Err(e) = super::reply::enable_pktinfo(&sock) {
             warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
         }
+        let recv_errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
         tokio::spawn(async move {
             let mut buf = vec![0u8; BUF];
             loop {
                 match super::net::recv_from_stamped(&sock, &mut buf).await {
                     Ok((n, from, age, local)) => {
+                        errors.succeeded();
                         let at = clock.ago(age);
                         if udp_tx
                             .send((from, local, buf[..n].to_vec(), at))
@@ -118,12 +125,12 @@ impl<T: Tun> ServerDaemon<T> {
                             break;
                         }
                     }
-                    Err(e) => debug!(error = %e, "UDP receive error"),
+                    Err(e) => errors.failed(&e).await,
                 }
             }
         });
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
-        super::tun::spawn_reader(tun.clone(), tun_tx);
+        let tun_reader = super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
         if let Some(a) = metrics_addr {
             info!(metrics = %format!("http://{a}/metrics"), "metrics endpoint");
@@ -137,6 +144,7 @@ impl<T: Tun> ServerDaemon<T> {
             udp_rx,
             replies: ReplySources::default(),
             tun_rx,
+            tun_reader,
             status_rx,
             _control: control,
             metrics_addr,
@@ -144,6 +152,7 @@ impl<T: Tun> ServerDaemon<T> {
             nat,
             send_errors: RateLimitedLog::default(),
             tun_errors: RateLimitedLog::default(),
+            recv_errors,
         })
     }
 
@@ -161,10 +170,15 @@ impl<T: Tun> ServerDaemon<T> {
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
+        let mut failure = None;
         loop {
             timer.arm(self.clock.wait_for(self.server.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
+                e = super::tun::reader_stopped(Some(&mut self.tun_reader)) => {
+                    failure = Some(e);
+                    break;
+                }
                 Some(first) = self.udp_rx.recv() => {
                     let (server, replies) = (&mut self.server, &mut self.replies);
                     let now = std::time::Instant::now();
@@ -181,7 +195,8 @@ impl<T: Tun> ServerDaemon<T> {
                     self.server.handle_timeout(self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {
-                    let r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
+                    let mut r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
+                    r.counters.insert("udp_receive_errors".into(), self.recv_errors.load(std::sync::atomic::Ordering::Relaxed));
                     let _ = reply.send(r);
                 }
             }
@@ -191,7 +206,10 @@ impl<T: Tun> ServerDaemon<T> {
         if self.nat {
             super::net::remove_nat();
         }
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     async fn flush(&mut self) {
