@@ -32,6 +32,11 @@ pub struct StatusReport {
     pub tunnels: Vec<TunnelReport>,
     /// Totals (server: all clients and unroutable datagrams).
     pub counters: BTreeMap<String, u64>,
+    /// The latest handshake problem in words, as the log says it: a
+    /// client's unknown key, a client with the wrong server key, a client
+    /// that gets no answer.
+    #[serde(default)]
+    pub problem: Option<String>,
 }
 
 /// One tunnel.
@@ -160,6 +165,7 @@ impl StatusReport {
             uptime_s: uptime.as_secs_f64(),
             counters: t.counters.clone(),
             tunnels: vec![t],
+            problem: None,
         }
     }
 
@@ -182,6 +188,7 @@ impl StatusReport {
             uptime_s: uptime.as_secs_f64(),
             tunnels,
             counters: counters_map(&s.counters),
+            problem: None,
         }
     }
 
@@ -195,6 +202,9 @@ impl StatusReport {
             self.version,
             human_duration(self.uptime_s)
         );
+        if let Some(p) = &self.problem {
+            let _ = writeln!(o, "problem: {p}");
+        }
         if self.tunnels.is_empty() {
             let _ = writeln!(o, "no clients connected");
         }
@@ -628,6 +638,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            problem: None,
         }
     }
 

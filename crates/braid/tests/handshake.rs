@@ -198,3 +198,91 @@ async fn a_failed_tun_device_stops_the_daemons_with_an_error() {
         );
     }
 }
+
+/// A client whose key the server does not list: the server names the
+/// key and says how to admit it; the client, which gets no answer, says
+/// what to check, with its own public key.
+#[tokio::test(flavor = "current_thread")]
+async fn unknown_client_key_is_named_on_both_sides() {
+    let s = setup("unknown", 13);
+    let d = &s.dir.0;
+    let other = PrivateKey::generate(&mut ChaCha20Rng::seed_from_u64(99)).public_key();
+    let (port, server) = start_server(d, "127.0.0.1:0", &other.to_base64()).await;
+    let client = start_client(
+        d,
+        &format!("127.0.0.1:{port}"),
+        &s.server_key.public_key().to_base64(),
+    )
+    .await;
+    let mine = s.client_key.public_key().to_base64();
+    let r = wait_status(&d.join("server.sock"), 5, "the server's diagnosis", |r| {
+        r.problem.is_some()
+    })
+    .await;
+    let p = r.problem.unwrap();
+    assert!(
+        p.contains("unknown client public key") && p.contains(&mine),
+        "{p}"
+    );
+    assert!(p.contains("127.0.0.1:"), "names the address: {p}");
+    let r = wait_status(&d.join("client.sock"), 10, "the client's diagnosis", |r| {
+        r.problem.is_some()
+    })
+    .await;
+    let p = r.problem.unwrap();
+    assert!(
+        p.contains("no handshake answer") && p.contains(&mine),
+        "{p}"
+    );
+    assert!(p.contains(&format!("127.0.0.1:{port} via `wired`")), "{p}");
+    client.stop().await;
+    server.stop().await;
+}
+
+/// A client configured with another server key: the server says so and
+/// prints the key the client should have.
+#[tokio::test(flavor = "current_thread")]
+async fn wrong_server_key_is_named_by_the_server() {
+    let s = setup("wrongkey", 14);
+    let d = &s.dir.0;
+    let (port, server) =
+        start_server(d, "127.0.0.1:0", &s.client_key.public_key().to_base64()).await;
+    let wrong = PrivateKey::generate(&mut ChaCha20Rng::seed_from_u64(98)).public_key();
+    let client = start_client(d, &format!("127.0.0.1:{port}"), &wrong.to_base64()).await;
+    let r = wait_status(&d.join("server.sock"), 5, "the server's diagnosis", |r| {
+        r.problem.is_some()
+    })
+    .await;
+    let p = r.problem.unwrap();
+    assert!(p.contains("another server key"), "{p}");
+    assert!(
+        p.contains(&s.server_key.public_key().to_base64()),
+        "prints the right key: {p}"
+    );
+    client.stop().await;
+    server.stop().await;
+}
+
+/// A client aimed at a port where nothing listens hears the ICMP "port
+/// unreachable" and counts it (the log line names path and address).
+#[tokio::test(flavor = "current_thread")]
+async fn closed_port_is_reported_by_the_client() {
+    let s = setup("closed", 15);
+    let d = &s.dir.0;
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let client = start_client(
+        d,
+        &format!("127.0.0.1:{port}"),
+        &s.server_key.public_key().to_base64(),
+    )
+    .await;
+    let r = wait_status(&d.join("client.sock"), 5, "an ICMP error", |r| {
+        r.counters.get("icmp_errors").is_some_and(|&n| n > 0)
+    })
+    .await;
+    assert!(!r.tunnels[0].established);
+    assert_eq!(r.counters["udp_receive_errors"], 0, "{r:#?}");
+    client.stop().await;
+}

@@ -92,7 +92,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 pub use client::{Connection, PathError};
 pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
-pub use server::{ClientEntry, Server, ServerConfig};
+pub use server::{ClientEntry, RejectReason, Rejection, Server, ServerConfig};
 
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;

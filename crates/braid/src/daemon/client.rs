@@ -32,6 +32,10 @@ struct PathSocket {
     socket: Option<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)>,
 }
 
+/// How long the client waits for a first session before it says why it
+/// may not come (see `ClientDaemon::check_handshake`).
+const NO_ANSWER_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often paths whose interface or address is missing are retried.
 const HOTPLUG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -127,6 +131,13 @@ pub struct ClientDaemon<F: TunFactory> {
     pub stray: u64,
     stray_log: super::Every,
     counts: ReaderCounts,
+    /// Since when the client has had no session (`None` while it has one),
+    /// and the last "no answer" diagnosis in words.
+    unanswered_since: Option<std::time::Instant>,
+    problem: Option<String>,
+    problem_log: super::Every,
+    /// This client's public key and the configured server's, for diagnoses.
+    keys: (String, String),
     /// For the readers of paths opened later.
     udp_tx: mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
 }
@@ -185,6 +196,10 @@ impl<F: TunFactory> ClientDaemon<F> {
             .filter(|p| p.socket.is_some())
             .map(|p| (p.settings.id, p.settings.server))
             .collect();
+        let keys = (
+            s.private_key.public_key().to_base64(),
+            s.server_key.to_base64(),
+        );
         let conn = Connection::client(
             adjust(&s.conn),
             s.private_key,
@@ -225,6 +240,10 @@ impl<F: TunFactory> ClientDaemon<F> {
             stray: 0,
             stray_log: super::Every::new(super::LOG_INTERVAL),
             counts,
+            unanswered_since: Some(std::time::Instant::now()),
+            problem: None,
+            problem_log: super::Every::new(super::LOG_INTERVAL),
+            keys,
             udp_tx,
         };
         info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
@@ -266,12 +285,16 @@ impl<F: TunFactory> ClientDaemon<F> {
                 _ = timer.wait() => {
                     self.conn.handle_timeout(self.clock.now());
                 }
-                _ = hotplug.tick() => self.open_missing_paths(),
+                _ = hotplug.tick() => {
+                    self.open_missing_paths();
+                    self.check_handshake();
+                }
                 Some(reply) = self.status_rx.recv() => {
                     let mut r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
                     r.counters.insert("stray_datagrams".into(), self.stray);
                     r.counters.insert("udp_receive_errors".into(), self.counts.recv_errors.load(Ordering::Relaxed));
                     r.counters.insert("icmp_errors".into(), self.counts.icmp_errors.load(Ordering::Relaxed));
+                    r.problem = self.problem.clone();
                     let _ = reply.send(r);
                 }
             }
@@ -287,6 +310,41 @@ impl<F: TunFactory> ClientDaemon<F> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Says why the tunnel does not come up: after [`NO_ANSWER_AFTER`]
+    /// without a session, once per [`super::LOG_INTERVAL`], a line naming
+    /// the server's addresses and both keys, which are what a wrong
+    /// `server_public_key`, an unknown client key or a wrong port (no
+    /// answer at all: the server answers none of these) come down to.
+    fn check_handshake(&mut self) {
+        if self.conn.is_established() {
+            self.unanswered_since = None;
+            self.problem = None;
+            return;
+        }
+        let since = *self
+            .unanswered_since
+            .get_or_insert_with(std::time::Instant::now);
+        let waited = since.elapsed();
+        if waited < NO_ANSWER_AFTER || !self.problem_log.due() {
+            return;
+        }
+        let servers: Vec<String> = self
+            .paths
+            .iter()
+            .map(|p| format!("{} via `{}`", p.settings.server, p.settings.name))
+            .collect();
+        let icmp = self.counts.icmp_errors.load(Ordering::Relaxed);
+        let text = format!(
+            "no handshake answer from the server after {}s ({}; {icmp} ICMP errors): check that the server runs and its UDP port is reachable, that server_public_key ({}) is the server's public key (`braid keygen --public-of` its key file), and that the server lists this client's public key {} in a [[client]]",
+            waited.as_secs(),
+            servers.join(", "),
+            self.keys.1,
+            self.keys.0
+        );
+        warn!("{text}");
+        self.problem = Some(text);
     }
 
     /// Opens the sockets of paths whose interface or address has appeared

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use braid_core::conn::{Event, Output, Server, Transmit};
+use braid_core::conn::{Event, Output, RejectReason, Server, Transmit};
 use braid_core::crypto::PublicKey;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
@@ -50,6 +50,11 @@ pub struct ServerDaemon<T: Tun> {
     tun_errors: RateLimitedLog,
     /// Failed reads of the UDP socket.
     recv_errors: Arc<std::sync::atomic::AtomicU64>,
+    /// Handshake rejections: the latest one logged, in words, and the
+    /// core's rejection count when it was last looked at.
+    problem: Option<String>,
+    logged_rejection: u64,
+    rejection_log: super::Every,
 }
 
 /// `braid server --config FILE`.
@@ -153,6 +158,9 @@ impl<T: Tun> ServerDaemon<T> {
             send_errors: RateLimitedLog::default(),
             tun_errors: RateLimitedLog::default(),
             recv_errors,
+            problem: None,
+            logged_rejection: 0,
+            rejection_log: super::Every::new(super::LOG_INTERVAL),
         })
     }
 
@@ -186,6 +194,7 @@ impl<T: Tun> ServerDaemon<T> {
                         replies.arrived(from, local, now);
                         server.handle_datagram(at, from, &d)
                     });
+                    self.report_rejection();
                 }
                 Some(first) = self.tun_rx.recv() => {
                     let (server, clock) = (&mut self.server, &self.clock);
@@ -197,6 +206,7 @@ impl<T: Tun> ServerDaemon<T> {
                 Some(reply) = self.status_rx.recv() => {
                     let mut r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
                     r.counters.insert("udp_receive_errors".into(), self.recv_errors.load(std::sync::atomic::Ordering::Relaxed));
+                    r.problem = self.problem.clone();
                     let _ = reply.send(r);
                 }
             }
@@ -241,6 +251,43 @@ impl<T: Tun> ServerDaemon<T> {
         if let Err(e) = sent {
             self.send_errors.warn("UDP send failed", &e);
         }
+    }
+
+    /// Explains the core's latest handshake rejection in the status and,
+    /// at most once per [`super::LOG_INTERVAL`], in the log, naming the
+    /// address and the key concerned.
+    fn report_rejection(&mut self) {
+        let Some(r) = self.server.last_rejection().copied() else {
+            return;
+        };
+        // Cheap while nothing new was rejected or the last line is recent
+        // (a flood of bad initiations costs no formatting).
+        if r.count == self.logged_rejection {
+            return;
+        }
+        self.logged_rejection = r.count;
+        if !self.rejection_log.due() {
+            return;
+        }
+        let text = match r.reason {
+            RejectReason::WrongServerKey => format!(
+                "handshake from {} rejected: it was made for another server key (MAC1 mismatch); set that client's server_public_key to this server's public key {}",
+                r.from,
+                self.server.public_key().to_base64()
+            ),
+            RejectReason::UnknownClient(k) => format!(
+                "handshake from {} rejected: unknown client public key {}; to admit it, add a [[client]] with public_key = \"{}\" to this server's configuration",
+                r.from,
+                k.to_base64(),
+                k.to_base64()
+            ),
+            RejectReason::Undecryptable => format!(
+                "handshake from {} rejected: it does not decrypt (corrupted, or another braid version)",
+                r.from
+            ),
+        };
+        warn!(rejected = r.count, "{text}");
+        self.problem = Some(text);
     }
 
     fn name(&self, k: &PublicKey) -> &str {
