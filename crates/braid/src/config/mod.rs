@@ -265,6 +265,11 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     }
     let mut clients = Vec::new();
     for (i, c) in f.clients.iter().enumerate() {
+        reject_placeholder(
+            &format!("`client[{i}].public_key` ({})", c.name),
+            &c.public_key,
+            "the client's public key (`braid keygen --public-of` its key file, on the client)",
+        )?;
         let key = PublicKey::from_base64(&c.public_key).map_err(|e| {
             anyhow!(
                 "`client[{i}].public_key` ({}): {e}; paste the public key `braid keygen` printed",
@@ -321,9 +326,31 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     })
 }
 
+/// The examples' placeholder keys start with this: they are well-formed
+/// base64 keys, so without this check a copied example loads, and the
+/// handshake fails in silence.
+const PLACEHOLDER_KEY_PREFIX: &str = "REPLACE";
+
+/// Refuses a key left as the examples' placeholder, naming the field.
+fn reject_placeholder(field: &str, key: &str, what: &str) -> Result<()> {
+    if key
+        .trim()
+        .to_ascii_uppercase()
+        .starts_with(PLACEHOLDER_KEY_PREFIX)
+    {
+        bail!("{field} is still the example's placeholder `{key}`; replace it with {what}");
+    }
+    Ok(())
+}
+
 /// Checks a parsed `client.toml`; relative key paths are taken from `base`.
 pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
     let server = socket_addr("server", &f.server, "server = \"203.0.113.1:51820\"")?;
+    reject_placeholder(
+        "`server_public_key`",
+        &f.server_public_key,
+        "the server's public key (`braid keygen --public-of` its key file, on the server)",
+    )?;
     let server_key = PublicKey::from_base64(&f.server_public_key).map_err(|e| {
         anyhow!(
             "`server_public_key`: {e}; paste the public key `braid keygen` printed on the server"
