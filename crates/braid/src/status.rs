@@ -19,7 +19,7 @@ use braid_core::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET};
+use crate::config::{default_control_socket, RUN_DIR};
 
 /// A daemon's state, as JSON on the control socket.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -529,39 +529,74 @@ fn human_duration(s: f64) -> String {
 /// `braid status` flags.
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    /// The instance: its TUN device name (`tun.name`, default braid0),
+    /// whose control socket is /run/braid/NAME.sock. Default: every
+    /// daemon with a socket in /run/braid.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
     /// The daemon's control socket (`control_socket` in its configuration).
-    /// Default: the server's or the client's default socket, whichever exists.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "name")]
     pub socket: Option<PathBuf>,
     /// Print the raw JSON report instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
+/// The control sockets in `dir`, by name.
+fn sockets_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 pub fn run(a: StatusArgs) -> Result<()> {
-    let socket = match a.socket {
-        Some(s) => s,
-        None => {
-            let found = [DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET]
-                .into_iter()
-                .map(PathBuf::from)
-                .find(|p| p.exists());
-            match found {
-                Some(p) => p,
-                None => bail!(
-                    "no braid daemon socket at {DEFAULT_CLIENT_SOCKET} or {DEFAULT_SERVER_SOCKET}; \
-                     is the daemon running? (pass --socket PATH if its configuration sets control_socket)"
-                ),
+    let sockets = match (a.socket, a.name) {
+        (Some(s), _) => vec![s],
+        (None, Some(n)) => vec![default_control_socket(&n)],
+        (None, None) => {
+            let found = sockets_in(std::path::Path::new(RUN_DIR));
+            if found.is_empty() {
+                bail!(
+                    "no braid daemon socket in {RUN_DIR}; is the daemon running? \
+                     (pass --socket PATH if its configuration sets control_socket)"
+                );
             }
+            if found.len() > 1 && a.json {
+                bail!(
+                    "several braid daemons run here ({}); name one: braid status NAME --json",
+                    found
+                        .iter()
+                        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            found
         }
     };
-    let json = query(&socket)?;
-    if a.json {
-        println!("{}", json.trim_end());
-    } else {
-        let report: StatusReport = serde_json::from_str(&json)
-            .with_context(|| format!("unexpected answer from {}", socket.display()))?;
-        print!("{}", report.to_table());
+    for (i, socket) in sockets.iter().enumerate() {
+        let json = query(socket)?;
+        if a.json {
+            println!("{}", json.trim_end());
+        } else {
+            let report: StatusReport = serde_json::from_str(&json)
+                .with_context(|| format!("unexpected answer from {}", socket.display()))?;
+            if sockets.len() > 1 {
+                let name = socket.file_stem().unwrap_or_default().to_string_lossy();
+                println!(
+                    "{}== {name} ({}) ==",
+                    if i > 0 { "\n" } else { "" },
+                    socket.display()
+                );
+            }
+            print!("{}", report.to_table());
+        }
     }
     Ok(())
 }

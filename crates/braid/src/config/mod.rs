@@ -26,8 +26,15 @@ use serde::Deserialize;
 /// Default UDP port of the server.
 pub const DEFAULT_PORT: u16 = 51820;
 /// Default control socket of each side.
-pub const DEFAULT_SERVER_SOCKET: &str = "/run/braid/server.sock";
-pub const DEFAULT_CLIENT_SOCKET: &str = "/run/braid/client.sock";
+pub const RUN_DIR: &str = "/run/braid";
+
+/// The default control socket of the instance whose TUN device is `tun`:
+/// `/run/braid/<tun>.sock`. Named per instance (the TUN device name is
+/// unique on a host) so that two daemons on one host, or a server and a
+/// client, never share one; `braid status NAME` finds it.
+pub fn default_control_socket(tun: &str) -> PathBuf {
+    Path::new(RUN_DIR).join(format!("{tun}.sock"))
+}
 /// Default metrics endpoints (loopback only).
 pub const DEFAULT_SERVER_METRICS: &str = "127.0.0.1:9184";
 pub const DEFAULT_CLIENT_METRICS: &str = "127.0.0.1:9185";
@@ -314,12 +321,13 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     } else {
         None
     };
+    let tun = tun_name(&f.tun)?;
     Ok(ServerSettings {
         listen,
         private_key,
         core,
-        tun_name: tun_name(&f.tun)?,
-        control_socket: control_socket(f.control_socket, DEFAULT_SERVER_SOCKET),
+        tun_name: tun.clone(),
+        control_socket: control_socket(f.control_socket, &tun),
         metrics: metrics(&f.metrics, DEFAULT_SERVER_METRICS)?,
         log_level: log_level(f.log_level)?,
         nat_out_interface,
@@ -406,14 +414,15 @@ pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
         })?);
     }
     let private_key = load_private_key(&resolve(base, &f.private_key_file), "private_key_file")?;
+    let tun = tun_name(&f.tun)?;
     Ok(ClientSettings {
         private_key,
         server_key,
         conn,
         paths,
-        tun_name: tun_name(&f.tun)?,
+        tun_name: tun.clone(),
         routes,
-        control_socket: control_socket(f.control_socket, DEFAULT_CLIENT_SOCKET),
+        control_socket: control_socket(f.control_socket, &tun),
         metrics: metrics(&f.metrics, DEFAULT_CLIENT_METRICS)?,
         log_level: log_level(f.log_level)?,
     })
@@ -520,11 +529,11 @@ fn tun_name(t: &TunFile) -> Result<String> {
     Ok(name)
 }
 
-fn control_socket(v: Option<PathBuf>, default: &str) -> Option<PathBuf> {
+fn control_socket(v: Option<PathBuf>, tun: &str) -> Option<PathBuf> {
     match v {
         Some(p) if p.as_os_str().is_empty() => None,
         Some(p) => Some(p),
-        None => Some(PathBuf::from(default)),
+        None => Some(default_control_socket(tun)),
     }
 }
 

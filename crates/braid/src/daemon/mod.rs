@@ -115,19 +115,24 @@ pub fn init_logging(level: &str) {
         .try_init();
 }
 
-/// Resolves when the process gets SIGINT or SIGTERM.
+/// Resolves when the process gets SIGINT, SIGTERM or SIGHUP. SIGHUP is
+/// what a foreground daemon gets when its terminal closes; without a
+/// handler it would die on the spot and leave its NAT table and control
+/// socket behind, so it stops cleanly like SIGTERM.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
+    let (term, hup) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    );
+    let (Ok(mut term), Ok(mut hup)) = (term, hup) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        _ = hup.recv() => {}
     }
 }
 

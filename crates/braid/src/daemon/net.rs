@@ -188,8 +188,16 @@ pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> 
 /// The server's socket on `listen`.
 pub fn server_socket(listen: SocketAddr) -> Result<UdpSocket> {
     let s = udp_socket(Domain::for_address(listen))?;
-    s.bind(&listen.into()).with_context(|| {
-        format!("`listen`: cannot bind UDP {listen} (in use, or not an address of this host?)")
+    s.bind(&listen.into()).map_err(|e| match e.kind() {
+        io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "`listen`: UDP port {} is in use by another process (another braid server? `ss -ulpn 'sport = :{}'` shows which); stop it or set another listen port",
+            listen.port(),
+            listen.port()
+        ),
+        _ => anyhow::anyhow!(
+            "`listen`: cannot bind UDP {listen} ({e}); is {} an address of this host?",
+            listen.ip()
+        ),
     })?;
     s.set_nonblocking(true)?;
     Ok(UdpSocket::from_std(s.into())?)
@@ -215,22 +223,35 @@ pub fn add_route(net: &Ipv4Net, dev: &str) -> io::Result<()> {
     run(Command::new("ip").args(["route", "replace", &net.to_string(), "dev", dev]))
 }
 
+/// The nftables table of the server instance whose TUN device is `tun`:
+/// `braid_<tun>`, so that two servers on one host (two TUN devices) each
+/// own one table and neither replaces or deletes the other's. Characters
+/// nft does not take in a name become `_`.
+pub fn nat_table(tun: &str) -> String {
+    let safe: String = tun
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("braid_{safe}")
+}
+
 /// The nftables ruleset `[nat]` applies: masquerade the tunnel network
-/// out of `out_interface` (also in docs/DEPLOY.md).
-pub fn nat_ruleset(network: &Ipv4Net, out_interface: &str) -> String {
+/// out of `out_interface`, in table `table` (also in docs/DEPLOY.md).
+pub fn nat_ruleset(table: &str, network: &Ipv4Net, out_interface: &str) -> String {
     format!(
-        "table ip braid {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    ip saddr {network} oifname \"{out_interface}\" masquerade\n  }}\n}}\n"
+        "table ip {table} {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    ip saddr {network} oifname \"{out_interface}\" masquerade\n  }}\n}}\n"
     )
 }
 
-/// Enables IPv4 forwarding and installs the masquerade table `ip braid`
-/// (replacing an older one).
-pub fn apply_nat(network: &Ipv4Net, out_interface: &str) -> Result<()> {
+/// Enables IPv4 forwarding and installs the masquerade table `table`
+/// (replacing an older one of the same name: this instance's, left by a
+/// crash).
+pub fn apply_nat(table: &str, network: &Ipv4Net, out_interface: &str) -> Result<()> {
     std::fs::write("/proc/sys/net/ipv4/ip_forward", "1\n")
         .context("`nat.enabled`: cannot enable IPv4 forwarding (needs root)")?;
     // Ignore the error: the table may not exist yet.
-    let _ = run(Command::new("nft").args(["delete", "table", "ip", "braid"]));
-    let script = nat_ruleset(network, out_interface);
+    let _ = run(Command::new("nft").args(["delete", "table", "ip", table]));
+    let script = nat_ruleset(table, network, out_interface);
     let mut child = Command::new("nft")
         .args(["-f", "-"])
         .stdin(std::process::Stdio::piped())
@@ -253,8 +274,8 @@ pub fn apply_nat(network: &Ipv4Net, out_interface: &str) -> Result<()> {
 }
 
 /// Removes the table [`apply_nat`] installed.
-pub fn remove_nat() {
-    let _ = run(Command::new("nft").args(["delete", "table", "ip", "braid"]));
+pub fn remove_nat(table: &str) {
+    let _ = run(Command::new("nft").args(["delete", "table", "ip", table]));
 }
 
 #[cfg(test)]
@@ -264,7 +285,10 @@ mod tests {
     #[test]
     fn ruleset_text() {
         let n = Ipv4Net::parse("10.77.0.0/24").unwrap();
-        let r = nat_ruleset(&n, "eth0");
+        assert_eq!(nat_table("braid0"), "braid_braid0");
+        assert_eq!(nat_table("tun-a.1"), "braid_tun_a_1");
+        let r = nat_ruleset("braid_x", &n, "eth0");
+        assert!(r.starts_with("table ip braid_x {"));
         assert!(r.contains("ip saddr 10.77.0.0/24 oifname \"eth0\" masquerade"));
         assert!(r.contains("type nat hook postrouting priority srcnat"));
     }

@@ -45,7 +45,8 @@ pub struct ServerDaemon<T: Tun> {
     _control: Option<ControlSocket>,
     metrics_addr: Option<SocketAddr>,
     local_addr: SocketAddr,
-    nat: bool,
+    /// The nftables table this instance installed, removed at exit.
+    nat: Option<String>,
     send_errors: RateLimitedLog,
     tun_errors: RateLimitedLog,
     /// Failed reads of the UDP socket.
@@ -64,11 +65,14 @@ pub fn run_cmd(settings: ServerSettings) -> Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        // The port first: a second server on the same port must fail
+        // before it brings up a TUN device with the live server's address.
+        let socket = super::net::server_socket(settings.listen)?;
         let (gw, prefix) = (settings.core.network.gateway(), settings.core.network.prefix_len());
         let tun = SystemTun::create(&settings.tun_name, gw, prefix, settings.core.conn.inner_mtu)
             .with_context(|| format!("`tun.name` {}", settings.tun_name))?;
         info!(device = tun.name(), address = %gw, prefix, mtu = settings.core.conn.inner_mtu, "TUN device up");
-        let d = ServerDaemon::start(settings, tun).await?;
+        let d = ServerDaemon::start_on(socket, settings, tun).await?;
         d.run(super::shutdown_signal()).await
     })
 }
@@ -77,6 +81,11 @@ impl<T: Tun> ServerDaemon<T> {
     /// Binds the socket, applies NAT if configured, starts the control
     /// socket and metrics endpoint, and spawns the readers.
     pub async fn start(s: ServerSettings, tun: T) -> Result<Self> {
+        Self::start_on(super::net::server_socket(s.listen)?, s, tun).await
+    }
+
+    /// [`ServerDaemon::start`] on a socket already bound to `s.listen`.
+    pub async fn start_on(socket: UdpSocket, s: ServerSettings, tun: T) -> Result<Self> {
         let clock = Clock::new();
         let names = s
             .core
@@ -87,15 +96,16 @@ impl<T: Tun> ServerDaemon<T> {
         let network = s.core.network;
         let server = Server::new(s.core, s.private_key, &mut os_rng()?)
             .context("`client[].address` / `network`")?;
-        let socket = Arc::new(super::net::server_socket(s.listen)?);
+        let socket = Arc::new(socket);
         let local_addr = socket.local_addr()?;
         let nat = match &s.nat_out_interface {
             Some(out) => {
-                super::net::apply_nat(&network, out)?;
-                info!(network = %network, out_interface = %out, "NAT masquerade rule installed");
-                true
+                let table = super::net::nat_table(&s.tun_name);
+                super::net::apply_nat(&table, &network, out)?;
+                info!(network = %network, out_interface = %out, table = %table, "NAT masquerade rule installed");
+                Some(table)
             }
-            None => false,
+            None => None,
         };
         let (status_tx, status_rx) = mpsc::channel(16);
         let control = match &s.control_socket {
@@ -213,8 +223,8 @@ impl<T: Tun> ServerDaemon<T> {
             self.flush().await;
         }
         info!("braid server stopping");
-        if self.nat {
-            super::net::remove_nat();
+        if let Some(table) = &self.nat {
+            super::net::remove_nat(table);
         }
         match failure {
             Some(e) => Err(e),

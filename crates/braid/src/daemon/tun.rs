@@ -83,11 +83,14 @@ impl SystemTun {
             .mtu(mtu)
             .build_async()
             .map_err(|e| {
+                let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                    "a device of that name is in use by another process (another braid instance?); set another tun.name".to_string()
+                } else {
+                    "braid needs root or CAP_NET_ADMIN and /dev/net/tun".to_string()
+                };
                 io::Error::new(
                     e.kind(),
-                    format!(
-                        "cannot create TUN device `{name}` ({e}); braid needs root or CAP_NET_ADMIN and /dev/net/tun"
-                    ),
+                    format!("cannot create TUN device `{name}` ({e}); {why}"),
                 )
             })?;
         let name = dev.name().unwrap_or_else(|_| name.to_string());
