@@ -50,6 +50,7 @@ pub struct TunnelReport {
     pub address: Option<String>,
     pub established: bool,
     pub handshaking: bool,
+    /// Age of the current session: the time since the latest handshake.
     pub session_age_s: Option<f64>,
     pub scheduler: String,
     /// Reorder-buffer occupancy of this side's receiving direction.
@@ -216,7 +217,7 @@ impl StatusReport {
             };
             let state = if t.established {
                 format!(
-                    "established, session {}",
+                    "established, latest handshake {} ago",
                     t.session_age_s.map_or("-".into(), human_duration)
                 )
             } else if t.handshaking {
@@ -558,7 +559,25 @@ fn sockets_in(dir: &std::path::Path) -> Vec<PathBuf> {
 pub fn run(a: StatusArgs) -> Result<()> {
     let sockets = match (a.socket, a.name) {
         (Some(s), _) => vec![s],
-        (None, Some(n)) => vec![default_control_socket(&n)],
+        (None, Some(n)) => {
+            // The TUN device name, or an instance file /etc/braid/NAME.toml.
+            let by_tun = default_control_socket(&n);
+            let file = crate::instance::config_path(&n);
+            if !by_tun.exists() && file.exists() {
+                let role = crate::instance::role_of(&file)?;
+                let s = match role {
+                    crate::instance::Role::Server => {
+                        crate::config::load_server(&file)?.control_socket
+                    }
+                    crate::instance::Role::Client => {
+                        crate::config::load_client(&file)?.control_socket
+                    }
+                };
+                vec![s.unwrap_or(by_tun)]
+            } else {
+                vec![by_tun]
+            }
+        }
         (None, None) => {
             let found = sockets_in(std::path::Path::new(RUN_DIR));
             if found.is_empty() {
@@ -603,6 +622,12 @@ pub fn run(a: StatusArgs) -> Result<()> {
 
 /// Asks the daemon at `socket` for its report (JSON text).
 pub fn query(socket: &std::path::Path) -> Result<String> {
+    command(socket, "status")
+}
+
+/// Sends one command line (`status`, `stop`) to the daemon at `socket`;
+/// its answer.
+pub fn command(socket: &std::path::Path, cmd: &str) -> Result<String> {
     use std::io::{Read, Write};
     let mut s = std::os::unix::net::UnixStream::connect(socket).with_context(|| {
         format!(
@@ -611,7 +636,7 @@ pub fn query(socket: &std::path::Path) -> Result<String> {
         )
     })?;
     s.set_read_timeout(Some(StdDuration::from_secs(5)))?;
-    s.write_all(b"status\n")?;
+    s.write_all(format!("{cmd}\n").as_bytes())?;
     let mut out = String::new();
     s.read_to_string(&mut out)
         .with_context(|| format!("reading the answer from {}", socket.display()))?;
@@ -689,6 +714,7 @@ mod tests {
         assert!(t.contains("drops: drop_replay=2"), "{t}");
         assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
         assert!(t.contains("pacing drops 7"), "{t}");
+        assert!(t.contains("latest handshake 30s ago"), "{t}");
     }
 
     #[test]

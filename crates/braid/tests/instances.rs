@@ -3,7 +3,8 @@
 //! table, TUN device and control socket; a third on a port in use fails
 //! with "in use by another process" before it creates a TUN device; SIGHUP
 //! stops a server as cleanly as SIGTERM (table and socket removed) and
-//! leaves the other's state alone. Run under `flock /tmp/braid-lab.lock`.
+//! leaves the other's state alone; `braid up` / `braid down` start and
+//! stop an instance. Run under `flock /tmp/braid-lab.lock`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -178,4 +179,25 @@ fn two_servers_coexist_and_sighup_cleans_up() {
         dir.join("bra0.sock").to_str().unwrap(),
     ]);
     assert!(s.contains("\"role\": \"server\""), "{s}");
+
+    // `braid up FILE` starts a server in the background and returns once
+    // it answers; `braid down FILE` stops it, and it cleans up.
+    let cfg = server_toml(&dir, "brd0", 51832, &client);
+    let up = ok(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns,
+        BRAID,
+        "up",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(up.contains("server running"), "{up}");
+    assert!(tables().contains("table ip braid_brd0"));
+    let down = ok(&[BRAID, "down", cfg.to_str().unwrap()]);
+    assert!(down.contains("stopped"), "{down}");
+    assert!(!dir.join("brd0.sock").exists());
+    wait_for("brd0's table removed", Duration::from_secs(5), || {
+        !tables().contains("braid_brd0")
+    });
 }

@@ -27,6 +27,9 @@ use serde::Deserialize;
 pub const DEFAULT_PORT: u16 = 51820;
 /// Default control socket of each side.
 pub const RUN_DIR: &str = "/run/braid";
+/// Where docs/DEPLOY.md installs the example configurations, which error
+/// messages point at.
+pub const EXAMPLES_DIR: &str = "/usr/local/share/doc/braid/examples";
 
 /// The default control socket of the instance whose TUN device is `tun`:
 /// `/run/braid/<tun>.sock`. Named per instance (the TUN device name is
@@ -239,7 +242,7 @@ pub fn load_client(path: &Path) -> Result<ClientSettings> {
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| {
         format!(
-            "cannot read configuration file {} (see examples/ for a template)",
+            "cannot read configuration file {} (templates: {EXAMPLES_DIR}/server.toml and client.toml, examples/ in the source)",
             path.display()
         )
     })
@@ -250,7 +253,7 @@ fn parse<T: for<'de> Deserialize<'de>>(path: &Path, text: &str) -> Result<T> {
         // toml's message names the key (unknown, missing, wrong type) and
         // shows the line.
         anyhow!(
-            "{}: {}\n(every key is documented in examples/server.toml and examples/client.toml)",
+            "{}: {}\n(every key is documented in {EXAMPLES_DIR}/server.toml and client.toml, examples/ in the source)",
             path.display(),
             e.to_string().trim_end()
         )

@@ -209,7 +209,16 @@ pub async fn serve_control(path: &Path, tx: mpsc::Sender<StatusRequest>) -> Resu
                         Some(r) => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
                         None => "{\"error\":\"daemon is shutting down\"}\n".into(),
                     },
-                    other => format!("{{\"error\":\"unknown command {other:?}; try status\"}}\n"),
+                    // `braid down`: stop as on SIGTERM, through the same
+                    // clean-up path.
+                    "stop" => {
+                        // SAFETY: sending a signal to this very process.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                        "{\"stopping\":true}\n".into()
+                    }
+                    other => {
+                        format!("{{\"error\":\"unknown command {other:?}; try status or stop\"}}\n")
+                    }
                 };
                 let _ = w.write_all(answer.as_bytes()).await;
                 let _ = w.shutdown().await;
