@@ -1,7 +1,7 @@
-//! The handshake as a deployment meets it, with the whole daemon
-//! in-process over loopback UDP (in-memory TUN devices, no root):
-//! replies from the address the client wrote to, and failures that say
-//! what is wrong.
+//! The handshake and status as a deployment meets them, with the whole
+//! daemon in-process over loopback UDP (in-memory TUN devices, no root):
+//! replies from the address the client wrote to, failures that say what
+//! is wrong, an idle RTT without the feedback batching delay.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -285,4 +285,54 @@ async fn closed_port_is_reported_by_the_client() {
     assert!(!r.tunnels[0].established);
     assert_eq!(r.counters["udp_receive_errors"], 0, "{r:#?}");
     client.stop().await;
+}
+
+/// After a few small packets (whose feedback the receiver batches for up
+/// to 40 ms), an idle loopback path shows its real round trip: under 1 ms.
+#[tokio::test(flavor = "current_thread")]
+async fn idle_rtt_is_the_path_not_the_feedback_batching() {
+    let s = setup("rtt", 16);
+    let d = &s.dir.0;
+    let (port, mut server) =
+        start_server(d, "127.0.0.1:0", &s.client_key.public_key().to_base64()).await;
+    let mut client = start_client(
+        d,
+        &format!("127.0.0.1:{port}"),
+        &s.server_key.public_key().to_base64(),
+    )
+    .await;
+    let sock = d.join("client.sock");
+    wait_status(&sock, 5, "the tunnel", |r| r.tunnels[0].established).await;
+    // Ten small uplink packets, answered by ten downlink ones.
+    for i in 0..10u8 {
+        let mut p = vec![0u8; 84];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&84u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        p[16..20].copy_from_slice(&[198, 51, 100, 1]);
+        p[20] = i;
+        client.host.tx.send(p.clone()).await.unwrap();
+        let up = tokio::time::timeout(Duration::from_secs(2), server.host.rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(up[20], i);
+        p[12..16].copy_from_slice(&[198, 51, 100, 1]);
+        p[16..20].copy_from_slice(&[10, 77, 0, 2]);
+        server.host.tx.send(p).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(2), client.host.rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = wait_status(&sock, 3, "an idle RTT under 1 ms", |r| {
+        r.tunnels[0].paths[0].rtt_ms.is_some_and(|v| v < 1.0)
+    })
+    .await;
+    assert!(r.tunnels[0].paths[0].data_tx_packets >= 10);
+    client.stop().await;
+    server.stop().await;
 }

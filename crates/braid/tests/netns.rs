@@ -259,6 +259,21 @@ fn real_tun_in_network_namespaces() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("10 received"), "{out}");
 
+    // Idle, the RTT shown is the veth pair's (tens of microseconds), not
+    // the feedback batching delay (up to 40 ms after the pings' small
+    // packets).
+    wait_for(
+        "an idle RTT under 1 ms on every path",
+        Duration::from_secs(3),
+        || {
+            status(&client_sock)["tunnels"][0]["paths"]
+                .as_array()
+                .is_some_and(|p| {
+                    p.iter()
+                        .all(|p| p["rtt_ms"].as_f64().is_some_and(|r| r < 1.0))
+                })
+        },
+    );
     // Every reply came from the address the client sent to.
     assert_eq!(status(&client_sock)["counters"]["stray_datagrams"], 0);
     let s = status(&dir.join("server.sock"));

@@ -341,6 +341,7 @@ impl Tunnel {
                 if let Some(l) = path.and_then(|p| self.link_mut(p)) {
                     if k.tx_time_ns <= now.as_nanos() {
                         l.keepalive_rtt = Some(rtt);
+                        l.keepalive_rtt_at = Some(now);
                     }
                 }
             }
@@ -600,7 +601,7 @@ impl Tunnel {
                     id: l.id,
                     up: l.up,
                     remote: l.remote,
-                    srtt: sampled.map(|p| p.rtt.srtt()).or(l.keepalive_rtt),
+                    srtt: l.shown_rtt(now, sampled.map(|p| p.rtt.srtt())),
                     min_rtt: sampled.and_then(|p| p.rtt.min_rtt()),
                     bandwidth_bps: ps.and_then(|p| p.bw.estimate_bps()),
                     loss_rate: ps.map_or(0.0, |p| p.loss.rate()),
