@@ -280,4 +280,8 @@ fn real_tun_in_network_namespaces() {
     assert_eq!(s["tunnels"][0]["peer"], "lab");
     assert_eq!(s["counters"]["drop_spoofed"], 0);
     assert_eq!(s["counters"]["drop_auth_failed"], 0);
+    // The TUN devices came up with IPv6 already off: no link-local chatter
+    // counted as a drop.
+    assert_eq!(s["counters"]["drop_not_ipv4"], 0);
+    assert_eq!(status(&client_sock)["counters"]["drop_not_ipv4"], 0);
 }

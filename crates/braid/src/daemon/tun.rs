@@ -81,6 +81,8 @@ impl SystemTun {
             .name(name)
             .ipv4(address, prefix_len, None)
             .mtu(mtu)
+            // Down until IPv6 is off (below).
+            .enable(false)
             .build_async()
             .map_err(|e| {
                 let why = if e.raw_os_error() == Some(libc::EBUSY) {
@@ -95,11 +97,19 @@ impl SystemTun {
             })?;
         let name = dev.name().unwrap_or_else(|_| name.to_string());
         // The tunnel carries IPv4 only; keep the kernel's IPv6 link-local
-        // chatter (router solicitations, MLD) off it. Best effort.
+        // chatter (router solicitations, MLD) off it. Best effort. Done
+        // before the device goes up, or its first solicitations would be
+        // counted as `drop_not_ipv4` at every start.
         let _ = std::fs::write(
             format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"),
             "1\n",
         );
+        dev.enabled(true).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot bring up TUN device `{name}`: {e}"),
+            )
+        })?;
         Ok(SystemTun { dev, name })
     }
 
