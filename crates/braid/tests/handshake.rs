@@ -284,6 +284,8 @@ async fn closed_port_is_reported_by_the_client() {
     .await;
     assert!(!r.tunnels[0].established);
     assert_eq!(r.counters["udp_receive_errors"], 0, "{r:#?}");
+    // The handshake initiations it sent show in the path's TX columns.
+    assert!(r.tunnels[0].paths[0].tx_packets >= 1, "{r:#?}");
     client.stop().await;
 }
 

@@ -369,6 +369,9 @@ impl Server {
         })) {
             self.counters.tx_datagrams += 1;
             self.counters.tx_bytes += len;
+            if let Some(p) = self.peers.get_mut(&key) {
+                p.tunnel.count_handshake_tx(None, from, len as usize);
+            }
         }
     }
 
