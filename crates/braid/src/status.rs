@@ -305,12 +305,7 @@ impl StatusReport {
             self.uptime_s,
         );
         for (k, v) in &self.counters {
-            m.counter(
-                &format!("braid_{k}_total"),
-                "Daemon-wide counter (see braid_core::conn::Counters).",
-                "",
-                *v as f64,
-            );
+            m.counter(&format!("braid_{k}_total"), counter_help(k), "", *v as f64);
         }
         for t in &self.tunnels {
             // The client's own tunnel has no peer label.
@@ -422,6 +417,42 @@ impl StatusReport {
             }
         }
         m.finish()
+    }
+}
+
+/// What each daemon-wide counter counts, for the metrics' HELP lines; the
+/// same words as the counter table in docs/DEPLOY.md (a test checks that
+/// every counter is in both).
+pub fn counter_help(name: &str) -> &'static str {
+    match name {
+        "rx_datagrams" => "UDP datagrams received (all kinds).",
+        "rx_bytes" => "UDP payload bytes received.",
+        "tx_datagrams" => "UDP datagrams sent (all kinds).",
+        "tx_bytes" => "UDP payload bytes sent.",
+        "packets_sent" => "Inner packets taken from the TUN device into the tunnel.",
+        "packets_delivered" => "Inner packets delivered to the TUN device, in order.",
+        "handshakes" => "Handshakes completed.",
+        "drop_malformed" => "Datagrams dropped: not a braid packet (scanners, other protocols).",
+        "drop_unknown_index" => "Datagrams dropped: for a session this side does not hold (the peer restarted; normal for a moment).",
+        "drop_auth_failed" => "Datagrams dropped: failed authentication (corrupted or forged).",
+        "drop_replay" => "Datagrams dropped: replayed or duplicated.",
+        "drop_expired" => "Datagrams dropped: on an expired session.",
+        "drop_bad_frame" => "Datagrams dropped: authenticated, but not a valid frame (another braid version?).",
+        "drop_bad_path" => "Datagrams dropped: naming a path this side does not have.",
+        "handshake_failed" => "Handshake messages that failed: wrong server key, corruption, version mismatch.",
+        "handshake_unknown_client" => "Handshake initiations from a key not in the server's client list.",
+        "handshake_replay" => "Handshake initiations replayed or too frequent (a client sends one per path; all but the first count here).",
+        "drop_spoofed" => "Inner packets dropped on the server: a client's packet with a source address not its own.",
+        "drop_not_ipv4" => "Inner packets dropped: not IPv4 (the tunnel carries IPv4).",
+        "drop_no_route" => "Inner packets dropped on the server: for a tunnel address with no connected client.",
+        "drop_no_session" => "Inner packets dropped: no session yet (handshake in progress).",
+        "drop_no_path" => "Inner packets dropped: no path usable at that moment.",
+        "drop_too_large" => "Inner packets dropped: larger than the tunnel MTU.",
+        "drop_output_overflow" => "Outputs dropped because the daemon fell behind the protocol core.",
+        "stray_datagrams" => "Client: datagrams from an address other than the configured server's (accepted only if they authenticate).",
+        "udp_receive_errors" => "Failed reads of a UDP socket (each followed by a growing pause).",
+        "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
+        _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
     }
 }
 
@@ -715,6 +746,26 @@ mod tests {
         assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
         assert!(t.contains("pacing drops 7"), "{t}");
         assert!(t.contains("latest handshake 30s ago"), "{t}");
+    }
+
+    /// Every counter the daemons export has a HELP text of its own and a
+    /// row in docs/DEPLOY.md's counter table.
+    #[test]
+    fn every_counter_is_explained_and_documented() {
+        let doc = include_str!("../../../docs/DEPLOY.md");
+        let daemon = ["stray_datagrams", "udp_receive_errors", "icmp_errors"];
+        let core = Counters::default();
+        let names = core.fields().map(|(n, _)| n);
+        for name in names.iter().chain(daemon.iter()) {
+            assert!(
+                !counter_help(name).starts_with("A braid counter"),
+                "no HELP text for {name}"
+            );
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "{name} is missing from docs/DEPLOY.md's counter table"
+            );
+        }
     }
 
     #[test]
