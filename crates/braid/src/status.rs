@@ -94,6 +94,38 @@ pub struct PathReport {
     pub reorder_buffered_packets: u64,
     #[serde(default)]
     pub reorder_buffered_bytes: u64,
+    /// Client: a configured path not in use yet because its interface or
+    /// address is missing ("waiting for device wwan0").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+impl PathReport {
+    /// A configured path that has no socket yet: `why` it waits.
+    pub fn waiting(id: u8, name: &str, why: String) -> PathReport {
+        PathReport {
+            id,
+            name: Some(name.to_string()),
+            up: false,
+            remote: None,
+            rtt_ms: None,
+            min_rtt_ms: None,
+            bandwidth_bps: None,
+            loss_rate: 0.0,
+            lost_packets: 0,
+            in_flight_packets: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            data_tx_packets: 0,
+            data_rx_packets: 0,
+            last_rx_ago_ms: None,
+            reorder_buffered_packets: 0,
+            reorder_buffered_bytes: 0,
+            waiting: Some(why),
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -128,6 +160,7 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
         last_rx_ago_ms: p.last_rx_ago.map(ms),
         reorder_buffered_packets: p.reorder_buffered_packets,
         reorder_buffered_bytes: p.reorder_buffered_bytes,
+        waiting: None,
     }
 }
 
@@ -257,7 +290,11 @@ impl StatusReport {
                 rows.push(vec![
                     p.id.to_string(),
                     p.name.clone().unwrap_or_else(|| "-".into()),
-                    if p.up { "up" } else { "down" }.into(),
+                    match (&p.waiting, p.up) {
+                        (Some(w), _) => w.clone(),
+                        (None, true) => "up".into(),
+                        (None, false) => "down".into(),
+                    },
                     p.remote.clone().unwrap_or_else(|| "-".into()),
                     p.rtt_ms.map_or("-".into(), |v| format!("{v:.1} ms")),
                     p.bandwidth_bps.map_or("-".into(), human_rate),
@@ -699,6 +736,7 @@ mod tests {
             last_rx_ago_ms: Some(12.0),
             reorder_buffered_packets: 3,
             reorder_buffered_bytes: 4200,
+            waiting: None,
         };
         StatusReport {
             role: "client".into(),

@@ -195,9 +195,12 @@ fn real_tun_in_network_namespaces() {
     wait_for("both paths up", Duration::from_secs(5), || {
         client_sock.exists() && {
             let s = status(&client_sock);
-            s["tunnels"][0]["paths"]
-                .as_array()
-                .is_some_and(|p| p.len() == 2 && p.iter().all(|p| p["up"] == true))
+            s["tunnels"][0]["paths"].as_array().is_some_and(|p| {
+                // Path c's address does not exist yet: listed as waiting.
+                p.len() == 3
+                    && p[..2].iter().all(|p| p["up"] == true)
+                    && p[2]["waiting"] == "waiting for address 10.88.3.2"
+            })
         }
     });
     let ping = |count: &str| {

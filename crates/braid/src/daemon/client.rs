@@ -20,7 +20,7 @@ use super::{
     StatusRequest,
 };
 use crate::config::{ClientSettings, PathSettings};
-use crate::status::StatusReport;
+use crate::status::{PathReport, StatusReport};
 
 const QUEUE: usize = 4096;
 const BUF: usize = 65_535;
@@ -295,6 +295,7 @@ impl<F: TunFactory> ClientDaemon<F> {
                     r.counters.insert("udp_receive_errors".into(), self.counts.recv_errors.load(Ordering::Relaxed));
                     r.counters.insert("icmp_errors".into(), self.counts.icmp_errors.load(Ordering::Relaxed));
                     r.problem = self.problem.clone();
+                    self.add_waiting_paths(&mut r);
                     let _ = reply.send(r);
                 }
             }
@@ -310,6 +311,27 @@ impl<F: TunFactory> ClientDaemon<F> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Lists configured paths whose interface or address is missing (so
+    /// the core does not know them yet) as waiting.
+    fn add_waiting_paths(&self, r: &mut StatusReport) {
+        let Some(t) = r.tunnels.first_mut() else {
+            return;
+        };
+        for p in &self.paths {
+            let s = &p.settings;
+            if p.socket.is_some() || t.paths.iter().any(|x| x.id == s.id.0) {
+                continue;
+            }
+            let why = match (&s.device, s.bind) {
+                (Some(d), _) => format!("waiting for device {d}"),
+                (None, Some(a)) => format!("waiting for address {a}"),
+                (None, None) => "waiting for device".into(),
+            };
+            t.paths.push(PathReport::waiting(s.id.0, &s.name, why));
+        }
+        t.paths.sort_by_key(|p| p.id);
     }
 
     /// Says why the tunnel does not come up: after [`NO_ANSWER_AFTER`]
@@ -417,7 +439,10 @@ impl<F: TunFactory> ClientDaemon<F> {
                         continue;
                     };
                     if let Err(e) = socket.send_to(&t.bytes, t.dest).await {
-                        self.send_errors[i].warn("UDP send failed on path", &e);
+                        let name = &self.paths[i].settings.name;
+                        self.send_errors[i].warn_with(&e, || {
+                            format!("UDP send failed on path `{name}` to {}", t.dest)
+                        });
                         // The interface is down or has no route: stop
                         // scheduling on it now; keepalives find it again.
                         self.conn

@@ -309,6 +309,12 @@ pub struct RateLimitedLog {
 
 impl RateLimitedLog {
     pub fn warn(&mut self, what: &str, err: &std::io::Error) {
+        self.warn_with(err, || what.to_string());
+    }
+
+    /// [`RateLimitedLog::warn`] with a message built only when it is
+    /// logged (naming a path or client may take a lookup).
+    pub fn warn_with(&mut self, err: &std::io::Error, what: impl FnOnce() -> String) {
         let now = std::time::Instant::now();
         if self
             .last
@@ -317,7 +323,7 @@ impl RateLimitedLog {
             self.suppressed += 1;
             return;
         }
-        tracing::warn!(error = %err, suppressed = self.suppressed, "{what}");
+        tracing::warn!(error = %err, suppressed = self.suppressed, "{}", what());
         self.last = Some(now);
         self.suppressed = 0;
     }

@@ -259,7 +259,32 @@ impl<T: Tun> ServerDaemon<T> {
             }
         }
         if let Err(e) = sent {
-            self.send_errors.warn("UDP send failed", &e);
+            let (server, names, now) = (&self.server, &self.names, self.clock.now());
+            self.send_errors.warn_with(&e, || {
+                // Which client and path: only looked up when logged.
+                let st = server.status(now);
+                let who = st.peers.iter().find_map(|p| {
+                    p.tunnel
+                        .paths
+                        .iter()
+                        .find(|x| x.remote == Some(t.dest))
+                        .map(|x| {
+                            (
+                                names.get(&p.key).cloned().unwrap_or_else(|| p.name.clone()),
+                                x.id.0,
+                            )
+                        })
+                });
+                match who {
+                    Some((client, path)) => {
+                        format!(
+                            "UDP send failed to client `{client}` on path {path} ({})",
+                            t.dest
+                        )
+                    }
+                    None => format!("UDP send failed to {}", t.dest),
+                }
+            });
         }
     }
 
