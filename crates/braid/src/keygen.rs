@@ -25,14 +25,25 @@ pub struct KeygenArgs {
     /// Overwrite FILE if it exists.
     #[arg(long, requires = "out")]
     pub force: bool,
-    /// Print the public key of an existing private key file instead.
+    /// Print the public key of an existing private key file instead
+    /// (`-`: of the private key on standard input, as `wg pubkey`).
     #[arg(long, value_name = "FILE", conflicts_with = "out")]
     pub public_of: Option<PathBuf>,
 }
 
 pub fn run(a: KeygenArgs) -> Result<()> {
     if let Some(p) = a.public_of {
-        let key = load_private_key(&p, "--public-of")?;
+        let key = if p.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), 4096),
+                &mut text,
+            )
+            .context("cannot read a private key from standard input")?;
+            private_key_from_text(&text)?
+        } else {
+            load_private_key(&p, "--public-of")?
+        };
         println!("{}", key.public_key().to_base64());
         return Ok(());
     }
@@ -57,6 +68,24 @@ pub fn run(a: KeygenArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A private key as text: the key itself, or the `private_key = KEY` line
+/// `braid keygen` prints without `--out`.
+pub fn private_key_from_text(text: &str) -> Result<PrivateKey> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let key = line.strip_prefix("private_key").map_or(line, |rest| {
+        rest.trim_start().trim_start_matches('=').trim()
+    });
+    PrivateKey::from_base64(key).map_err(|e| {
+        anyhow::anyhow!(
+            "standard input: {e}; pipe in a private key, e.g. `braid keygen --public-of - < FILE`"
+        )
+    })
 }
 
 /// `FILE.pub` next to `FILE`.
@@ -116,6 +145,18 @@ mod tests {
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "--force tightens the mode");
         assert_eq!(pub_path(&p), dir.join("a.key.pub"));
+        let text = std::fs::read_to_string(&p).unwrap();
+        let public = key.public_key();
+        assert_eq!(private_key_from_text(&text).unwrap().public_key(), public);
+        let printed = format!(
+            "private_key = {}\npublic_key = x\n",
+            key.to_base64().as_str()
+        );
+        assert_eq!(
+            private_key_from_text(&printed).unwrap().public_key(),
+            public
+        );
+        assert!(private_key_from_text("nonsense").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

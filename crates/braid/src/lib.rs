@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod daemon;
+pub mod instance;
 pub mod keygen;
 pub mod labtunnel;
 pub mod status;
@@ -22,21 +23,38 @@ use clap::Args;
 /// `braid server` / `braid client` flags.
 #[derive(Args, Debug)]
 pub struct DaemonArgs {
+    /// The instance: reads /etc/braid/NAME.toml. Default: /etc/braid/server.toml
+    /// or /etc/braid/client.toml.
+    #[arg(value_name = "NAME", conflicts_with = "config")]
+    pub name: Option<String>,
     /// The configuration file (see examples/server.toml, examples/client.toml).
     #[arg(long, short, value_name = "FILE")]
-    pub config: PathBuf,
+    pub config: Option<PathBuf>,
     /// Check the configuration and exit.
     #[arg(long)]
     pub check: bool,
 }
 
+impl DaemonArgs {
+    /// The file to read: `--config`, else /etc/braid/NAME.toml with NAME
+    /// defaulting to the role.
+    pub fn file(&self, role: &str) -> PathBuf {
+        match (&self.config, &self.name) {
+            (Some(c), _) => c.clone(),
+            (None, Some(n)) => instance::config_path(n),
+            (None, None) => instance::config_path(role),
+        }
+    }
+}
+
 /// `braid server`.
 pub fn run_server(a: DaemonArgs) -> anyhow::Result<()> {
-    let s = config::load_server(&a.config)?;
+    let file = a.file("server");
+    let s = config::load_server(&file)?;
     if a.check {
         println!(
             "{}: ok ({} clients, network {})",
-            a.config.display(),
+            file.display(),
             s.core.clients.len(),
             s.core.network
         );
@@ -47,9 +65,10 @@ pub fn run_server(a: DaemonArgs) -> anyhow::Result<()> {
 
 /// `braid client`.
 pub fn run_client(a: DaemonArgs) -> anyhow::Result<()> {
-    let s = config::load_client(&a.config)?;
+    let file = a.file("client");
+    let s = config::load_client(&file)?;
     if a.check {
-        println!("{}: ok ({} paths)", a.config.display(), s.paths.len());
+        println!("{}: ok ({} paths)", file.display(), s.paths.len());
         return Ok(());
     }
     daemon::client::run_cmd(s)

@@ -47,10 +47,20 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         seconds: u32,
     },
-    /// Run the tunnel server (proxy): `braid server --config server.toml`.
+    /// Run the tunnel server (proxy) in the foreground: `braid server NAME`
+    /// (/etc/braid/NAME.toml) or `braid server --config server.toml`.
     Server(braid::DaemonArgs),
-    /// Run the tunnel client: `braid client --config client.toml`.
+    /// Run the tunnel client in the foreground: `braid client NAME` or
+    /// `braid client --config client.toml`.
     Client(braid::DaemonArgs),
+    /// Start instance NAME (/etc/braid/NAME.toml, server or client) in the
+    /// background; returns once it answers.
+    Up(braid::instance::InstanceArgs),
+    /// Stop instance NAME (it cleans up as on SIGTERM).
+    Down(braid::instance::InstanceArgs),
+    /// Print instance NAME's effective configuration (defaults filled in,
+    /// public keys derived).
+    Showconf(braid::instance::InstanceArgs),
     /// Generate a key pair (private key file mode 0600).
     Keygen(braid::keygen::KeygenArgs),
     /// Show a running daemon's paths and counters.
@@ -82,6 +92,9 @@ fn main() -> ExitCode {
         Command::Demo { simulate, seconds } => demo::run(simulate, seconds),
         Command::Server(a) => braid::run_server(a),
         Command::Client(a) => braid::run_client(a),
+        Command::Up(a) => braid::instance::up(a),
+        Command::Down(a) => braid::instance::down(a),
+        Command::Showconf(a) => braid::instance::showconf(a),
         Command::Keygen(a) => braid::keygen::run(a),
         Command::Status(a) => braid::status::run(a),
     };

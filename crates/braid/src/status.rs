@@ -19,7 +19,7 @@ use braid_core::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET};
+use crate::config::{default_control_socket, RUN_DIR};
 
 /// A daemon's state, as JSON on the control socket.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -32,6 +32,11 @@ pub struct StatusReport {
     pub tunnels: Vec<TunnelReport>,
     /// Totals (server: all clients and unroutable datagrams).
     pub counters: BTreeMap<String, u64>,
+    /// The latest handshake problem in words, as the log says it: a
+    /// client's unknown key, a client with the wrong server key, a client
+    /// that gets no answer.
+    #[serde(default)]
+    pub problem: Option<String>,
 }
 
 /// One tunnel.
@@ -45,6 +50,7 @@ pub struct TunnelReport {
     pub address: Option<String>,
     pub established: bool,
     pub handshaking: bool,
+    /// Age of the current session: the time since the latest handshake.
     pub session_age_s: Option<f64>,
     pub scheduler: String,
     /// Reorder-buffer occupancy of this side's receiving direction.
@@ -88,6 +94,38 @@ pub struct PathReport {
     pub reorder_buffered_packets: u64,
     #[serde(default)]
     pub reorder_buffered_bytes: u64,
+    /// Client: a configured path not in use yet because its interface or
+    /// address is missing ("waiting for device wwan0").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+impl PathReport {
+    /// A configured path that has no socket yet: `why` it waits.
+    pub fn waiting(id: u8, name: &str, why: String) -> PathReport {
+        PathReport {
+            id,
+            name: Some(name.to_string()),
+            up: false,
+            remote: None,
+            rtt_ms: None,
+            min_rtt_ms: None,
+            bandwidth_bps: None,
+            loss_rate: 0.0,
+            lost_packets: 0,
+            in_flight_packets: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            data_tx_packets: 0,
+            data_rx_packets: 0,
+            last_rx_ago_ms: None,
+            reorder_buffered_packets: 0,
+            reorder_buffered_bytes: 0,
+            waiting: Some(why),
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -122,6 +160,7 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
         last_rx_ago_ms: p.last_rx_ago.map(ms),
         reorder_buffered_packets: p.reorder_buffered_packets,
         reorder_buffered_bytes: p.reorder_buffered_bytes,
+        waiting: None,
     }
 }
 
@@ -160,6 +199,7 @@ impl StatusReport {
             uptime_s: uptime.as_secs_f64(),
             counters: t.counters.clone(),
             tunnels: vec![t],
+            problem: None,
         }
     }
 
@@ -182,6 +222,7 @@ impl StatusReport {
             uptime_s: uptime.as_secs_f64(),
             tunnels,
             counters: counters_map(&s.counters),
+            problem: None,
         }
     }
 
@@ -195,6 +236,9 @@ impl StatusReport {
             self.version,
             human_duration(self.uptime_s)
         );
+        if let Some(p) = &self.problem {
+            let _ = writeln!(o, "problem: {p}");
+        }
         if self.tunnels.is_empty() {
             let _ = writeln!(o, "no clients connected");
         }
@@ -206,7 +250,7 @@ impl StatusReport {
             };
             let state = if t.established {
                 format!(
-                    "established, session {}",
+                    "established, latest handshake {} ago",
                     t.session_age_s.map_or("-".into(), human_duration)
                 )
             } else if t.handshaking {
@@ -246,7 +290,11 @@ impl StatusReport {
                 rows.push(vec![
                     p.id.to_string(),
                     p.name.clone().unwrap_or_else(|| "-".into()),
-                    if p.up { "up" } else { "down" }.into(),
+                    match (&p.waiting, p.up) {
+                        (Some(w), _) => w.clone(),
+                        (None, true) => "up".into(),
+                        (None, false) => "down".into(),
+                    },
                     p.remote.clone().unwrap_or_else(|| "-".into()),
                     p.rtt_ms.map_or("-".into(), |v| format!("{v:.1} ms")),
                     p.bandwidth_bps.map_or("-".into(), human_rate),
@@ -294,12 +342,7 @@ impl StatusReport {
             self.uptime_s,
         );
         for (k, v) in &self.counters {
-            m.counter(
-                &format!("braid_{k}_total"),
-                "Daemon-wide counter (see braid_core::conn::Counters).",
-                "",
-                *v as f64,
-            );
+            m.counter(&format!("braid_{k}_total"), counter_help(k), "", *v as f64);
         }
         for t in &self.tunnels {
             // The client's own tunnel has no peer label.
@@ -414,6 +457,42 @@ impl StatusReport {
     }
 }
 
+/// What each daemon-wide counter counts, for the metrics' HELP lines; the
+/// same words as the counter table in docs/DEPLOY.md (a test checks that
+/// every counter is in both).
+pub fn counter_help(name: &str) -> &'static str {
+    match name {
+        "rx_datagrams" => "UDP datagrams received (all kinds).",
+        "rx_bytes" => "UDP payload bytes received.",
+        "tx_datagrams" => "UDP datagrams sent (all kinds).",
+        "tx_bytes" => "UDP payload bytes sent.",
+        "packets_sent" => "Inner packets taken from the TUN device into the tunnel.",
+        "packets_delivered" => "Inner packets delivered to the TUN device, in order.",
+        "handshakes" => "Handshakes completed.",
+        "drop_malformed" => "Datagrams dropped: not a braid packet (scanners, other protocols).",
+        "drop_unknown_index" => "Datagrams dropped: for a session this side does not hold (the peer restarted; normal for a moment).",
+        "drop_auth_failed" => "Datagrams dropped: failed authentication (corrupted or forged).",
+        "drop_replay" => "Datagrams dropped: replayed or duplicated.",
+        "drop_expired" => "Datagrams dropped: on an expired session.",
+        "drop_bad_frame" => "Datagrams dropped: authenticated, but not a valid frame (another braid version?).",
+        "drop_bad_path" => "Datagrams dropped: naming a path this side does not have.",
+        "handshake_failed" => "Handshake messages that failed: wrong server key, corruption, version mismatch.",
+        "handshake_unknown_client" => "Handshake initiations from a key not in the server's client list.",
+        "handshake_replay" => "Handshake initiations replayed or too frequent (a client sends one per path; all but the first count here).",
+        "drop_spoofed" => "Inner packets dropped on the server: a client's packet with a source address not its own.",
+        "drop_not_ipv4" => "Inner packets dropped: not IPv4 (the tunnel carries IPv4).",
+        "drop_no_route" => "Inner packets dropped on the server: for a tunnel address with no connected client.",
+        "drop_no_session" => "Inner packets dropped: no session yet (handshake in progress).",
+        "drop_no_path" => "Inner packets dropped: no path usable at that moment.",
+        "drop_too_large" => "Inner packets dropped: larger than the tunnel MTU.",
+        "drop_output_overflow" => "Outputs dropped because the daemon fell behind the protocol core.",
+        "stray_datagrams" => "Client: datagrams from an address other than the configured server's (accepted only if they authenticate).",
+        "udp_receive_errors" => "Failed reads of a UDP socket (each followed by a growing pause).",
+        "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
+        _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
+    }
+}
+
 /// Collects samples per metric so HELP/TYPE appear once per name.
 #[derive(Default)]
 struct Metrics {
@@ -519,45 +598,104 @@ fn human_duration(s: f64) -> String {
 /// `braid status` flags.
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    /// The instance: its TUN device name (`tun.name`, default braid0),
+    /// whose control socket is /run/braid/NAME.sock. Default: every
+    /// daemon with a socket in /run/braid.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
     /// The daemon's control socket (`control_socket` in its configuration).
-    /// Default: the server's or the client's default socket, whichever exists.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "name")]
     pub socket: Option<PathBuf>,
     /// Print the raw JSON report instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
+/// The control sockets in `dir`, by name.
+fn sockets_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 pub fn run(a: StatusArgs) -> Result<()> {
-    let socket = match a.socket {
-        Some(s) => s,
-        None => {
-            let found = [DEFAULT_CLIENT_SOCKET, DEFAULT_SERVER_SOCKET]
-                .into_iter()
-                .map(PathBuf::from)
-                .find(|p| p.exists());
-            match found {
-                Some(p) => p,
-                None => bail!(
-                    "no braid daemon socket at {DEFAULT_CLIENT_SOCKET} or {DEFAULT_SERVER_SOCKET}; \
-                     is the daemon running? (pass --socket PATH if its configuration sets control_socket)"
-                ),
+    let sockets = match (a.socket, a.name) {
+        (Some(s), _) => vec![s],
+        (None, Some(n)) => {
+            // The TUN device name, or an instance file /etc/braid/NAME.toml.
+            let by_tun = default_control_socket(&n);
+            let file = crate::instance::config_path(&n);
+            if !by_tun.exists() && file.exists() {
+                let role = crate::instance::role_of(&file)?;
+                let s = match role {
+                    crate::instance::Role::Server => {
+                        crate::config::load_server(&file)?.control_socket
+                    }
+                    crate::instance::Role::Client => {
+                        crate::config::load_client(&file)?.control_socket
+                    }
+                };
+                vec![s.unwrap_or(by_tun)]
+            } else {
+                vec![by_tun]
             }
         }
+        (None, None) => {
+            let found = sockets_in(std::path::Path::new(RUN_DIR));
+            if found.is_empty() {
+                bail!(
+                    "no braid daemon socket in {RUN_DIR}; is the daemon running? \
+                     (pass --socket PATH if its configuration sets control_socket)"
+                );
+            }
+            if found.len() > 1 && a.json {
+                bail!(
+                    "several braid daemons run here ({}); name one: braid status NAME --json",
+                    found
+                        .iter()
+                        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            found
+        }
     };
-    let json = query(&socket)?;
-    if a.json {
-        println!("{}", json.trim_end());
-    } else {
-        let report: StatusReport = serde_json::from_str(&json)
-            .with_context(|| format!("unexpected answer from {}", socket.display()))?;
-        print!("{}", report.to_table());
+    for (i, socket) in sockets.iter().enumerate() {
+        let json = query(socket)?;
+        if a.json {
+            println!("{}", json.trim_end());
+        } else {
+            let report: StatusReport = serde_json::from_str(&json)
+                .with_context(|| format!("unexpected answer from {}", socket.display()))?;
+            if sockets.len() > 1 {
+                let name = socket.file_stem().unwrap_or_default().to_string_lossy();
+                println!(
+                    "{}== {name} ({}) ==",
+                    if i > 0 { "\n" } else { "" },
+                    socket.display()
+                );
+            }
+            print!("{}", report.to_table());
+        }
     }
     Ok(())
 }
 
 /// Asks the daemon at `socket` for its report (JSON text).
 pub fn query(socket: &std::path::Path) -> Result<String> {
+    command(socket, "status")
+}
+
+/// Sends one command line (`status`, `stop`) to the daemon at `socket`;
+/// its answer.
+pub fn command(socket: &std::path::Path, cmd: &str) -> Result<String> {
     use std::io::{Read, Write};
     let mut s = std::os::unix::net::UnixStream::connect(socket).with_context(|| {
         format!(
@@ -566,7 +704,7 @@ pub fn query(socket: &std::path::Path) -> Result<String> {
         )
     })?;
     s.set_read_timeout(Some(StdDuration::from_secs(5)))?;
-    s.write_all(b"status\n")?;
+    s.write_all(format!("{cmd}\n").as_bytes())?;
     let mut out = String::new();
     s.read_to_string(&mut out)
         .with_context(|| format!("reading the answer from {}", socket.display()))?;
@@ -598,6 +736,7 @@ mod tests {
             last_rx_ago_ms: Some(12.0),
             reorder_buffered_packets: 3,
             reorder_buffered_bytes: 4200,
+            waiting: None,
         };
         StatusReport {
             role: "client".into(),
@@ -628,6 +767,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            problem: None,
         }
     }
 
@@ -643,6 +783,27 @@ mod tests {
         assert!(t.contains("drops: drop_replay=2"), "{t}");
         assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
         assert!(t.contains("pacing drops 7"), "{t}");
+        assert!(t.contains("latest handshake 30s ago"), "{t}");
+    }
+
+    /// Every counter the daemons export has a HELP text of its own and a
+    /// row in docs/DEPLOY.md's counter table.
+    #[test]
+    fn every_counter_is_explained_and_documented() {
+        let doc = include_str!("../../../docs/DEPLOY.md");
+        let daemon = ["stray_datagrams", "udp_receive_errors", "icmp_errors"];
+        let core = Counters::default();
+        let names = core.fields().map(|(n, _)| n);
+        for name in names.iter().chain(daemon.iter()) {
+            assert!(
+                !counter_help(name).starts_with("A braid counter"),
+                "no HELP text for {name}"
+            );
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "{name} is missing from docs/DEPLOY.md's counter table"
+            );
+        }
     }
 
     #[test]

@@ -182,6 +182,8 @@ impl Connection {
         })) {
             self.tunnel.counters.tx_datagrams += 1;
             self.tunnel.counters.tx_bytes += len;
+            self.tunnel
+                .count_handshake_tx(Some(path), dest, len as usize);
         }
     }
 

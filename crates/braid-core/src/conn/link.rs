@@ -8,6 +8,10 @@ use std::net::SocketAddr;
 use crate::path::PathId;
 use crate::time::{Duration, Instant};
 
+/// How recent a keepalive round trip must be for `status()` to prefer it
+/// over the feedback RTT: a few keepalive intervals (200 ms by default).
+pub(crate) const KEEPALIVE_RTT_FRESH: Duration = Duration::from_millis(1000);
+
 /// One path as the connection layer sees it.
 #[derive(Clone, Debug)]
 pub(crate) struct PathLink {
@@ -21,8 +25,9 @@ pub(crate) struct PathLink {
     pub last_keepalive_tx: Option<Instant>,
     /// Next keepalive identifier (echoed by the peer).
     pub next_keepalive_id: u32,
-    /// Latest keepalive round trip.
+    /// Latest keepalive round trip, and when it was measured.
     pub keepalive_rtt: Option<Duration>,
+    pub keepalive_rtt_at: Option<Instant>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub rx_packets: u64,
@@ -41,6 +46,7 @@ impl PathLink {
             last_keepalive_tx: None,
             next_keepalive_id: 0,
             keepalive_rtt: None,
+            keepalive_rtt_at: None,
             tx_packets: 0,
             tx_bytes: 0,
             rx_packets: 0,
@@ -59,6 +65,28 @@ impl PathLink {
         let was_up = self.up;
         self.up = true;
         !was_up
+    }
+
+    /// The round-trip time `status()` shows, given the sender's smoothed
+    /// RTT from data feedback (if any). Feedback is batched at the
+    /// receiver (up to 10 ms, 40 ms while it reports only small packets),
+    /// and that hold time is in every feedback sample: an idle 0.06 ms LAN
+    /// path read 40 ms. A keepalive is echoed at once, so a round trip
+    /// measured within [`KEEPALIVE_RTT_FRESH`] is the truth about the
+    /// path; the feedback RTT is shown only while keepalives are not sent
+    /// (the path is busy) or none came back.
+    pub(crate) fn shown_rtt(
+        &self,
+        now: Instant,
+        feedback_srtt: Option<Duration>,
+    ) -> Option<Duration> {
+        let fresh = self
+            .keepalive_rtt_at
+            .is_some_and(|t| now.saturating_since(t) <= KEEPALIVE_RTT_FRESH);
+        match (fresh, self.keepalive_rtt, feedback_srtt) {
+            (true, Some(k), _) => Some(k),
+            (_, k, f) => f.or(k),
+        }
     }
 
     pub(crate) fn on_tx(&mut self, len: usize) {
@@ -90,6 +118,21 @@ impl PathLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_rtt_prefers_a_fresh_keepalive_round_trip() {
+        let mut l = PathLink::new(PathId(0), None);
+        let batched = Some(Duration::from_millis(40));
+        assert_eq!(l.shown_rtt(Instant::from_nanos(0), batched), batched);
+        l.keepalive_rtt = Some(Duration::from_micros(60));
+        l.keepalive_rtt_at = Some(Instant::from_nanos(1_000_000_000));
+        let soon = Instant::from_nanos(1_500_000_000);
+        assert_eq!(l.shown_rtt(soon, batched), Some(Duration::from_micros(60)));
+        // A busy path sends no keepalives: the feedback RTT again.
+        let later = Instant::from_nanos(3_000_000_000);
+        assert_eq!(l.shown_rtt(later, batched), batched);
+        assert_eq!(l.shown_rtt(later, None), Some(Duration::from_micros(60)));
+    }
 
     #[test]
     fn liveness_deadlines() {

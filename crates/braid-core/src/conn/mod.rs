@@ -92,7 +92,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 pub use client::{Connection, PathError};
 pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
-pub use server::{ClientEntry, Server, ServerConfig};
+pub use server::{ClientEntry, RejectReason, Rejection, Server, ServerConfig};
 
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
@@ -167,8 +167,9 @@ impl Default for ConnConfig {
             // than it needs them early (RTT samples grow by up to 10 ms).
             // Reports of small packets only (ACKs) wait up to 40 ms or 32
             // entries: about 25 frames a second for a 10 Mbit/s download.
-            // The RTT `braid status` shows for a direction that carries
-            // only ACKs is then up to 40 ms high.
+            // The feedback RTT of a direction that carries only ACKs is
+            // then up to 40 ms high; `status()` shows the keepalive round
+            // trip instead while the path is idle (see `PathStatus::srtt`).
             receiver: ReceiverConfig {
                 feedback_max_entries: 32,
                 feedback_max_delay: Duration::from_millis(10),
@@ -380,8 +381,10 @@ pub struct PathStatus {
     pub up: bool,
     /// The peer's address on this path, once known.
     pub remote: Option<SocketAddr>,
-    /// Smoothed RTT from data feedback, or the latest keepalive round trip
-    /// on a path that carried no data yet.
+    /// Round-trip time: the latest keepalive round trip while keepalives
+    /// flow (an idle path; echoed at once, so without the feedback batching
+    /// delay), else the smoothed RTT from data feedback (which includes up
+    /// to `feedback_max_delay` of batching at the receiver).
     pub srtt: Option<Duration>,
     pub min_rtt: Option<Duration>,
     /// Packet-pair bandwidth estimate of this side's sending direction.

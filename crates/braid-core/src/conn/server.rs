@@ -72,6 +72,30 @@ impl ServerConfig {
     }
 }
 
+/// Why the server turned a handshake initiation away, for an operator:
+/// these are the failures a misconfiguration causes (replays and floods
+/// are not).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// MAC1 did not match: the sender computed it with another server
+    /// public key (the client's `server_public_key` is wrong).
+    WrongServerKey,
+    /// A well-formed initiation from a key that is not configured.
+    UnknownClient(PublicKey),
+    /// The Noise message did not decrypt: corrupted, or another version.
+    Undecryptable,
+}
+
+/// The latest rejected initiation and how many were rejected in all.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub at: Instant,
+    pub from: SocketAddr,
+    pub reason: RejectReason,
+    /// Rejections of any reason since the server started.
+    pub count: u64,
+}
+
 /// A configured client: its assigned address.
 #[derive(Clone, Debug)]
 struct Admitted {
@@ -100,6 +124,7 @@ pub struct Server {
     by_index: BTreeMap<u32, PublicKey>,
     counters: Counters,
     out: Outputs,
+    last_rejection: Option<Rejection>,
 }
 
 impl Server {
@@ -138,7 +163,36 @@ impl Server {
             peers: BTreeMap::new(),
             by_index: BTreeMap::new(),
             counters: Counters::default(),
+            last_rejection: None,
         })
+    }
+
+    /// The latest handshake initiation turned away for a reason an
+    /// operator can fix (see [`RejectReason`]); the daemon logs it.
+    pub fn last_rejection(&self) -> Option<&Rejection> {
+        self.last_rejection.as_ref()
+    }
+
+    fn note_rejection(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        e: &HandshakeError,
+        key: Option<PublicKey>,
+    ) {
+        let reason = match (e, key) {
+            (HandshakeError::BadMac, _) => RejectReason::WrongServerKey,
+            (HandshakeError::UnknownClient, Some(k)) => RejectReason::UnknownClient(k),
+            (HandshakeError::Decrypt, _) => RejectReason::Undecryptable,
+            _ => return,
+        };
+        let count = self.last_rejection.map_or(0, |r| r.count) + 1;
+        self.last_rejection = Some(Rejection {
+            at: now,
+            from,
+            reason,
+            count,
+        });
     }
 
     /// The server's public key (what clients configure).
@@ -212,12 +266,23 @@ impl Server {
 
     fn handle_init(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
         let admitted = &self.admitted;
-        let pending = match self.responder.read_init(
+        let rejected_key = std::cell::Cell::new(None);
+        let result = self.responder.read_init(
             datagram,
-            |k| admitted.contains_key(k),
+            |k| {
+                let known = admitted.contains_key(k);
+                if !known {
+                    rejected_key.set(Some(*k));
+                }
+                known
+            },
             &mut self.rng,
             now,
-        ) {
+        );
+        if let Err(e) = &result {
+            self.note_rejection(now, from, e, rejected_key.get());
+        }
+        let pending = match result {
             Ok(p) => p,
             Err(HandshakeError::UnknownClient) => {
                 self.counters.handshake_unknown_client += 1;
@@ -304,6 +369,9 @@ impl Server {
         })) {
             self.counters.tx_datagrams += 1;
             self.counters.tx_bytes += len;
+            if let Some(p) = self.peers.get_mut(&key) {
+                p.tunnel.count_handshake_tx(None, from, len as usize);
+            }
         }
     }
 

@@ -177,6 +177,19 @@ impl Tunnel {
         self.links.iter_mut().find(|l| l.id == id)
     }
 
+    /// A handshake datagram of `len` bytes went out on path `id` (or, on
+    /// the server, to the path whose peer address is `dest`): counted in
+    /// the path's TX columns like everything else it sends.
+    pub(crate) fn count_handshake_tx(&mut self, id: Option<PathId>, dest: SocketAddr, len: usize) {
+        let link = match id {
+            Some(id) => self.links.iter_mut().find(|l| l.id == id),
+            None => self.links.iter_mut().find(|l| l.remote == Some(dest)),
+        };
+        if let Some(l) = link {
+            l.on_tx(len);
+        }
+    }
+
     /// Something authenticated of `len` bytes arrived on path `id` (client:
     /// the handshake response). Brings the path up if it was down.
     pub(crate) fn mark_rx(&mut self, now: Instant, id: PathId, len: usize, out: &mut Outputs) {
@@ -341,6 +354,7 @@ impl Tunnel {
                 if let Some(l) = path.and_then(|p| self.link_mut(p)) {
                     if k.tx_time_ns <= now.as_nanos() {
                         l.keepalive_rtt = Some(rtt);
+                        l.keepalive_rtt_at = Some(now);
                     }
                 }
             }
@@ -600,7 +614,7 @@ impl Tunnel {
                     id: l.id,
                     up: l.up,
                     remote: l.remote,
-                    srtt: sampled.map(|p| p.rtt.srtt()).or(l.keepalive_rtt),
+                    srtt: l.shown_rtt(now, sampled.map(|p| p.rtt.srtt())),
                     min_rtt: sampled.and_then(|p| p.rtt.min_rtt()),
                     bandwidth_bps: ps.and_then(|p| p.bw.estimate_bps()),
                     loss_rate: ps.map_or(0.0, |p| p.loss.rate()),

@@ -38,7 +38,7 @@ pub enum KeyError {
     },
     /// A private key file is readable or writable by group or others.
     #[error(
-        "private key file mode {mode:#05o} gives access to group or others; \
+        "private key file mode 0{mode:03o} gives access to group or others; \
          fix it with `chmod 600 FILE`"
     )]
     InsecureMode {
@@ -280,6 +280,6 @@ mod tests {
         assert!(check_key_file_mode(0o601).is_err());
         let msg = check_key_file_mode(0o644).unwrap_err().to_string();
         assert!(msg.contains("chmod 600"), "{msg}");
-        assert!(msg.contains("0o644"), "{msg}");
+        assert!(msg.contains("mode 0644 "), "{msg}");
     }
 }

@@ -26,8 +26,18 @@ use serde::Deserialize;
 /// Default UDP port of the server.
 pub const DEFAULT_PORT: u16 = 51820;
 /// Default control socket of each side.
-pub const DEFAULT_SERVER_SOCKET: &str = "/run/braid/server.sock";
-pub const DEFAULT_CLIENT_SOCKET: &str = "/run/braid/client.sock";
+pub const RUN_DIR: &str = "/run/braid";
+/// Where docs/DEPLOY.md installs the example configurations, which error
+/// messages point at.
+pub const EXAMPLES_DIR: &str = "/usr/local/share/doc/braid/examples";
+
+/// The default control socket of the instance whose TUN device is `tun`:
+/// `/run/braid/<tun>.sock`. Named per instance (the TUN device name is
+/// unique on a host) so that two daemons on one host, or a server and a
+/// client, never share one; `braid status NAME` finds it.
+pub fn default_control_socket(tun: &str) -> PathBuf {
+    Path::new(RUN_DIR).join(format!("{tun}.sock"))
+}
 /// Default metrics endpoints (loopback only).
 pub const DEFAULT_SERVER_METRICS: &str = "127.0.0.1:9184";
 pub const DEFAULT_CLIENT_METRICS: &str = "127.0.0.1:9185";
@@ -232,7 +242,7 @@ pub fn load_client(path: &Path) -> Result<ClientSettings> {
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| {
         format!(
-            "cannot read configuration file {} (see examples/ for a template)",
+            "cannot read configuration file {} (templates: {EXAMPLES_DIR}/server.toml and client.toml, examples/ in the source)",
             path.display()
         )
     })
@@ -243,7 +253,7 @@ fn parse<T: for<'de> Deserialize<'de>>(path: &Path, text: &str) -> Result<T> {
         // toml's message names the key (unknown, missing, wrong type) and
         // shows the line.
         anyhow!(
-            "{}: {}\n(every key is documented in examples/server.toml and examples/client.toml)",
+            "{}: {}\n(every key is documented in {EXAMPLES_DIR}/server.toml and client.toml, examples/ in the source)",
             path.display(),
             e.to_string().trim_end()
         )
@@ -265,6 +275,11 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     }
     let mut clients = Vec::new();
     for (i, c) in f.clients.iter().enumerate() {
+        reject_placeholder(
+            &format!("`client[{i}].public_key` ({})", c.name),
+            &c.public_key,
+            "the client's public key (`braid keygen --public-of` its key file, on the client)",
+        )?;
         let key = PublicKey::from_base64(&c.public_key).map_err(|e| {
             anyhow!(
                 "`client[{i}].public_key` ({}): {e}; paste the public key `braid keygen` printed",
@@ -309,21 +324,44 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     } else {
         None
     };
+    let tun = tun_name(&f.tun)?;
     Ok(ServerSettings {
         listen,
         private_key,
         core,
-        tun_name: tun_name(&f.tun)?,
-        control_socket: control_socket(f.control_socket, DEFAULT_SERVER_SOCKET),
+        tun_name: tun.clone(),
+        control_socket: control_socket(f.control_socket, &tun),
         metrics: metrics(&f.metrics, DEFAULT_SERVER_METRICS)?,
         log_level: log_level(f.log_level)?,
         nat_out_interface,
     })
 }
 
+/// The examples' placeholder keys start with this: they are well-formed
+/// base64 keys, so without this check a copied example loads, and the
+/// handshake fails in silence.
+const PLACEHOLDER_KEY_PREFIX: &str = "REPLACE";
+
+/// Refuses a key left as the examples' placeholder, naming the field.
+fn reject_placeholder(field: &str, key: &str, what: &str) -> Result<()> {
+    if key
+        .trim()
+        .to_ascii_uppercase()
+        .starts_with(PLACEHOLDER_KEY_PREFIX)
+    {
+        bail!("{field} is still the example's placeholder `{key}`; replace it with {what}");
+    }
+    Ok(())
+}
+
 /// Checks a parsed `client.toml`; relative key paths are taken from `base`.
 pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
     let server = socket_addr("server", &f.server, "server = \"203.0.113.1:51820\"")?;
+    reject_placeholder(
+        "`server_public_key`",
+        &f.server_public_key,
+        "the server's public key (`braid keygen --public-of` its key file, on the server)",
+    )?;
     let server_key = PublicKey::from_base64(&f.server_public_key).map_err(|e| {
         anyhow!(
             "`server_public_key`: {e}; paste the public key `braid keygen` printed on the server"
@@ -379,14 +417,15 @@ pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
         })?);
     }
     let private_key = load_private_key(&resolve(base, &f.private_key_file), "private_key_file")?;
+    let tun = tun_name(&f.tun)?;
     Ok(ClientSettings {
         private_key,
         server_key,
         conn,
         paths,
-        tun_name: tun_name(&f.tun)?,
+        tun_name: tun.clone(),
         routes,
-        control_socket: control_socket(f.control_socket, DEFAULT_CLIENT_SOCKET),
+        control_socket: control_socket(f.control_socket, &tun),
         metrics: metrics(&f.metrics, DEFAULT_CLIENT_METRICS)?,
         log_level: log_level(f.log_level)?,
     })
@@ -493,11 +532,11 @@ fn tun_name(t: &TunFile) -> Result<String> {
     Ok(name)
 }
 
-fn control_socket(v: Option<PathBuf>, default: &str) -> Option<PathBuf> {
+fn control_socket(v: Option<PathBuf>, tun: &str) -> Option<PathBuf> {
     match v {
         Some(p) if p.as_os_str().is_empty() => None,
         Some(p) => Some(p),
-        None => Some(PathBuf::from(default)),
+        None => Some(default_control_socket(tun)),
     }
 }
 

@@ -172,11 +172,30 @@ fn examples_are_valid() {
     let mut s: ServerFile =
         toml::from_str(include_str!("../../../../examples/server.toml")).unwrap();
     s.private_key_file = key.clone();
+    // The placeholder keys are refused, naming the field and the fix.
+    let mut placeholder: ServerFile =
+        toml::from_str(include_str!("../../../../examples/server.toml")).unwrap();
+    placeholder.private_key_file = key.clone();
+    let e = format!("{:#}", server_settings(placeholder, &d.0).unwrap_err());
+    assert!(
+        e.contains("`client[0].public_key` (laptop)") && e.contains("placeholder"),
+        "{e}"
+    );
+    s.clients[0].public_key = PUB.into();
     let s = server_settings(s, &d.0).unwrap();
     assert_eq!(s.core.clients[0].address, Some(Ipv4Addr::new(10, 77, 0, 2)));
     let mut c: ClientFile =
         toml::from_str(include_str!("../../../../examples/client.toml")).unwrap();
     c.private_key_file = key;
+    let mut placeholder: ClientFile =
+        toml::from_str(include_str!("../../../../examples/client.toml")).unwrap();
+    placeholder.private_key_file = c.private_key_file.clone();
+    let e = format!("{:#}", client_settings(placeholder, &d.0).unwrap_err());
+    assert!(
+        e.contains("`server_public_key`") && e.contains("placeholder") && e.contains("--public-of"),
+        "{e}"
+    );
+    c.server_public_key = PUB.into();
     let c = client_settings(c, &d.0).unwrap();
     assert_eq!(c.paths.len(), 3);
     assert_eq!(c.conn.inner_mtu, 1438);

@@ -2,6 +2,7 @@
 //! server assigns the tunnel address.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -10,15 +11,16 @@ use braid_core::path::PathId;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
 use super::timer::PreciseTimer;
 use super::tun::{SystemTunFactory, Tun, TunFactory};
 use super::{
-    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, StatusRequest,
+    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, RecvErrors,
+    StatusRequest,
 };
 use crate::config::{ClientSettings, PathSettings};
-use crate::status::StatusReport;
+use crate::status::{PathReport, StatusReport};
 
 const QUEUE: usize = 4096;
 const BUF: usize = 65_535;
@@ -30,6 +32,10 @@ struct PathSocket {
     socket: Option<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)>,
 }
 
+/// How long the client waits for a first session before it says why it
+/// may not come (see `ClientDaemon::check_handshake`).
+const NO_ANSWER_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often paths whose interface or address is missing are retried.
 const HOTPLUG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -38,30 +44,56 @@ fn open_path(
     p: &PathSettings,
     clock: Clock,
     udp_tx: &mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
+    counts: &ReaderCounts,
 ) -> Result<(Arc<UdpSocket>, tokio::task::JoinHandle<()>)> {
     let socket = Arc::new(super::net::path_socket(p)?);
     info!(path = p.id.0, name = %p.name, local = %socket.local_addr()?, server = %p.server, device = ?p.device, "path socket ready");
     let (sock, tx, id) = (socket.clone(), udp_tx.clone(), p.id);
     super::net::enable_rx_timestamps(&sock);
+    super::icmp::enable(&sock);
+    let mut errors = RecvErrors::new(
+        format!("UDP receive failed on path `{}`", p.name),
+        counts.recv_errors.clone(),
+    );
+    let (icmp, name, server) = (counts.icmp_errors.clone(), p.name.clone(), p.server);
+    let mut icmp_log = super::Every::new(super::LOG_INTERVAL);
     let reader = tokio::spawn(async move {
         let mut buf = vec![0u8; BUF];
         loop {
             match super::net::recv_from_stamped(&sock, &mut buf).await {
-                Ok((n, from, age)) => {
+                Ok((n, from, age, _)) => {
+                    errors.succeeded();
                     let at = clock.ago(age);
                     if tx.send((id, from, buf[..n].to_vec(), at)).await.is_err() {
                         break;
                     }
                 }
-                // ICMP errors surface here (port unreachable, ...).
-                Err(e) => {
-                    debug!(path = id.0, error = %e, "UDP receive error");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                // ICMP errors (port unreachable, ...): the network's
+                // answer, not a fault of the socket.
+                Err(e) if super::icmp::is_report(&e) => {
+                    let reports = super::icmp::drain(&sock);
+                    icmp.fetch_add(reports.len().max(1) as u64, Ordering::Relaxed);
+                    if icmp_log.due() {
+                        let r = reports.first();
+                        let dest = r.and_then(|r| r.dest).unwrap_or(server);
+                        let what = r.map_or("ICMP error", |r| r.explain());
+                        warn!(path = id.0, name = %name, to = %dest, error = %e, "{what}");
+                    }
                 }
+                Err(e) => errors.failed(&e).await,
             }
         }
     });
     Ok((socket, reader))
+}
+
+/// Counters the path readers share with the event loop.
+#[derive(Clone, Debug, Default)]
+struct ReaderCounts {
+    /// Failed reads of path sockets.
+    recv_errors: Arc<AtomicU64>,
+    /// ICMP errors reported for datagrams to the server.
+    icmp_errors: Arc<AtomicU64>,
 }
 
 /// Send errors that mean the path's interface or address is gone, so its
@@ -81,7 +113,11 @@ pub struct ClientDaemon<F: TunFactory> {
     paths: Vec<PathSocket>,
     path_names: Vec<String>,
     factory: F,
-    tun: Option<(TunnelParams, Arc<F::Tun>, tokio::task::JoinHandle<()>)>,
+    tun: Option<(
+        TunnelParams,
+        Arc<F::Tun>,
+        tokio::task::JoinHandle<std::io::Error>,
+    )>,
     /// Datagrams with their kernel arrival times.
     udp_rx: mpsc::Receiver<(PathId, SocketAddr, Vec<u8>, Instant)>,
     tun_tx: mpsc::Sender<Vec<u8>>,
@@ -93,6 +129,15 @@ pub struct ClientDaemon<F: TunFactory> {
     tun_errors: RateLimitedLog,
     /// Datagrams from addresses other than the server's.
     pub stray: u64,
+    stray_log: super::Every,
+    counts: ReaderCounts,
+    /// Since when the client has had no session (`None` while it has one),
+    /// and the last "no answer" diagnosis in words.
+    unanswered_since: Option<std::time::Instant>,
+    problem: Option<String>,
+    problem_log: super::Every,
+    /// This client's public key and the configured server's, for diagnoses.
+    keys: (String, String),
     /// For the readers of paths opened later.
     udp_tx: mpsc::Sender<(PathId, SocketAddr, Vec<u8>, Instant)>,
 }
@@ -132,8 +177,9 @@ impl<F: TunFactory> ClientDaemon<F> {
         // plugged in yet) is retried every HOTPLUG_INTERVAL and joins the
         // running tunnel when it appears.
         let mut paths = Vec::new();
+        let counts = ReaderCounts::default();
         for p in &s.paths {
-            let socket = match open_path(p, clock, &udp_tx) {
+            let socket = match open_path(p, clock, &udp_tx, &counts) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     warn!(path = p.id.0, name = %p.name, error = %format!("{e:#}"), "path not available yet; retrying every second");
@@ -150,6 +196,10 @@ impl<F: TunFactory> ClientDaemon<F> {
             .filter(|p| p.socket.is_some())
             .map(|p| (p.settings.id, p.settings.server))
             .collect();
+        let keys = (
+            s.private_key.public_key().to_base64(),
+            s.server_key.to_base64(),
+        );
         let conn = Connection::client(
             adjust(&s.conn),
             s.private_key,
@@ -188,6 +238,12 @@ impl<F: TunFactory> ClientDaemon<F> {
             metrics_addr,
             tun_errors: RateLimitedLog::default(),
             stray: 0,
+            stray_log: super::Every::new(super::LOG_INTERVAL),
+            counts,
+            unanswered_since: Some(std::time::Instant::now()),
+            problem: None,
+            problem_log: super::Every::new(super::LOG_INTERVAL),
+            keys,
             udp_tx,
         };
         info!(server_key = %s.server_key.to_base64(), paths = d.paths.len(), "braid client started; handshaking");
@@ -205,10 +261,15 @@ impl<F: TunFactory> ClientDaemon<F> {
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         let mut hotplug = tokio::time::interval(HOTPLUG_INTERVAL);
         hotplug.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failure = None;
         loop {
             timer.arm(self.clock.wait_for(self.conn.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
+                e = super::tun::reader_stopped(self.tun.as_mut().map(|t| &mut t.2)) => {
+                    failure = Some(e);
+                    break;
+                }
                 Some((path, from, d, at)) = self.udp_rx.recv() => {
                     // `datagram` needs all of `self`, so no drain_batch here.
                     self.datagram(at, path, from, &d);
@@ -224,9 +285,17 @@ impl<F: TunFactory> ClientDaemon<F> {
                 _ = timer.wait() => {
                     self.conn.handle_timeout(self.clock.now());
                 }
-                _ = hotplug.tick() => self.open_missing_paths(),
+                _ = hotplug.tick() => {
+                    self.open_missing_paths();
+                    self.check_handshake();
+                }
                 Some(reply) = self.status_rx.recv() => {
-                    let r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
+                    let mut r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
+                    r.counters.insert("stray_datagrams".into(), self.stray);
+                    r.counters.insert("udp_receive_errors".into(), self.counts.recv_errors.load(Ordering::Relaxed));
+                    r.counters.insert("icmp_errors".into(), self.counts.icmp_errors.load(Ordering::Relaxed));
+                    r.problem = self.problem.clone();
+                    self.add_waiting_paths(&mut r);
                     let _ = reply.send(r);
                 }
             }
@@ -238,7 +307,66 @@ impl<F: TunFactory> ClientDaemon<F> {
         if let Some((_, _, reader)) = self.tun.take() {
             reader.abort();
         }
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Lists configured paths whose interface or address is missing (so
+    /// the core does not know them yet) as waiting.
+    fn add_waiting_paths(&self, r: &mut StatusReport) {
+        let Some(t) = r.tunnels.first_mut() else {
+            return;
+        };
+        for p in &self.paths {
+            let s = &p.settings;
+            if p.socket.is_some() || t.paths.iter().any(|x| x.id == s.id.0) {
+                continue;
+            }
+            let why = match (&s.device, s.bind) {
+                (Some(d), _) => format!("waiting for device {d}"),
+                (None, Some(a)) => format!("waiting for address {a}"),
+                (None, None) => "waiting for device".into(),
+            };
+            t.paths.push(PathReport::waiting(s.id.0, &s.name, why));
+        }
+        t.paths.sort_by_key(|p| p.id);
+    }
+
+    /// Says why the tunnel does not come up: after [`NO_ANSWER_AFTER`]
+    /// without a session, once per [`super::LOG_INTERVAL`], a line naming
+    /// the server's addresses and both keys, which are what a wrong
+    /// `server_public_key`, an unknown client key or a wrong port (no
+    /// answer at all: the server answers none of these) come down to.
+    fn check_handshake(&mut self) {
+        if self.conn.is_established() {
+            self.unanswered_since = None;
+            self.problem = None;
+            return;
+        }
+        let since = *self
+            .unanswered_since
+            .get_or_insert_with(std::time::Instant::now);
+        let waited = since.elapsed();
+        if waited < NO_ANSWER_AFTER || !self.problem_log.due() {
+            return;
+        }
+        let servers: Vec<String> = self
+            .paths
+            .iter()
+            .map(|p| format!("{} via `{}`", p.settings.server, p.settings.name))
+            .collect();
+        let icmp = self.counts.icmp_errors.load(Ordering::Relaxed);
+        let text = format!(
+            "no handshake answer from the server after {}s ({}; {icmp} ICMP errors): check that the server runs and its UDP port is reachable, that server_public_key ({}) is the server's public key (`braid keygen --public-of` its key file), and that the server lists this client's public key {} in a [[client]]",
+            waited.as_secs(),
+            servers.join(", "),
+            self.keys.1,
+            self.keys.0
+        );
+        warn!("{text}");
+        self.problem = Some(text);
     }
 
     /// Opens the sockets of paths whose interface or address has appeared
@@ -249,7 +377,7 @@ impl<F: TunFactory> ClientDaemon<F> {
                 continue;
             }
             let p = self.paths[i].settings.clone();
-            let Ok(sock) = open_path(&p, self.clock, &self.udp_tx) else {
+            let Ok(sock) = open_path(&p, self.clock, &self.udp_tx, &self.counts) else {
                 continue;
             };
             self.paths[i].socket = Some(sock);
@@ -264,11 +392,31 @@ impl<F: TunFactory> ClientDaemon<F> {
     }
 
     /// A datagram the kernel received at `at`.
+    ///
+    /// One from an address other than the configured server's is counted
+    /// and logged (once per interval, naming both addresses) but still
+    /// handed to the core: it is accepted only if it authenticates, which
+    /// a source address never proves anyway (UDP sources are forged at
+    /// will), and a server that answers from another of its addresses (an
+    /// older braid, or any server behind a NAT that rewrites its source)
+    /// then still works instead of leaving the client handshaking in
+    /// silence.
     fn datagram(&mut self, at: Instant, path: PathId, from: SocketAddr, d: &[u8]) {
-        let expected = self.paths.get(path.0 as usize).map(|p| p.settings.server);
-        if expected != Some(from) {
-            self.stray += 1;
+        let Some(expected) = self.paths.get(path.0 as usize).map(|p| p.settings.server) else {
             return;
+        };
+        if expected != from {
+            self.stray += 1;
+            if self.stray_log.due() {
+                warn!(
+                    path = path.0,
+                    name = self.path_name(path),
+                    from = %from,
+                    server = %expected,
+                    count = self.stray,
+                    "datagram from an address other than the configured server; accepted only if it authenticates (a server with several addresses should answer from the one the client sent to)"
+                );
+            }
         }
         self.conn.handle_datagram(at, path, d);
     }
@@ -291,7 +439,10 @@ impl<F: TunFactory> ClientDaemon<F> {
                         continue;
                     };
                     if let Err(e) = socket.send_to(&t.bytes, t.dest).await {
-                        self.send_errors[i].warn("UDP send failed on path", &e);
+                        let name = &self.paths[i].settings.name;
+                        self.send_errors[i].warn_with(&e, || {
+                            format!("UDP send failed on path `{name}` to {}", t.dest)
+                        });
                         // The interface is down or has no route: stop
                         // scheduling on it now; keepalives find it again.
                         self.conn

@@ -20,7 +20,9 @@
 //! ([`tun::channel_tun`]) so the whole daemon runs in tests without root.
 
 pub mod client;
+pub mod icmp;
 pub mod net;
+pub mod reply;
 pub mod server;
 pub mod timer;
 pub mod tun;
@@ -113,19 +115,24 @@ pub fn init_logging(level: &str) {
         .try_init();
 }
 
-/// Resolves when the process gets SIGINT or SIGTERM.
+/// Resolves when the process gets SIGINT, SIGTERM or SIGHUP. SIGHUP is
+/// what a foreground daemon gets when its terminal closes; without a
+/// handler it would die on the spot and leave its NAT table and control
+/// socket behind, so it stops cleanly like SIGTERM.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
+    let (term, hup) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    );
+    let (Ok(mut term), Ok(mut hup)) = (term, hup) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        _ = hup.recv() => {}
     }
 }
 
@@ -202,7 +209,16 @@ pub async fn serve_control(path: &Path, tx: mpsc::Sender<StatusRequest>) -> Resu
                         Some(r) => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
                         None => "{\"error\":\"daemon is shutting down\"}\n".into(),
                     },
-                    other => format!("{{\"error\":\"unknown command {other:?}; try status\"}}\n"),
+                    // `braid down`: stop as on SIGTERM, through the same
+                    // clean-up path.
+                    "stop" => {
+                        // SAFETY: sending a signal to this very process.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                        "{\"stopping\":true}\n".into()
+                    }
+                    other => {
+                        format!("{{\"error\":\"unknown command {other:?}; try status or stop\"}}\n")
+                    }
                 };
                 let _ = w.write_all(answer.as_bytes()).await;
                 let _ = w.shutdown().await;
@@ -293,6 +309,12 @@ pub struct RateLimitedLog {
 
 impl RateLimitedLog {
     pub fn warn(&mut self, what: &str, err: &std::io::Error) {
+        self.warn_with(err, || what.to_string());
+    }
+
+    /// [`RateLimitedLog::warn`] with a message built only when it is
+    /// logged (naming a path or client may take a lookup).
+    pub fn warn_with(&mut self, err: &std::io::Error, what: impl FnOnce() -> String) {
         let now = std::time::Instant::now();
         if self
             .last
@@ -301,9 +323,97 @@ impl RateLimitedLog {
             self.suppressed += 1;
             return;
         }
-        tracing::warn!(error = %err, suppressed = self.suppressed, "{what}");
+        tracing::warn!(error = %err, suppressed = self.suppressed, "{}", what());
         self.last = Some(now);
         self.suppressed = 0;
+    }
+}
+
+/// A UDP reader's failures: counted (`udp_receive_errors` in status and
+/// metrics), logged once per interval, and each followed by a pause that
+/// doubles from 1 ms to 1 s while they repeat, so that a socket stuck in
+/// an error state never makes its reader spin on a core.
+#[derive(Debug)]
+pub struct RecvErrors {
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pause: std::time::Duration,
+    log: RateLimitedLog,
+    what: String,
+}
+
+impl RecvErrors {
+    const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(1);
+    const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// `what` names the socket in the log line; failures add to `count`.
+    pub fn new(what: String, count: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        RecvErrors {
+            count,
+            pause: Self::FIRST_PAUSE,
+            log: RateLimitedLog::default(),
+            what,
+        }
+    }
+
+    /// A receive failed: count, log, back off.
+    pub async fn failed(&mut self, e: &std::io::Error) {
+        let pause = self.record(e);
+        tokio::time::sleep(pause).await;
+    }
+
+    /// Counts and logs a failure; the pause to take after it.
+    pub fn record(&mut self, e: &std::io::Error) -> std::time::Duration {
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.log.warn(&self.what, e);
+        let pause = self.pause;
+        self.pause = (self.pause * 2).min(Self::MAX_PAUSE);
+        pause
+    }
+
+    /// A receive succeeded: the next failure pauses briefly again.
+    pub fn succeeded(&mut self) {
+        self.pause = Self::FIRST_PAUSE;
+    }
+
+    /// The pause the next failure takes (tests).
+    pub fn next_pause(&self) -> std::time::Duration {
+        self.pause
+    }
+}
+
+/// How often a recurring condition (a stray datagram, a failing
+/// handshake) is logged at most.
+pub const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Says whether a recurring condition is due to be logged again: the first
+/// time, then at most once per interval.
+#[derive(Debug)]
+pub struct Every {
+    interval: std::time::Duration,
+    last: Option<std::time::Instant>,
+}
+
+impl Every {
+    pub fn new(interval: std::time::Duration) -> Self {
+        Every {
+            interval,
+            last: None,
+        }
+    }
+
+    /// True (and restarts the interval) when the last `true` was at least
+    /// an interval ago.
+    pub fn due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < self.interval)
+        {
+            return false;
+        }
+        self.last = Some(now);
+        true
     }
 }
 
@@ -322,5 +432,26 @@ pub(crate) fn drain_batch<T>(
     for _ in 0..BATCH {
         let Ok(item) = rx.try_recv() else { break };
         handle(item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receive_errors_back_off_and_are_counted() {
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut r = RecvErrors::new("UDP receive failed".into(), count.clone());
+        let e = std::io::Error::from_raw_os_error(libc::ENOMEM);
+        let pauses: Vec<u128> = (0..12).map(|_| r.record(&e).as_millis()).collect();
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 12);
+        assert_eq!(
+            pauses,
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000],
+            "doubling from 1 ms to at most 1 s"
+        );
+        r.succeeded();
+        assert_eq!(r.next_pause(), std::time::Duration::from_millis(1));
     }
 }

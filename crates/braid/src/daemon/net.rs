@@ -11,6 +11,7 @@ use braid_core::conn::Ipv4Net;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
+use super::reply::{pktinfo_of, LocalAddr};
 use crate::config::PathSettings;
 
 /// Socket buffers: several paths' worth of bursts.
@@ -103,14 +104,18 @@ const MAX_RX_AGE: std::time::Duration = std::time::Duration::from_millis(200);
 /// may be busy with a batch of TUN packets), which stretches or squeezes a
 /// pair's dispersion. The age is taken against CLOCK_REALTIME right after
 /// the read, so a clock step between stamp and read only matters within
-/// [`MAX_RX_AGE`].
+/// [`MAX_RX_AGE`]. The last element is the local address the datagram was
+/// sent to, on a socket with [`enable_pktinfo`] (the server replies from it).
 pub async fn recv_from_stamped(
     sock: &UdpSocket,
     buf: &mut [u8],
-) -> io::Result<(usize, SocketAddr, std::time::Duration)> {
+) -> io::Result<(usize, SocketAddr, std::time::Duration, Option<LocalAddr>)> {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
-    sock.async_io(tokio::io::Interest::READABLE, || {
+    // ERROR too: an ICMP error on a socket with IP_RECVERR (see
+    // `super::icmp`) raises EPOLLERR alone, and must wake the reader.
+    let interest = tokio::io::Interest::READABLE.add(tokio::io::Interest::ERROR);
+    sock.async_io(interest, || {
         // SAFETY: all-zero bytes are a valid sockaddr_storage (plain data).
         let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
@@ -134,10 +139,14 @@ pub async fn recv_from_stamped(
         }
         let now = realtime_ns();
         let mut age = std::time::Duration::ZERO;
+        let mut local = None;
         // SAFETY: the CMSG macros walk the control buffer recvmsg filled in.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
             while !c.is_null() {
+                if let Some(l) = pktinfo_of(&*c) {
+                    local = Some(l);
+                }
                 if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                     let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                     let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
@@ -151,12 +160,12 @@ pub async fn recv_from_stamped(
         }
         let from = sockaddr_to_std(&addr)
             .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-        Ok((n as usize, from, age))
+        Ok((n as usize, from, age, local))
     })
     .await
 }
 
-fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match a.ss_family as libc::c_int {
         libc::AF_INET => {
             // SAFETY: the family says this storage holds a sockaddr_in.
@@ -182,8 +191,16 @@ fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
 /// The server's socket on `listen`.
 pub fn server_socket(listen: SocketAddr) -> Result<UdpSocket> {
     let s = udp_socket(Domain::for_address(listen))?;
-    s.bind(&listen.into()).with_context(|| {
-        format!("`listen`: cannot bind UDP {listen} (in use, or not an address of this host?)")
+    s.bind(&listen.into()).map_err(|e| match e.kind() {
+        io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "`listen`: UDP port {} is in use by another process (another braid server? `ss -ulpn 'sport = :{}'` shows which); stop it or set another listen port",
+            listen.port(),
+            listen.port()
+        ),
+        _ => anyhow::anyhow!(
+            "`listen`: cannot bind UDP {listen} ({e}); is {} an address of this host?",
+            listen.ip()
+        ),
     })?;
     s.set_nonblocking(true)?;
     Ok(UdpSocket::from_std(s.into())?)
@@ -209,22 +226,35 @@ pub fn add_route(net: &Ipv4Net, dev: &str) -> io::Result<()> {
     run(Command::new("ip").args(["route", "replace", &net.to_string(), "dev", dev]))
 }
 
+/// The nftables table of the server instance whose TUN device is `tun`:
+/// `braid_<tun>`, so that two servers on one host (two TUN devices) each
+/// own one table and neither replaces or deletes the other's. Characters
+/// nft does not take in a name become `_`.
+pub fn nat_table(tun: &str) -> String {
+    let safe: String = tun
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("braid_{safe}")
+}
+
 /// The nftables ruleset `[nat]` applies: masquerade the tunnel network
-/// out of `out_interface` (also in docs/DEPLOY.md).
-pub fn nat_ruleset(network: &Ipv4Net, out_interface: &str) -> String {
+/// out of `out_interface`, in table `table` (also in docs/DEPLOY.md).
+pub fn nat_ruleset(table: &str, network: &Ipv4Net, out_interface: &str) -> String {
     format!(
-        "table ip braid {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    ip saddr {network} oifname \"{out_interface}\" masquerade\n  }}\n}}\n"
+        "table ip {table} {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    ip saddr {network} oifname \"{out_interface}\" masquerade\n  }}\n}}\n"
     )
 }
 
-/// Enables IPv4 forwarding and installs the masquerade table `ip braid`
-/// (replacing an older one).
-pub fn apply_nat(network: &Ipv4Net, out_interface: &str) -> Result<()> {
+/// Enables IPv4 forwarding and installs the masquerade table `table`
+/// (replacing an older one of the same name: this instance's, left by a
+/// crash).
+pub fn apply_nat(table: &str, network: &Ipv4Net, out_interface: &str) -> Result<()> {
     std::fs::write("/proc/sys/net/ipv4/ip_forward", "1\n")
         .context("`nat.enabled`: cannot enable IPv4 forwarding (needs root)")?;
     // Ignore the error: the table may not exist yet.
-    let _ = run(Command::new("nft").args(["delete", "table", "ip", "braid"]));
-    let script = nat_ruleset(network, out_interface);
+    let _ = run(Command::new("nft").args(["delete", "table", "ip", table]));
+    let script = nat_ruleset(table, network, out_interface);
     let mut child = Command::new("nft")
         .args(["-f", "-"])
         .stdin(std::process::Stdio::piped())
@@ -247,8 +277,8 @@ pub fn apply_nat(network: &Ipv4Net, out_interface: &str) -> Result<()> {
 }
 
 /// Removes the table [`apply_nat`] installed.
-pub fn remove_nat() {
-    let _ = run(Command::new("nft").args(["delete", "table", "ip", "braid"]));
+pub fn remove_nat(table: &str) {
+    let _ = run(Command::new("nft").args(["delete", "table", "ip", table]));
 }
 
 #[cfg(test)]
@@ -258,7 +288,10 @@ mod tests {
     #[test]
     fn ruleset_text() {
         let n = Ipv4Net::parse("10.77.0.0/24").unwrap();
-        let r = nat_ruleset(&n, "eth0");
+        assert_eq!(nat_table("braid0"), "braid_braid0");
+        assert_eq!(nat_table("tun-a.1"), "braid_tun_a_1");
+        let r = nat_ruleset("braid_x", &n, "eth0");
+        assert!(r.starts_with("table ip braid_x {"));
         assert!(r.contains("ip saddr 10.77.0.0/24 oifname \"eth0\" masquerade"));
         assert!(r.contains("type nat hook postrouting priority srcnat"));
     }

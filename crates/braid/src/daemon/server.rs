@@ -6,17 +6,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use braid_core::conn::{Event, Output, Server};
+use braid_core::conn::{Event, Output, RejectReason, Server, Transmit};
 use braid_core::crypto::PublicKey;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
+use super::reply::{send_from, source_gone, LocalAddr, ReplySources};
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
-    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, StatusRequest,
+    os_rng, serve_control, serve_metrics, Clock, ControlSocket, RateLimitedLog, RecvErrors,
+    StatusRequest,
 };
 use crate::config::ServerSettings;
 use crate::status::StatusReport;
@@ -32,16 +34,28 @@ pub struct ServerDaemon<T: Tun> {
     socket: Arc<UdpSocket>,
     tun: Arc<T>,
     names: BTreeMap<PublicKey, String>,
-    /// Datagrams with their kernel arrival times.
-    udp_rx: mpsc::Receiver<(SocketAddr, Vec<u8>, Instant)>,
+    /// Datagrams with the local address they arrived at and their kernel
+    /// arrival times.
+    udp_rx: mpsc::Receiver<(SocketAddr, Option<LocalAddr>, Vec<u8>, Instant)>,
+    /// The local address each client endpoint wrote to, to reply from.
+    replies: ReplySources,
     tun_rx: mpsc::Receiver<Vec<u8>>,
+    tun_reader: tokio::task::JoinHandle<std::io::Error>,
     status_rx: mpsc::Receiver<StatusRequest>,
     _control: Option<ControlSocket>,
     metrics_addr: Option<SocketAddr>,
     local_addr: SocketAddr,
-    nat: bool,
+    /// The nftables table this instance installed, removed at exit.
+    nat: Option<String>,
     send_errors: RateLimitedLog,
     tun_errors: RateLimitedLog,
+    /// Failed reads of the UDP socket.
+    recv_errors: Arc<std::sync::atomic::AtomicU64>,
+    /// Handshake rejections: the latest one logged, in words, and the
+    /// core's rejection count when it was last looked at.
+    problem: Option<String>,
+    logged_rejection: u64,
+    rejection_log: super::Every,
 }
 
 /// `braid server --config FILE`.
@@ -51,11 +65,14 @@ pub fn run_cmd(settings: ServerSettings) -> Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        // The port first: a second server on the same port must fail
+        // before it brings up a TUN device with the live server's address.
+        let socket = super::net::server_socket(settings.listen)?;
         let (gw, prefix) = (settings.core.network.gateway(), settings.core.network.prefix_len());
         let tun = SystemTun::create(&settings.tun_name, gw, prefix, settings.core.conn.inner_mtu)
             .with_context(|| format!("`tun.name` {}", settings.tun_name))?;
         info!(device = tun.name(), address = %gw, prefix, mtu = settings.core.conn.inner_mtu, "TUN device up");
-        let d = ServerDaemon::start(settings, tun).await?;
+        let d = ServerDaemon::start_on(socket, settings, tun).await?;
         d.run(super::shutdown_signal()).await
     })
 }
@@ -64,6 +81,11 @@ impl<T: Tun> ServerDaemon<T> {
     /// Binds the socket, applies NAT if configured, starts the control
     /// socket and metrics endpoint, and spawns the readers.
     pub async fn start(s: ServerSettings, tun: T) -> Result<Self> {
+        Self::start_on(super::net::server_socket(s.listen)?, s, tun).await
+    }
+
+    /// [`ServerDaemon::start`] on a socket already bound to `s.listen`.
+    pub async fn start_on(socket: UdpSocket, s: ServerSettings, tun: T) -> Result<Self> {
         let clock = Clock::new();
         let names = s
             .core
@@ -74,15 +96,16 @@ impl<T: Tun> ServerDaemon<T> {
         let network = s.core.network;
         let server = Server::new(s.core, s.private_key, &mut os_rng()?)
             .context("`client[].address` / `network`")?;
-        let socket = Arc::new(super::net::server_socket(s.listen)?);
+        let socket = Arc::new(socket);
         let local_addr = socket.local_addr()?;
         let nat = match &s.nat_out_interface {
             Some(out) => {
-                super::net::apply_nat(&network, out)?;
-                info!(network = %network, out_interface = %out, "NAT masquerade rule installed");
-                true
+                let table = super::net::nat_table(&s.tun_name);
+                super::net::apply_nat(&table, &network, out)?;
+                info!(network = %network, out_interface = %out, table = %table, "NAT masquerade rule installed");
+                Some(table)
             }
-            None => false,
+            None => None,
         };
         let (status_tx, status_rx) = mpsc::channel(16);
         let control = match &s.control_socket {
@@ -97,22 +120,32 @@ impl<T: Tun> ServerDaemon<T> {
         let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
         let sock = socket.clone();
         super::net::enable_rx_timestamps(&sock);
+        if let Err(e) = super::reply::enable_pktinfo(&sock) {
+            warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
+        }
+        let recv_errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
         tokio::spawn(async move {
             let mut buf = vec![0u8; BUF];
             loop {
                 match super::net::recv_from_stamped(&sock, &mut buf).await {
-                    Ok((n, from, age)) => {
+                    Ok((n, from, age, local)) => {
+                        errors.succeeded();
                         let at = clock.ago(age);
-                        if udp_tx.send((from, buf[..n].to_vec(), at)).await.is_err() {
+                        if udp_tx
+                            .send((from, local, buf[..n].to_vec(), at))
+                            .await
+                            .is_err()
+                        {
                             break;
                         }
                     }
-                    Err(e) => debug!(error = %e, "UDP receive error"),
+                    Err(e) => errors.failed(&e).await,
                 }
             }
         });
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
-        super::tun::spawn_reader(tun.clone(), tun_tx);
+        let tun_reader = super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
         if let Some(a) = metrics_addr {
             info!(metrics = %format!("http://{a}/metrics"), "metrics endpoint");
@@ -124,7 +157,9 @@ impl<T: Tun> ServerDaemon<T> {
             tun,
             names,
             udp_rx,
+            replies: ReplySources::default(),
             tun_rx,
+            tun_reader,
             status_rx,
             _control: control,
             metrics_addr,
@@ -132,6 +167,10 @@ impl<T: Tun> ServerDaemon<T> {
             nat,
             send_errors: RateLimitedLog::default(),
             tun_errors: RateLimitedLog::default(),
+            recv_errors,
+            problem: None,
+            logged_rejection: 0,
+            rejection_log: super::Every::new(super::LOG_INTERVAL),
         })
     }
 
@@ -149,15 +188,23 @@ impl<T: Tun> ServerDaemon<T> {
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         tokio::pin!(shutdown);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
+        let mut failure = None;
         loop {
             timer.arm(self.clock.wait_for(self.server.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
+                e = super::tun::reader_stopped(Some(&mut self.tun_reader)) => {
+                    failure = Some(e);
+                    break;
+                }
                 Some(first) = self.udp_rx.recv() => {
-                    let server = &mut self.server;
-                    super::drain_batch(first, &mut self.udp_rx, |(from, d, at)| {
+                    let (server, replies) = (&mut self.server, &mut self.replies);
+                    let now = std::time::Instant::now();
+                    super::drain_batch(first, &mut self.udp_rx, |(from, local, d, at)| {
+                        replies.arrived(from, local, now);
                         server.handle_datagram(at, from, &d)
                     });
+                    self.report_rejection();
                 }
                 Some(first) = self.tun_rx.recv() => {
                     let (server, clock) = (&mut self.server, &self.clock);
@@ -167,27 +214,28 @@ impl<T: Tun> ServerDaemon<T> {
                     self.server.handle_timeout(self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {
-                    let r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
+                    let mut r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
+                    r.counters.insert("udp_receive_errors".into(), self.recv_errors.load(std::sync::atomic::Ordering::Relaxed));
+                    r.problem = self.problem.clone();
                     let _ = reply.send(r);
                 }
             }
             self.flush().await;
         }
         info!("braid server stopping");
-        if self.nat {
-            super::net::remove_nat();
+        if let Some(table) = &self.nat {
+            super::net::remove_nat(table);
         }
-        Ok(())
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     async fn flush(&mut self) {
         while let Some(o) = self.server.poll_output() {
             match o {
-                Output::Transmit(t) => {
-                    if let Err(e) = self.socket.send_to(&t.bytes, t.dest).await {
-                        self.send_errors.warn("UDP send failed", &e);
-                    }
-                }
+                Output::Transmit(t) => self.transmit(&t).await,
                 Output::Deliver(p) => {
                     if let Err(e) = self.tun.send(&p).await {
                         self.tun_errors.warn("TUN write failed", &e);
@@ -196,6 +244,85 @@ impl<T: Tun> ServerDaemon<T> {
                 Output::Event(e) => self.log_event(&e),
             }
         }
+        self.replies.end_pass();
+    }
+
+    /// Sends `t` from the address its client wrote to (see [`super::reply`]).
+    async fn transmit(&mut self, t: &Transmit) {
+        let src = self.replies.source_for(t.dest, std::time::Instant::now());
+        let mut sent = send_from(&self.socket, &t.bytes, t.dest, src).await;
+        if let (Err(e), Some(_)) = (&sent, src) {
+            if source_gone(e) {
+                // The address was removed from this host.
+                self.replies.forget(t.dest);
+                sent = send_from(&self.socket, &t.bytes, t.dest, None).await;
+            }
+        }
+        if let Err(e) = sent {
+            let (server, names, now) = (&self.server, &self.names, self.clock.now());
+            self.send_errors.warn_with(&e, || {
+                // Which client and path: only looked up when logged.
+                let st = server.status(now);
+                let who = st.peers.iter().find_map(|p| {
+                    p.tunnel
+                        .paths
+                        .iter()
+                        .find(|x| x.remote == Some(t.dest))
+                        .map(|x| {
+                            (
+                                names.get(&p.key).cloned().unwrap_or_else(|| p.name.clone()),
+                                x.id.0,
+                            )
+                        })
+                });
+                match who {
+                    Some((client, path)) => {
+                        format!(
+                            "UDP send failed to client `{client}` on path {path} ({})",
+                            t.dest
+                        )
+                    }
+                    None => format!("UDP send failed to {}", t.dest),
+                }
+            });
+        }
+    }
+
+    /// Explains the core's latest handshake rejection in the status and,
+    /// at most once per [`super::LOG_INTERVAL`], in the log, naming the
+    /// address and the key concerned.
+    fn report_rejection(&mut self) {
+        let Some(r) = self.server.last_rejection().copied() else {
+            return;
+        };
+        // Cheap while nothing new was rejected or the last line is recent
+        // (a flood of bad initiations costs no formatting).
+        if r.count == self.logged_rejection {
+            return;
+        }
+        self.logged_rejection = r.count;
+        if !self.rejection_log.due() {
+            return;
+        }
+        let text = match r.reason {
+            RejectReason::WrongServerKey => format!(
+                "handshake from {} rejected: it was made for another server key (MAC1 mismatch); set that client's server_public_key to this server's public key {}",
+                r.from,
+                self.server.public_key().to_base64()
+            ),
+            RejectReason::UnknownClient(k) => format!(
+                "handshake from {} rejected: unknown client public key {}; to admit it, add a [[client]] with public_key = \"{}\" to this server's configuration",
+                r.from,
+                k.to_base64(),
+                k.to_base64()
+            ),
+            RejectReason::Undecryptable => format!(
+                "handshake from {} rejected: it does not decrypt (corrupted, or another braid version)",
+                r.from
+            ),
+        };
+        warn!(rejected = r.count, "{text}");
+        self.problem = Some(text);
     }
 
     fn name(&self, k: &PublicKey) -> &str {

@@ -19,25 +19,42 @@ pub trait Tun: Send + Sync + 'static {
 }
 
 /// Reads packets from `tun` into `tx` until the channel closes or the
-/// device fails (logged), on a task of its own: both daemons' event loops
-/// take packets from the host this way.
-pub fn spawn_reader<T: Tun>(tun: Arc<T>, tx: mpsc::Sender<Vec<u8>>) -> tokio::task::JoinHandle<()> {
+/// device fails, on a task of its own: both daemons' event loops take
+/// packets from the host this way. The task ends with the error that
+/// stopped it; the event loops watch for that with [`reader_stopped`] and
+/// exit non-zero, so that the service manager restarts a daemon that can
+/// no longer read its device instead of leaving it up half-dead.
+pub fn spawn_reader<T: Tun>(
+    tun: Arc<T>,
+    tx: mpsc::Sender<Vec<u8>>,
+) -> tokio::task::JoinHandle<io::Error> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_535];
         loop {
             match tun.recv(&mut buf).await {
                 Ok(n) => {
                     if tx.send(buf[..n].to_vec()).await.is_err() {
-                        break;
+                        return io::Error::new(io::ErrorKind::BrokenPipe, "the event loop is gone");
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "TUN read failed; stopping the TUN reader");
-                    break;
-                }
+                Err(e) => return e,
             }
         }
     })
+}
+
+/// Waits for the TUN reader `h` (if any) to stop and says why, as the
+/// error the daemon exits with.
+pub async fn reader_stopped(h: Option<&mut tokio::task::JoinHandle<io::Error>>) -> anyhow::Error {
+    let Some(h) = h else {
+        return std::future::pending().await;
+    };
+    match h.await {
+        Ok(e) => anyhow::anyhow!(
+            "reading the TUN device failed ({e}); exiting so that the service manager restarts braid"
+        ),
+        Err(e) => anyhow::anyhow!("the TUN reader stopped ({e}); exiting"),
+    }
 }
 
 /// Makes the client's TUN device once the server assigned an address.
@@ -64,22 +81,35 @@ impl SystemTun {
             .name(name)
             .ipv4(address, prefix_len, None)
             .mtu(mtu)
+            // Down until IPv6 is off (below).
+            .enable(false)
             .build_async()
             .map_err(|e| {
+                let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                    "a device of that name is in use by another process (another braid instance?); set another tun.name".to_string()
+                } else {
+                    "braid needs root or CAP_NET_ADMIN and /dev/net/tun".to_string()
+                };
                 io::Error::new(
                     e.kind(),
-                    format!(
-                        "cannot create TUN device `{name}` ({e}); braid needs root or CAP_NET_ADMIN and /dev/net/tun"
-                    ),
+                    format!("cannot create TUN device `{name}` ({e}); {why}"),
                 )
             })?;
         let name = dev.name().unwrap_or_else(|_| name.to_string());
         // The tunnel carries IPv4 only; keep the kernel's IPv6 link-local
-        // chatter (router solicitations, MLD) off it. Best effort.
+        // chatter (router solicitations, MLD) off it. Best effort. Done
+        // before the device goes up, or its first solicitations would be
+        // counted as `drop_not_ipv4` at every start.
         let _ = std::fs::write(
             format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"),
             "1\n",
         );
+        dev.enabled(true).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot bring up TUN device `{name}`: {e}"),
+            )
+        })?;
         Ok(SystemTun { dev, name })
     }
 
