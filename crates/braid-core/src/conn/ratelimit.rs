@@ -27,10 +27,6 @@ pub const BURST: u64 = 5;
 /// Most addresses tracked at once.
 pub const MAX_ENTRIES: usize = 16_384;
 
-/// Cost of one packet, in nanoseconds of refill.
-const PACKET_COST: u64 = 1_000_000_000 / PACKETS_PER_SECOND;
-/// A full bucket.
-const MAX_TOKENS: u64 = PACKET_COST * BURST;
 /// Sweep idle entries at most this often.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -47,6 +43,10 @@ pub struct RateLimiter {
     buckets: HashMap<IpAddr, Bucket>,
     max_entries: usize,
     last_sweep: Instant,
+    /// Cost of one packet, in nanoseconds of refill.
+    packet_cost: u64,
+    /// A full bucket.
+    max_tokens: u64,
 }
 
 impl Default for RateLimiter {
@@ -56,12 +56,23 @@ impl Default for RateLimiter {
 }
 
 impl RateLimiter {
-    /// A limiter tracking at most `max_entries` addresses.
+    /// WireGuard's limit ([`PACKETS_PER_SECOND`], [`BURST`]) for at most
+    /// `max_entries` addresses.
     pub fn with_capacity(max_entries: usize) -> Self {
+        Self::new(PACKETS_PER_SECOND, BURST, max_entries)
+    }
+
+    /// `per_second` packets on average and bursts of `burst` per address,
+    /// for at most `max_entries` addresses (the daemon also uses one to
+    /// admit initiations into its handshake queue).
+    pub fn new(per_second: u64, burst: u64, max_entries: usize) -> Self {
+        let packet_cost = 1_000_000_000 / per_second.max(1);
         RateLimiter {
             buckets: HashMap::new(),
             max_entries: max_entries.max(1),
             last_sweep: Instant::ZERO,
+            packet_cost,
+            max_tokens: packet_cost * burst.max(1),
         }
     }
 
@@ -78,20 +89,18 @@ impl RateLimiter {
                 return false;
             }
         }
+        let (cost, max) = (self.packet_cost, self.max_tokens);
         let b = self.buckets.entry(key).or_insert(Bucket {
-            tokens: MAX_TOKENS,
+            tokens: max,
             last: now,
         });
-        let refill = now
-            .saturating_since(b.last)
-            .as_nanos()
-            .min(MAX_TOKENS as u128) as u64;
-        b.tokens = b.tokens.saturating_add(refill).min(MAX_TOKENS);
+        let refill = now.saturating_since(b.last).as_nanos().min(max as u128) as u64;
+        b.tokens = b.tokens.saturating_add(refill).min(max);
         b.last = b.last.max(now);
-        if b.tokens < PACKET_COST {
+        if b.tokens < cost {
             return false;
         }
-        b.tokens -= PACKET_COST;
+        b.tokens -= cost;
         true
     }
 
@@ -107,7 +116,7 @@ impl RateLimiter {
 
     /// Forgets entries whose bucket would be full again by `now`.
     fn sweep(&mut self, now: Instant) {
-        let full_after = Duration::from_nanos(MAX_TOKENS);
+        let full_after = Duration::from_nanos(self.max_tokens);
         self.buckets
             .retain(|_, b| now.saturating_since(b.last) < full_after);
         self.last_sweep = now;
@@ -160,6 +169,15 @@ mod tests {
     }
 
     #[test]
+    fn custom_rate() {
+        let mut r = RateLimiter::new(100, 2, 8);
+        let (a, t0) = (ip("192.0.2.9"), Instant::ZERO);
+        assert!(r.allow(a, t0) && r.allow(a, t0));
+        assert!(!r.allow(a, t0));
+        assert!(r.allow(a, t0 + Duration::from_millis(10)));
+    }
+
+    #[test]
     fn ipv6_limited_per_64() {
         let mut r = RateLimiter::default();
         let t0 = Instant::ZERO;
@@ -182,7 +200,7 @@ mod tests {
         // Known addresses still work while it is full.
         assert!(r.allow(ip("10.0.0.1"), t0));
         // Once their buckets would be full again they are forgotten.
-        let later = t0 + Duration::from_nanos(MAX_TOKENS);
+        let later = t0 + Duration::from_millis(1000 / PACKETS_PER_SECOND * BURST);
         assert!(r.allow(ip("10.0.0.4"), later));
         assert_eq!(r.len(), 1);
     }

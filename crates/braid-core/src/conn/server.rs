@@ -181,6 +181,17 @@ impl Server {
         (self.cfg.network.gateway(), self.cfg.network.prefix_len())
     }
 
+    /// The remote addresses of every connected client's paths: where
+    /// authenticated traffic came from. The daemon lets handshakes from
+    /// these addresses past its per-address admission limit, so that a
+    /// client that restarts during a flood from spoofed addresses still
+    /// gets its initiation into the queue.
+    pub fn peer_addresses(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.peers
+            .values()
+            .flat_map(|p| p.tunnel.link_remotes().map(|(_, a)| a))
+    }
+
     /// Number of clients with tunnel state.
     pub fn peer_count(&self) -> usize {
         self.peers.len()

@@ -268,6 +268,7 @@ impl<F: TunFactory> ClientDaemon<F> {
         let expected = self.paths.get(path.0 as usize).map(|p| p.settings.server);
         if expected != Some(from) {
             self.stray += 1;
+            self.conn.count_stray(1);
             return;
         }
         self.conn.handle_datagram(at, path, d);

@@ -153,7 +153,20 @@ pub async fn recv_from_stamped(
     .await
 }
 
-fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
+/// How long ago a kernel receive timestamp (`SCM_TIMESTAMPNS`) was, as
+/// [`recv_from_stamped`] computes it: zero for a stamp in the future or
+/// older than [`MAX_RX_AGE`] (a stepped clock).
+pub(crate) fn age_of(ts: libc::timespec) -> std::time::Duration {
+    let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
+    let d = realtime_ns() - stamp;
+    if d > 0 && d < MAX_RX_AGE.as_nanos() as i128 {
+        std::time::Duration::from_nanos(d as u64)
+    } else {
+        std::time::Duration::ZERO
+    }
+}
+
+pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match a.ss_family as libc::c_int {
         libc::AF_INET => {
             // SAFETY: the family says this storage holds a sockaddr_in.

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use braid_core::conn::{Event, Output, Server};
 use braid_core::crypto::PublicKey;
-use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
+use super::intake::Intake;
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
@@ -21,10 +21,8 @@ use super::{
 use crate::config::ServerSettings;
 use crate::status::StatusReport;
 
-/// Packets queued between reader tasks and the main loop.
+/// Inner packets queued between the TUN reader and the main loop.
 const QUEUE: usize = 4096;
-/// Largest datagram or inner packet read.
-const BUF: usize = 65_535;
 /// A started server: sockets bound, TUN open, control endpoints serving.
 pub struct ServerDaemon<T: Tun> {
     clock: Clock,
@@ -32,8 +30,8 @@ pub struct ServerDaemon<T: Tun> {
     socket: Arc<UdpSocket>,
     tun: Arc<T>,
     names: BTreeMap<PublicKey, String>,
-    /// Datagrams with their kernel arrival times.
-    udp_rx: mpsc::Receiver<(SocketAddr, Vec<u8>, Instant)>,
+    /// Datagrams, data before handshakes (see [`super::intake`]).
+    intake: Intake,
     tun_rx: mpsc::Receiver<Vec<u8>>,
     status_rx: mpsc::Receiver<StatusRequest>,
     _control: Option<ControlSocket>,
@@ -94,23 +92,7 @@ impl<T: Tun> ServerDaemon<T> {
             None => None,
         };
         let tun = Arc::new(tun);
-        let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
-        let sock = socket.clone();
-        super::net::enable_rx_timestamps(&sock);
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; BUF];
-            loop {
-                match super::net::recv_from_stamped(&sock, &mut buf).await {
-                    Ok((n, from, age)) => {
-                        let at = clock.ago(age);
-                        if udp_tx.send((from, buf[..n].to_vec(), at)).await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => debug!(error = %e, "UDP receive error"),
-                }
-            }
-        });
+        let intake = Intake::spawn(socket.clone(), clock);
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
         super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
@@ -123,7 +105,7 @@ impl<T: Tun> ServerDaemon<T> {
             socket,
             tun,
             names,
-            udp_rx,
+            intake,
             tun_rx,
             status_rx,
             _control: control,
@@ -153,11 +135,11 @@ impl<T: Tun> ServerDaemon<T> {
             timer.arm(self.clock.wait_for(self.server.poll_timeout()))?;
             tokio::select! {
                 _ = &mut shutdown => break,
-                Some(first) = self.udp_rx.recv() => {
-                    let server = &mut self.server;
-                    super::drain_batch(first, &mut self.udp_rx, |(from, d, at)| {
-                        server.handle_datagram(at, from, &d)
-                    });
+                Some(first) = self.intake.data.recv() => {
+                    self.intake.serve_data(first, &mut self.server);
+                }
+                Some(first) = self.intake.handshakes.recv() => {
+                    self.intake.serve_handshakes(first, &mut self.server);
                 }
                 Some(first) = self.tun_rx.recv() => {
                     let (server, clock) = (&mut self.server, &self.clock);
@@ -167,6 +149,7 @@ impl<T: Tun> ServerDaemon<T> {
                     self.server.handle_timeout(self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {
+                    self.server.set_intake_drops(self.intake.drops());
                     let r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
                     let _ = reply.send(r);
                 }
