@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod benchflood;
 mod benchtunnel;
 mod demo;
 mod lab;
