@@ -71,7 +71,19 @@ fn payloads(
             let Some(key) = client else {
                 bail!("`--kind replay` needs `--client-key FILE`: the key of a client the server allows (its initiation is what gets replayed)");
             };
-            vec![init(key, rng)?]
+            // A captured initiation is one the server already accepted, so
+            // its timestamp is older than the client's latest: take one
+            // from 1970, which the server refuses as a replay after the DH
+            // (as it would a real capture), rather than a fresh one, which
+            // would be a genuine new handshake of that client.
+            let hello = braid_core::conn::ClientHello {
+                conn_id: rng.next_u64(),
+            }
+            .to_bytes();
+            let old = Tai64n::from_unix_nanos(1_000_000_000);
+            let (_, m) = Initiator::new(key, server, old, &hello, rng, Instant::ZERO)
+                .map_err(|e| anyhow::anyhow!("cannot build an initiation: {e}"))?;
+            vec![m]
         }
         FloodKind::UnknownKey | FloodKind::Spoofed => (0..DISTINCT_INITS)
             .map(|_| init(&PrivateKey::generate(rng), rng))

@@ -29,6 +29,8 @@ pub const MAX_ENTRIES: usize = 16_384;
 
 /// Sweep idle entries at most this often.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// And a full table at most this often.
+const FULL_SWEEP_EVERY: Duration = Duration::from_millis(100);
 
 #[derive(Copy, Clone, Debug)]
 struct Bucket {
@@ -84,7 +86,12 @@ impl RateLimiter {
             self.sweep(now);
         }
         if !self.buckets.contains_key(&key) && self.buckets.len() >= self.max_entries {
-            self.sweep(now);
+            // A full table is swept at most every `FULL_SWEEP_EVERY`: a
+            // flood from ever new (spoofed) addresses must not cost a walk
+            // of the whole table per packet.
+            if now.saturating_since(self.last_sweep) >= FULL_SWEEP_EVERY {
+                self.sweep(now);
+            }
             if self.buckets.len() >= self.max_entries {
                 return false;
             }
@@ -197,6 +204,10 @@ mod tests {
         }
         assert!(!r.allow(ip("10.0.0.4"), t0), "table full");
         assert_eq!(r.len(), 3);
+        // New addresses keep being refused without a sweep each time.
+        for i in 5..100 {
+            assert!(!r.allow(ip(&format!("10.0.1.{i}")), t0));
+        }
         // Known addresses still work while it is full.
         assert!(r.allow(ip("10.0.0.1"), t0));
         // Once their buckets would be full again they are forgotten.

@@ -13,6 +13,9 @@
 //!   initiations, replayed or not, thus costs one read each and is dropped
 //!   (`drop_handshake_queue`) before it can fill the queue; a client
 //!   restarting during a flood from spoofed addresses still gets in.
+//!   Initiations from all other addresses together are capped too
+//!   ([`ADMIT_ALL_PER_SECOND`]), since spoofed ones come from ever new
+//!   addresses.
 //! - everything else (transport packets, and garbage, which the core
 //!   sorts and counts cheaply) goes to the data queue, which the main loop
 //!   serves in batches like before.
@@ -23,8 +26,8 @@
 //!
 //! Load: the main loop tells the core the server is under load
 //! ([`Server::handle_datagram_loaded`]) while the handshake queue is at
-//! least an eighth full, and for a second after (wireguard-go's
-//! `UnderLoadAfterTime`). Under load the core answers initiations without
+//! least an eighth full or the reader has had to drop initiations, and
+//! for a second after (wireguard-go's `UnderLoadAfterTime`). Under load the core answers initiations without
 //! a valid MAC2 with a cookie reply instead of a Diffie-Hellman.
 //!
 //! Time bound: a datagram that waited longer than [`MAX_DATA_AGE`]
@@ -73,6 +76,11 @@ pub const ADMIT_PER_SECOND: u64 = 40;
 pub const ADMIT_BURST: u64 = 10;
 /// Source addresses the admission limit tracks at once.
 pub const ADMIT_ENTRIES: usize = 4096;
+/// Initiations per second (and burst) from all addresses not connected
+/// together: a flood from ever new (spoofed) addresses passes every
+/// per-address limit, and must not fill the main loop with work.
+pub const ADMIT_ALL_PER_SECOND: u64 = 2000;
+pub const ADMIT_ALL_BURST: u64 = 200;
 /// How often the main loop refreshes the set of connected addresses.
 const KNOWN_REFRESH: Duration = Duration::from_secs(1);
 /// Largest datagram read.
@@ -102,6 +110,8 @@ pub struct Intake {
     known_at: Option<Instant>,
     stale: u64,
     under_load_until: Option<Instant>,
+    /// `handshake_queue` drops seen at the last load check.
+    dropped_seen: u64,
     clock: Clock,
 }
 
@@ -122,6 +132,7 @@ impl Intake {
             counters: counters.clone(),
             known: known.clone(),
             admit: RateLimiter::new(ADMIT_PER_SECOND, ADMIT_BURST, ADMIT_ENTRIES),
+            admit_all: RateLimiter::new(ADMIT_ALL_PER_SECOND, ADMIT_ALL_BURST, 1),
             kernel_last: None,
         };
         tokio::spawn(reader.run());
@@ -133,6 +144,7 @@ impl Intake {
             known_at: None,
             stale: 0,
             under_load_until: None,
+            dropped_seen: 0,
             clock,
         }
     }
@@ -177,11 +189,14 @@ impl Intake {
     }
 
     /// Whether the handshake queue is (or within [`UNDER_LOAD_FOR`] was)
-    /// at least [`UNDER_LOAD_DEPTH`] deep.
+    /// at least [`UNDER_LOAD_DEPTH`] deep, or the reader dropped
+    /// initiations since the last check.
     pub fn under_load(&mut self, now: Instant) -> bool {
-        if self.handshakes.len() >= UNDER_LOAD_DEPTH {
+        let dropped = self.counters.handshake_queue.load(Ordering::Relaxed);
+        if self.handshakes.len() >= UNDER_LOAD_DEPTH || dropped != self.dropped_seen {
             self.under_load_until = Some(now + UNDER_LOAD_FOR);
         }
+        self.dropped_seen = dropped;
         self.under_load_until.is_some_and(|t| now < t)
     }
 
@@ -220,6 +235,8 @@ struct Reader {
     counters: Arc<ReaderCounters>,
     known: Arc<Mutex<HashSet<IpAddr>>>,
     admit: RateLimiter,
+    /// One bucket for all addresses together (keyed by a fixed address).
+    admit_all: RateLimiter,
     /// The socket's last `SO_RXQ_OVFL` value (a wrapping u32).
     kernel_last: Option<u32>,
 }
@@ -274,10 +291,15 @@ impl Reader {
         }
     }
 
-    /// Connected clients' addresses always; others within their rate.
+    /// Connected clients' addresses always; others within their own rate
+    /// and the rate of all of them together.
     fn admit(&mut self, ip: IpAddr, now: Instant) -> bool {
         let known = self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false);
-        known || self.admit.allow(ip, now)
+        known
+            || (self.admit.allow(ip, now)
+                && self
+                    .admit_all
+                    .allow(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), now))
     }
 
     fn count_kernel(&mut self, total: u32) {
