@@ -243,51 +243,51 @@ struct Reader {
 
 impl Reader {
     async fn run(mut self) {
-        let mut buf = vec![0u8; BUF];
+        let mut batch = Batch::new(RECV_BATCH);
+        let mut metas = Vec::with_capacity(RECV_BATCH);
         loop {
-            let meta = match recv_meta(&self.sock, &mut buf).await {
-                Ok(m) => m,
-                Err(e) => {
-                    debug!(error = %e, "UDP receive error");
-                    continue;
-                }
-            };
-            if let Some(total) = meta.kernel_drops {
-                self.count_kernel(total);
+            if let Err(e) = recv_batch(&self.sock, &mut batch, &mut metas).await {
+                debug!(error = %e, "UDP receive error");
+                continue;
             }
-            let at = self.clock.ago(meta.age);
-            let bytes = &buf[..meta.len];
-            if bytes.first() == Some(&TYPE_HANDSHAKE_INIT) {
-                if !self.admit(meta.from.ip(), at) {
+            for meta in &metas {
+                if let Some(total) = meta.kernel_drops {
+                    self.count_kernel(total);
+                }
+                if !self.sort(meta, &batch.bufs[meta.slot][..meta.len]).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Queues one datagram by kind; false once the main loop is gone.
+    async fn sort(&mut self, meta: &Meta, bytes: &[u8]) -> bool {
+        let at = self.clock.ago(meta.age);
+        let d = |bytes: &[u8]| Datagram {
+            from: meta.from,
+            bytes: bytes.to_vec(),
+            at,
+        };
+        if bytes.first() == Some(&TYPE_HANDSHAKE_INIT) {
+            if !self.admit(meta.from.ip(), at) {
+                self.counters
+                    .handshake_queue
+                    .fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+            match self.hs_tx.try_send(d(bytes)) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
                     self.counters
                         .handshake_queue
                         .fetch_add(1, Ordering::Relaxed);
-                    continue;
+                    true
                 }
-                let d = Datagram {
-                    from: meta.from,
-                    bytes: bytes.to_vec(),
-                    at,
-                };
-                match self.hs_tx.try_send(d) {
-                    Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        self.counters
-                            .handshake_queue
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => break,
-                }
-            } else {
-                let d = Datagram {
-                    from: meta.from,
-                    bytes: bytes.to_vec(),
-                    at,
-                };
-                if self.data_tx.send(d).await.is_err() {
-                    break;
-                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
             }
+        } else {
+            self.data_tx.send(d(bytes)).await.is_ok()
         }
     }
 
@@ -316,8 +316,10 @@ impl Reader {
     }
 }
 
-/// What [`recv_meta`] learns about one datagram.
+/// What [`recv_batch`] learns about one datagram.
 struct Meta {
+    /// Which buffer of the batch holds it.
+    slot: usize,
     len: usize,
     from: SocketAddr,
     /// How long ago the kernel received it (zero without a timestamp).
@@ -345,57 +347,121 @@ pub fn enable_rxq_ovfl(sock: &UdpSocket) {
     }
 }
 
-/// [`super::net::recv_from_stamped`] plus the `SO_RXQ_OVFL` count.
-async fn recv_meta(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Meta> {
+/// Datagrams read with one `recvmmsg` call: under a flood the system call,
+/// not the work per datagram, is most of what reading costs.
+const RECV_BATCH: usize = 16;
+
+/// Buffers for one `recvmmsg` call.
+struct Batch {
+    bufs: Vec<Vec<u8>>,
+    addrs: Vec<libc::sockaddr_storage>,
+    cmsgs: Vec<[u64; 16]>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers in `iovs` and `hdrs` point into the batch's own
+// buffers and are rewritten before every use; nothing else shares them.
+unsafe impl Send for Batch {}
+
+impl Batch {
+    fn new(n: usize) -> Batch {
+        Batch {
+            bufs: (0..n).map(|_| vec![0u8; BUF]).collect(),
+            // SAFETY: an all-zero sockaddr_storage is valid.
+            addrs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            cmsgs: vec![[0u64; 16]; n],
+            iovs: (0..n)
+                .map(|_| libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                })
+                .collect(),
+            // SAFETY: an all-zero mmsghdr is valid (null pointers, zero lengths).
+            hdrs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
+        }
+    }
+}
+
+/// Reads up to [`RECV_BATCH`] datagrams into `b` with one `recvmmsg`,
+/// each with its kernel timestamp (as [`super::net::recv_from_stamped`])
+/// and the socket's `SO_RXQ_OVFL` count; `out` describes them.
+async fn recv_batch(sock: &UdpSocket, b: &mut Batch, out: &mut Vec<Meta>) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
-    sock.async_io(tokio::io::Interest::READABLE, || {
-        let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
+    // A `move` closure captures the references whole, not the fields of
+    // the batch one by one (which hold raw pointers and are not `Send`).
+    sock.async_io(tokio::io::Interest::READABLE, move || {
+        let b = &mut *b;
+        let out = &mut *out;
+        let n = b.bufs.len();
+        for i in 0..n {
+            b.iovs[i] = libc::iovec {
+                iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,
+                iov_len: b.bufs[i].len(),
+            };
+            // SAFETY: an all-zero msghdr is valid; the pointers set below
+            // refer to the batch's buffers, alive for the call.
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            h.msg_name = &mut b.addrs[i] as *mut _ as *mut libc::c_void;
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_iov = &mut b.iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = b.cmsgs[i].as_mut_ptr() as *mut libc::c_void;
+            h.msg_controllen = std::mem::size_of::<[u64; 16]>() as _;
+            b.hdrs[i] = libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            };
+        }
+        // SAFETY: `hdrs` holds `n` headers whose buffers live in `b`.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd,
+                b.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
         };
-        let mut cmsg = [0u64; 16];
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = &mut addr as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
-        // SAFETY: every pointer in msg refers to a live local buffer of the given size.
-        let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
-        if n < 0 {
+        if r < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut stamp = None;
-        let mut kernel_drops = None;
-        // SAFETY: the CMSG macros walk the control buffer recvmsg filled in.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET {
-                    if (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                        stamp = Some(std::ptr::read_unaligned(
-                            libc::CMSG_DATA(c) as *const libc::timespec
-                        ));
-                    } else if (*c).cmsg_type == libc::SO_RXQ_OVFL {
-                        kernel_drops =
-                            Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32));
+        out.clear();
+        for i in 0..r as usize {
+            let msg = &b.hdrs[i].msg_hdr;
+            let mut stamp = None;
+            let mut kernel_drops = None;
+            // SAFETY: the CMSG macros walk the control buffer recvmmsg
+            // filled in for this message.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(msg);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_SOCKET {
+                        if (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                            stamp = Some(std::ptr::read_unaligned(
+                                libc::CMSG_DATA(c) as *const libc::timespec
+                            ));
+                        } else if (*c).cmsg_type == libc::SO_RXQ_OVFL {
+                            kernel_drops =
+                                Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32));
+                        }
                     }
+                    c = libc::CMSG_NXTHDR(msg, c);
                 }
-                c = libc::CMSG_NXTHDR(&msg, c);
             }
+            let Some(from) = super::net::sockaddr_to_std(&b.addrs[i]) else {
+                continue;
+            };
+            out.push(Meta {
+                slot: i,
+                len: b.hdrs[i].msg_len as usize,
+                from,
+                age: stamp.map_or(std::time::Duration::ZERO, super::net::age_of),
+                kernel_drops,
+            });
         }
-        let age = stamp.map_or(std::time::Duration::ZERO, super::net::age_of);
-        let from = super::net::sockaddr_to_std(&addr)
-            .ok_or_else(|| io::Error::other("datagram from a non-IP address"))?;
-        Ok(Meta {
-            len: n as usize,
-            from,
-            age,
-            kernel_drops,
-        })
+        Ok(())
     })
     .await
 }
