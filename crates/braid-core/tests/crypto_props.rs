@@ -8,8 +8,9 @@
 
 mod crypto {
     use braid_core::crypto::{
-        peek_receiver_index, CryptoError, HandshakeError, Initiator, PacketType, PeerSessions,
-        PrivateKey, PublicKey, Responder, Session, Tai64n,
+        peek_receiver_index, CookieOpener, CryptoError, Gate, HandshakeError, Initiator,
+        PacketType, PeerSessions, PrivateKey, PublicKey, Responder, Session, Tai64n,
+        COOKIE_REPLY_LEN, INIT_MIN_LEN,
     };
     use braid_core::time::{Duration, Instant};
     use proptest::prelude::*;
@@ -114,6 +115,66 @@ mod crypto {
             prop_assert!(out.is_empty());
             prop_assert!(peer.current().is_none(), "garbage must not confirm a session");
             drop(c2);
+        }
+
+        /// Arbitrary bytes, also with the init and cookie-reply type bytes
+        /// and lengths, never panic the MAC/cookie path, never pass MAC1,
+        /// and never open as a cookie; under load a server answers none of
+        /// them (they fail MAC1 first, so no cookie reply either).
+        #[test]
+        fn garbage_never_passes_mac1_or_opens_as_cookie(
+            seed in any::<u64>(),
+            packets in proptest::collection::vec(
+                prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..700),
+                    proptest::collection::vec(any::<u8>(), INIT_MIN_LEN..INIT_MIN_LEN + 40)
+                        .prop_map(|mut b| { b[0] = 0x11; b }),
+                    proptest::collection::vec(any::<u8>(), COOKIE_REPLY_LEN..=COOKIE_REPLY_LEN)
+                        .prop_map(|mut b| { b[0] = 0x13; b }),
+                ],
+                1..24,
+            ),
+            under_load in any::<bool>(),
+        ) {
+            let mut world = World::new(seed);
+            let now = Instant::from_millis(7);
+            let from: std::net::SocketAddr = "192.0.2.3:1234".parse().unwrap();
+            let (init, _) = Initiator::new(
+                &world.client_key, world.server.public_key(), ts(2), b"", &mut world.rng, now,
+            ).unwrap();
+            let opener = CookieOpener::new(world.server.public_key());
+            for mut bytes in packets {
+                if bytes.len() == COOKIE_REPLY_LEN && bytes[0] == 0x13 {
+                    // Address it to the live handshake so that only the AEAD
+                    // can refuse it.
+                    bytes[1..5].copy_from_slice(&init.local_index().to_be_bytes());
+                    prop_assert_eq!(peek_receiver_index(&bytes), Some(init.local_index()));
+                }
+                let gate = world.server.gate_init(&bytes, from, under_load, &mut world.rng, now);
+                prop_assert!(gate.is_err(), "{:?}", gate);
+                prop_assert!(opener.open(&bytes, init.local_index(), init.mac1(), now).is_err());
+            }
+        }
+
+        /// A genuine cookie reply with any one bit flipped does not open.
+        #[test]
+        fn cookie_reply_bit_flip_fails(seed in any::<u64>(), bit in any::<proptest::sample::Index>()) {
+            let mut world = World::new(seed);
+            let now = Instant::ZERO;
+            let from: std::net::SocketAddr = "[2001:db8::5]:443".parse().unwrap();
+            let (init, msg) = Initiator::new(
+                &world.client_key, world.server.public_key(), ts(2), b"", &mut world.rng, now,
+            ).unwrap();
+            let Gate::CookieReply(mut reply) =
+                world.server.gate_init(&msg, from, true, &mut world.rng, now).unwrap()
+            else {
+                panic!("under load without MAC2: a cookie reply");
+            };
+            let opener = CookieOpener::new(world.server.public_key());
+            prop_assert!(opener.open(&reply, init.local_index(), init.mac1(), now).is_ok());
+            let bit = bit.index(reply.len() * 8);
+            reply[bit / 8] ^= 1 << (bit % 8);
+            prop_assert!(opener.open(&reply, init.local_index(), init.mac1(), now).is_err());
         }
 
         #[test]

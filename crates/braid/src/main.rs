@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod analyze;
 mod bench;
+mod benchflood;
 mod benchtunnel;
 mod demo;
 mod lab;

@@ -10,6 +10,17 @@
 //! (a daemon should keep trying); a rekey starts when the session needs it
 //! while the old session keeps carrying traffic, and also when every path
 //! went down (the server may have restarted and forgotten the session).
+//!
+//! Cookies: a server under load answers a message 1 without a valid MAC2
+//! with a cookie reply ([`crate::crypto::cookie`]) instead of a response.
+//! The cookie is for the source address of the path it came on, so the
+//! client keeps one per path and stamps MAC2 with it into every message 1
+//! it sends on that path while the cookie is fresh. A cookie reply to the
+//! current attempt starts a new attempt at once (not after
+//! `handshake_timeout`: a client restarted during a flood should get
+//! through within a round trip or two), but only once per attempt that
+//! the timer started; a cookie that arrives for a path after the retry
+//! went out gets the current message resent on that path, once.
 
 use std::net::SocketAddr;
 
@@ -19,7 +30,9 @@ use rand_chacha::ChaCha20Rng;
 use super::hello::{ClientHello, ServerHello};
 use super::tunnel::{Arrival, Role, Tunnel};
 use super::{ClientStatus, ConnConfig, Event, Output, Outputs, TunnelParams};
-use crate::crypto::{Initiator, PacketType, PrivateKey, PublicKey, Tai64n};
+use crate::crypto::{
+    peek_receiver_index, Cookie, CookieOpener, Initiator, PacketType, PrivateKey, PublicKey, Tai64n,
+};
 use crate::path::{PathId, MAX_PATHS};
 use crate::time::Instant;
 use crate::wire::Control;
@@ -38,9 +51,17 @@ pub enum PathError {
 /// A handshake in flight.
 struct Pending {
     initiator: Initiator,
-    /// Message 1, resent as is on paths added meanwhile.
+    /// Message 1 without MAC2, resent on paths added meanwhile (stamped
+    /// with the path's cookie, if any).
     message: Vec<u8>,
     sent_at: Instant,
+    /// This attempt was started by a cookie reply (no second such retry).
+    cookie_retry: bool,
+    /// The attempt this one replaced because of a cookie reply: its index
+    /// and MAC1, to open replies to it still arriving on other paths.
+    previous: Option<(u32, [u8; 16])>,
+    /// Paths on which the message was resent after a cookie arrived.
+    resent: u32,
 }
 
 /// The client's tunnel connection.
@@ -48,6 +69,10 @@ pub struct Connection {
     cfg: ConnConfig,
     local_key: PrivateKey,
     server_key: PublicKey,
+    /// Opens the server's cookie replies.
+    cookies: CookieOpener,
+    /// The latest cookie per path (cookies are per source address).
+    path_cookies: Vec<Option<Cookie>>,
     rng: ChaCha20Rng,
     /// Wall clock (Unix nanoseconds) at `Instant::ZERO`, for handshake
     /// timestamps.
@@ -96,6 +121,8 @@ impl Connection {
             out: Outputs::new(cfg.max_outputs),
             cfg,
             local_key,
+            cookies: CookieOpener::new(&server_key),
+            path_cookies: vec![None; MAX_PATHS],
             server_key,
             conn_id: rng.next_u64(),
             rng,
@@ -111,7 +138,7 @@ impl Connection {
             c.check_new_path(id)?;
             c.tunnel.add_link(id, remote);
         }
-        c.start_handshake(now);
+        c.start_handshake(now, None);
         Ok(c)
     }
 
@@ -136,7 +163,7 @@ impl Connection {
         self.check_new_path(id)?;
         self.tunnel.add_link(id, remote);
         if let Some(p) = &self.pending {
-            let bytes = p.message.clone();
+            let bytes = self.stamped(id, &p.message, now);
             self.push_raw(id, remote, bytes);
         } else {
             self.tunnel.handle_timeout(now, &mut self.out);
@@ -196,7 +223,27 @@ impl Connection {
         Tai64n::from_unix_nanos(ns)
     }
 
-    fn start_handshake(&mut self, now: Instant) {
+    /// Message 1 as sent on path `id`: with MAC2 if the path has a fresh
+    /// cookie.
+    fn stamped(&self, id: PathId, message: &[u8], now: Instant) -> Vec<u8> {
+        let mut bytes = message.to_vec();
+        if let Some(Some(c)) = self.path_cookies.get(id.0 as usize) {
+            if c.is_fresh(now) {
+                c.stamp(&mut bytes);
+            }
+        }
+        bytes
+    }
+
+    /// Datagrams from an address other than the server's arrived on a
+    /// path's socket (the daemon filters them; counted as `drop_stray`).
+    pub fn count_stray(&mut self, n: u64) {
+        self.tunnel.counters.drop_stray += n;
+    }
+
+    /// Starts a handshake attempt; `after_cookie` names the attempt it
+    /// replaces because a cookie reply arrived for it.
+    fn start_handshake(&mut self, now: Instant, after_cookie: Option<(u32, [u8; 16])>) {
         self.retry_at = now + self.cfg.handshake_timeout;
         let ts = self.timestamp(now);
         let hello = ClientHello {
@@ -218,12 +265,16 @@ impl Connection {
         };
         let dests: Vec<(PathId, SocketAddr)> = self.tunnel.link_remotes().collect();
         for (id, dest) in dests {
-            self.push_raw(id, dest, message.clone());
+            let bytes = self.stamped(id, &message, now);
+            self.push_raw(id, dest, bytes);
         }
         self.pending = Some(Pending {
             initiator,
             message,
             sent_at: now,
+            cookie_retry: after_cookie.is_some(),
+            previous: after_cookie,
+            resent: 0,
         });
     }
 
@@ -244,9 +295,56 @@ impl Connection {
                 let _ = control;
             }
             Some(PacketType::HandshakeResponse) => self.handle_response(now, path, datagram),
+            Some(PacketType::CookieReply) => self.handle_cookie_reply(now, path, datagram),
             _ => self.tunnel.counters.drop_malformed += 1,
         }
         self.maybe_rekey(now);
+    }
+
+    /// A cookie reply: the server is under load and wants MAC2 from this
+    /// path (see the module doc).
+    fn handle_cookie_reply(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
+        let Some(p) = self.pending.as_ref() else {
+            // No handshake in flight: late, duplicate or forged.
+            self.tunnel.counters.handshake_failed += 1;
+            return;
+        };
+        let index = peek_receiver_index(datagram);
+        let current = (p.initiator.local_index(), *p.initiator.mac1());
+        let (for_current, (i, mac1)) = match (index, p.previous) {
+            (Some(i), Some(prev)) if i == prev.0 => (false, prev),
+            _ => (true, current),
+        };
+        let cookie = match self.cookies.open(datagram, i, &mac1, now) {
+            Ok(c) => c,
+            Err(_) => {
+                self.tunnel.counters.handshake_failed += 1;
+                return;
+            }
+        };
+        self.tunnel.counters.handshake_cookie += 1;
+        let Some(slot) = self.path_cookies.get_mut(path.0 as usize) else {
+            return;
+        };
+        *slot = Some(cookie);
+        let bit = 1u32 << (path.0 as u32 % 32);
+        if for_current && !p.cookie_retry {
+            self.start_handshake(now, Some(current));
+        } else if p.resent & bit == 0 {
+            let message = p.message.clone();
+            let dest = self
+                .tunnel
+                .link_remotes()
+                .find(|(id, _)| *id == path)
+                .map(|(_, d)| d);
+            if let Some(dest) = dest {
+                let bytes = self.stamped(path, &message, now);
+                self.push_raw(path, dest, bytes);
+            }
+            if let Some(p) = self.pending.as_mut() {
+                p.resent |= bit;
+            }
+        }
     }
 
     fn handle_response(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
@@ -299,12 +397,12 @@ impl Connection {
         match &self.pending {
             Some(p) => {
                 if now.saturating_since(p.sent_at) >= self.cfg.handshake_timeout {
-                    self.start_handshake(now);
+                    self.start_handshake(now, None);
                 }
             }
             None if self.tunnel.sessions.current().is_none() => {
                 if now >= self.retry_at {
-                    self.start_handshake(now);
+                    self.start_handshake(now, None);
                 }
             }
             None => {
@@ -313,7 +411,7 @@ impl Connection {
                 // "unknown index" by silence). A new handshake finds out;
                 // it is retried every `handshake_timeout` while unanswered.
                 if self.tunnel.sessions.needs_rekey(now) || self.tunnel.all_down() {
-                    self.start_handshake(now);
+                    self.start_handshake(now, None);
                 }
             }
         }

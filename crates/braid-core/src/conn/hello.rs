@@ -19,7 +19,7 @@ use std::net::Ipv4Addr;
 use super::TunnelParams;
 
 /// Version of the hello payloads (and so of the tunnel protocol on top of
-/// the Noise prologue's `braid v1`).
+/// the Noise prologue's `braid v2`).
 pub const HELLO_VERSION: u8 = 1;
 
 /// Smallest MTU an IPv4 host must accept (RFC 791); a smaller advertised

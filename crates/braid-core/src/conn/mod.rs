@@ -83,6 +83,7 @@ mod hello;
 mod ip;
 mod link;
 mod pool;
+pub mod ratelimit;
 mod server;
 mod tunnel;
 
@@ -92,7 +93,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 pub use client::{Connection, PathError};
 pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
-pub use server::{ClientEntry, RejectReason, Rejection, Server, ServerConfig};
+pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, ServerConfig};
 
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
@@ -283,9 +284,20 @@ pub struct Counters {
     /// Frame naming a path this side cannot track (id >= `MAX_PATHS`, or a
     /// path the client does not have).
     pub drop_bad_path: u64,
-    /// Handshake message that failed (decryption, length, wrong index,
-    /// bad payload).
+    /// Handshake message that failed after its MAC1 checked out (Noise
+    /// decryption, a bad hello payload, a response for no handshake in
+    /// flight, an index collision): a real failure worth a look.
     pub handshake_failed: u64,
+    /// Handshake initiation with a wrong MAC1, or too short or long to be
+    /// one: its sender does not know the server's public key. Noise from
+    /// scanners, costs one hash.
+    pub handshake_bad_mac: u64,
+    /// Server: cookie replies sent (under load, to initiations without a
+    /// valid MAC2). Client: cookie replies accepted.
+    pub handshake_cookie: u64,
+    /// Server: initiations with a valid MAC2 dropped under load by the
+    /// per-source-address rate limit.
+    pub handshake_rate_limited: u64,
     /// Handshake initiation from a key that is not allowed.
     pub handshake_unknown_client: u64,
     /// Replayed or flooding handshake initiation.
@@ -306,6 +318,19 @@ pub struct Counters {
     pub drop_too_large: u64,
     /// Output dropped because `poll_output` was not drained.
     pub drop_output_overflow: u64,
+    /// Datagrams the daemon dropped before the core saw them (set by the
+    /// daemon, see `Server::set_intake_drops`): handshake initiations that
+    /// found the bounded handshake queue full.
+    pub drop_handshake_queue: u64,
+    /// Datagrams that waited in the daemon's queue longer than its time
+    /// bound (overload).
+    pub drop_stale: u64,
+    /// Datagrams the kernel dropped because the socket's receive queue was
+    /// full (`SO_RXQ_OVFL`).
+    pub drop_kernel_rxq: u64,
+    /// Client: datagrams from an address other than the server's on a
+    /// path's socket.
+    pub drop_stray: u64,
 }
 
 impl Counters {
@@ -330,6 +355,9 @@ impl Counters {
             drop_bad_frame,
             drop_bad_path,
             handshake_failed,
+            handshake_bad_mac,
+            handshake_cookie,
+            handshake_rate_limited,
             handshake_unknown_client,
             handshake_replay,
             drop_spoofed,
@@ -338,12 +366,16 @@ impl Counters {
             drop_no_session,
             drop_no_path,
             drop_too_large,
-            drop_output_overflow
+            drop_output_overflow,
+            drop_handshake_queue,
+            drop_stale,
+            drop_kernel_rxq,
+            drop_stray
         );
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 24] {
+    pub fn fields(&self) -> [(&'static str, u64); 31] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -360,6 +392,9 @@ impl Counters {
             ("drop_bad_frame", self.drop_bad_frame),
             ("drop_bad_path", self.drop_bad_path),
             ("handshake_failed", self.handshake_failed),
+            ("handshake_bad_mac", self.handshake_bad_mac),
+            ("handshake_cookie", self.handshake_cookie),
+            ("handshake_rate_limited", self.handshake_rate_limited),
             ("handshake_unknown_client", self.handshake_unknown_client),
             ("handshake_replay", self.handshake_replay),
             ("drop_spoofed", self.drop_spoofed),
@@ -369,6 +404,10 @@ impl Counters {
             ("drop_no_path", self.drop_no_path),
             ("drop_too_large", self.drop_too_large),
             ("drop_output_overflow", self.drop_output_overflow),
+            ("drop_handshake_queue", self.drop_handshake_queue),
+            ("drop_stale", self.drop_stale),
+            ("drop_kernel_rxq", self.drop_kernel_rxq),
+            ("drop_stray", self.drop_stray),
         ]
     }
 }

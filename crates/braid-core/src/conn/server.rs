@@ -3,10 +3,15 @@
 //! Routing of an incoming datagram, cheapest checks first:
 //! - transport packet: receiver index -> client (a map of the indices of
 //!   every client's live sessions), then that client's tunnel decrypts;
-//! - handshake initiation: [`Responder::read_init`] admits only configured
-//!   client keys, refuses replays and floods, then the client's hello
-//!   decides between a rekey (same connection id: keep the tunnel state)
-//!   and a new connection (fresh state, new epoch);
+//! - handshake initiation: MAC1 first (one hash; a wrong one is noise,
+//!   `handshake_bad_mac`); when the daemon says the server is under load
+//!   ([`Server::handle_datagram_loaded`]), a valid MAC2 next, else a
+//!   cookie reply and no Diffie-Hellman ([`crate::crypto::cookie`]), then
+//!   the per-source-address rate limit ([`super::ratelimit`]); then
+//!   [`Responder::read_init`] admits only configured client keys, refuses
+//!   replays and floods, and the client's hello decides between a rekey
+//!   (same connection id: keep the tunnel state) and a new connection
+//!   (fresh state, new epoch);
 //! - anything else: dropped and counted.
 //!
 //! Downlink: an inner packet from the TUN device goes to the client whose
@@ -28,12 +33,13 @@ use rand_chacha::ChaCha20Rng;
 use super::hello::{ClientHello, ServerHello};
 use super::ip::ipv4_destination;
 use super::pool::{Ipv4Net, PoolError};
+use super::ratelimit::RateLimiter;
 use super::tunnel::{Arrival, Role, Tunnel};
 use super::{
     ConnConfig, Counters, Event, Output, Outputs, PeerStatus, ServerStatus, Transmit, TunnelParams,
 };
 use crate::crypto::{
-    peek_receiver_index, HandshakeError, PacketType, PrivateKey, PublicKey, Responder,
+    peek_receiver_index, Gate, HandshakeError, PacketType, PrivateKey, PublicKey, Responder,
 };
 use crate::time::{Duration, Instant};
 use crate::wire::Control;
@@ -122,9 +128,26 @@ pub struct Server {
     by_address: BTreeMap<Ipv4Addr, PublicKey>,
     peers: BTreeMap<PublicKey, Peer>,
     by_index: BTreeMap<u32, PublicKey>,
+    /// Initiations processed per source address under load.
+    limiter: RateLimiter,
+    /// What the daemon dropped before handing datagrams in.
+    intake: IntakeDrops,
     counters: Counters,
     out: Outputs,
     last_rejection: Option<Rejection>,
+}
+
+/// Datagrams the daemon dropped before they reached the core, as running
+/// totals (the daemon sets them with [`Server::set_intake_drops`]; they
+/// appear in the status counters of the same names).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct IntakeDrops {
+    /// Initiations that found the handshake queue full.
+    pub handshake_queue: u64,
+    /// Datagrams older than the queue's time bound.
+    pub stale: u64,
+    /// Kernel receive-queue overflows (`SO_RXQ_OVFL`).
+    pub kernel_rxq: u64,
 }
 
 impl Server {
@@ -162,6 +185,8 @@ impl Server {
             by_address,
             peers: BTreeMap::new(),
             by_index: BTreeMap::new(),
+            limiter: RateLimiter::default(),
+            intake: IntakeDrops::default(),
             counters: Counters::default(),
             last_rejection: None,
         })
@@ -210,18 +235,45 @@ impl Server {
         (self.cfg.network.gateway(), self.cfg.network.prefix_len())
     }
 
+    /// The remote addresses of every connected client's paths: where
+    /// authenticated traffic came from. The daemon lets handshakes from
+    /// these addresses past its per-address admission limit, so that a
+    /// client that restarts during a flood from spoofed addresses still
+    /// gets its initiation into the queue.
+    pub fn peer_addresses(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.peers
+            .values()
+            .flat_map(|p| p.tunnel.link_remotes().map(|(_, a)| a))
+    }
+
     /// Number of clients with tunnel state.
     pub fn peer_count(&self) -> usize {
         self.peers.len()
     }
 
-    /// One datagram arrived from `from`.
+    /// One datagram arrived from `from`, with the server not under load.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        self.handle_datagram_loaded(now, from, datagram, false)
+    }
+
+    /// One datagram arrived from `from`. `under_load` is the daemon's
+    /// judgement (e.g. its handshake queue is filling up): then a
+    /// handshake initiation is processed only with a valid MAC2 (else it
+    /// gets a cookie reply) and within the per-address rate limit. The core
+    /// cannot tell load itself: it does not see the queue, the CPU or the
+    /// clock beyond `now`.
+    pub fn handle_datagram_loaded(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        under_load: bool,
+    ) {
         match PacketType::of(datagram) {
             Some(PacketType::Transport) => self.handle_transport(now, from, datagram),
             Some(PacketType::HandshakeInit) => {
                 self.count_rx(datagram.len());
-                self.handle_init(now, from, datagram)
+                self.handle_init(now, from, datagram, under_load)
             }
             _ => {
                 self.count_rx(datagram.len());
@@ -264,7 +316,32 @@ impl Server {
         }
     }
 
-    fn handle_init(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+    /// Sets the running totals of what the daemon dropped before the core
+    /// (reported in `status()`).
+    pub fn set_intake_drops(&mut self, drops: IntakeDrops) {
+        self.intake = drops;
+    }
+
+    fn handle_init(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], under_load: bool) {
+        match self
+            .responder
+            .gate_init(datagram, from, under_load, &mut self.rng, now)
+        {
+            Ok(Gate::Proceed) => {}
+            Ok(Gate::CookieReply(reply)) => {
+                self.counters.handshake_cookie += 1;
+                self.transmit_raw(from, reply);
+                return;
+            }
+            Err(e) => {
+                self.count_handshake_error(e);
+                return;
+            }
+        }
+        if under_load && !self.limiter.allow(from.ip(), now) {
+            self.counters.handshake_rate_limited += 1;
+            return;
+        }
         let admitted = &self.admitted;
         let rejected_key = std::cell::Cell::new(None);
         let result = self.responder.read_init(
@@ -284,16 +361,8 @@ impl Server {
         }
         let pending = match result {
             Ok(p) => p,
-            Err(HandshakeError::UnknownClient) => {
-                self.counters.handshake_unknown_client += 1;
-                return;
-            }
-            Err(HandshakeError::Replay | HandshakeError::Flood) => {
-                self.counters.handshake_replay += 1;
-                return;
-            }
-            Err(_) => {
-                self.counters.handshake_failed += 1;
+            Err(e) => {
+                self.count_handshake_error(e);
                 return;
             }
         };
@@ -361,18 +430,44 @@ impl Server {
         p.tunnel.counters.handshakes += 1;
         p.tunnel.last_rx = Some(now);
         self.reindex(&key);
-        let len = accepted.response.len() as u64;
-        if self.out.push(Output::Transmit(Transmit {
-            path: None,
-            dest: from,
-            bytes: accepted.response,
-        })) {
-            self.counters.tx_datagrams += 1;
-            self.counters.tx_bytes += len;
+        let len = accepted.response.len();
+        if self.transmit_raw(from, accepted.response) {
             if let Some(p) = self.peers.get_mut(&key) {
-                p.tunnel.count_handshake_tx(None, from, len as usize);
+                p.tunnel.count_handshake_tx(None, from, len);
             }
         }
+    }
+
+    /// Sorts a refused initiation into its counter: noise (wrong MAC1,
+    /// impossible length or type), an unknown key, a replay or flood, or a
+    /// real failure.
+    fn count_handshake_error(&mut self, e: HandshakeError) {
+        let c = &mut self.counters;
+        match e {
+            HandshakeError::BadMac
+            | HandshakeError::Truncated
+            | HandshakeError::TooLong
+            | HandshakeError::BadType => c.handshake_bad_mac += 1,
+            HandshakeError::UnknownClient => c.handshake_unknown_client += 1,
+            HandshakeError::Replay | HandshakeError::Flood => c.handshake_replay += 1,
+            _ => c.handshake_failed += 1,
+        }
+    }
+
+    /// Queues a handshake message (response or cookie reply) to `dest`;
+    /// false if the output queue was full.
+    fn transmit_raw(&mut self, dest: SocketAddr, bytes: Vec<u8>) -> bool {
+        let len = bytes.len() as u64;
+        let queued = self.out.push(Output::Transmit(Transmit {
+            path: None,
+            dest,
+            bytes,
+        }));
+        if queued {
+            self.counters.tx_datagrams += 1;
+            self.counters.tx_bytes += len;
+        }
+        queued
     }
 
     /// Makes `by_index` match the sessions `key` holds.
@@ -476,6 +571,9 @@ impl Server {
     pub fn status(&self, now: Instant) -> ServerStatus {
         let mut counters = self.counters.clone();
         counters.drop_output_overflow += self.out.overflow;
+        counters.drop_handshake_queue += self.intake.handshake_queue;
+        counters.drop_stale += self.intake.stale;
+        counters.drop_kernel_rxq += self.intake.kernel_rxq;
         for p in self.peers.values() {
             counters.add(&p.tunnel.counters);
         }

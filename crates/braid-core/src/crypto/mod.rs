@@ -3,6 +3,8 @@
 //!
 //! - [`keys`]: static X25519 keys, base64 text as WireGuard, key-file mode
 //!   policy.
+//! - [`cookie`]: MAC1, MAC2 and the cookie reply that make a flooding
+//!   sender prove its address before the server spends a DH on it.
 //! - [`handshake`]: `Noise_IK_25519_ChaChaPoly_BLAKE2s` between client
 //!   ([`Initiator`]) and server ([`Responder`]); the server admits only
 //!   allowed client keys and refuses replayed initiations.
@@ -32,6 +34,7 @@
 //! simulator from its seed). Time: `now` for session timers; the
 //! handshake timestamp is wall-clock [`Tai64n`] passed in by the caller.
 
+pub mod cookie;
 pub mod handshake;
 pub mod keys;
 pub mod packet;
@@ -40,9 +43,10 @@ pub mod replay;
 mod resolver;
 pub mod session;
 
+pub use cookie::{Cookie, CookieChecker, CookieOpener, COOKIE_REPLY_LEN, COOKIE_SECRET_LIFETIME};
 pub use handshake::{
-    Accepted, Established, HandshakeError, Initiator, PendingInit, Responder, Tai64n,
-    MAX_HANDSHAKE_PAYLOAD, PROLOGUE, REKEY_ATTEMPT_TIME, REKEY_TIMEOUT,
+    Accepted, Established, Gate, HandshakeError, Initiator, PendingInit, Responder, Tai64n,
+    INIT_MAX_LEN, INIT_MIN_LEN, MAX_HANDSHAKE_PAYLOAD, PROLOGUE, REKEY_ATTEMPT_TIME, REKEY_TIMEOUT,
 };
 pub use keys::{check_key_file_mode, KeyError, PrivateKey, PublicKey};
 pub use packet::{peek_receiver_index, PacketType};

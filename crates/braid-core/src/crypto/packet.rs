@@ -2,9 +2,14 @@
 //!
 //! ```text
 //! TRANSPORT  0x10 | receiver_index u32 | counter u32 (low bits) | ciphertext (plaintext + 16-byte tag)
-//! INIT       0x11 | sender_index u32   | Noise IK message 1 (108 + payload bytes) | MAC1 (16)
+//! INIT       0x11 | sender_index u32   | Noise IK message 1 (108 + payload bytes) | MAC1 (16) | MAC2 (16)
 //! RESPONSE   0x12 | sender_index u32   | receiver_index u32 | Noise IK message 2 (48 + payload bytes)
+//! COOKIE     0x13 | receiver_index u32 | nonce (24) | encrypted cookie (16 + 16)
 //! ```
+//!
+//! MAC2 and the cookie reply are [`super::cookie`]'s; they came with the
+//! Noise prologue `braid v2` (a `braid v1` message 1 fails MAC1, whose
+//! position moved, and would fail decryption anyway).
 //!
 //! All integers big-endian (as in [`crate::wire`]). The type bytes do not
 //! overlap the inner frame types (0x01..0x04), so a misrouted plaintext
@@ -32,6 +37,8 @@ pub const TYPE_TRANSPORT: u8 = 0x10;
 pub const TYPE_HANDSHAKE_INIT: u8 = 0x11;
 /// Type byte of handshake message 2 (server to client).
 pub const TYPE_HANDSHAKE_RESPONSE: u8 = 0x12;
+/// Type byte of a cookie reply (server under load to client).
+pub const TYPE_COOKIE_REPLY: u8 = 0x13;
 
 /// Length of the AEAD tag (Poly1305).
 pub const TAG_LEN: usize = 16;
@@ -72,6 +79,8 @@ pub enum PacketType {
     HandshakeInit,
     /// Handshake message 2 ([`TYPE_HANDSHAKE_RESPONSE`]).
     HandshakeResponse,
+    /// Cookie reply ([`TYPE_COOKIE_REPLY`]).
+    CookieReply,
 }
 
 impl PacketType {
@@ -81,6 +90,7 @@ impl PacketType {
             TYPE_TRANSPORT => Some(PacketType::Transport),
             TYPE_HANDSHAKE_INIT => Some(PacketType::HandshakeInit),
             TYPE_HANDSHAKE_RESPONSE => Some(PacketType::HandshakeResponse),
+            TYPE_COOKIE_REPLY => Some(PacketType::CookieReply),
             _ => None,
         }
     }
@@ -100,6 +110,7 @@ pub fn peek_receiver_index(packet: &[u8]) -> Option<u32> {
             }
             Some(read_u32(packet, field::RESPONSE_RECEIVER))
         }
+        PacketType::CookieReply => super::cookie::cookie_reply_receiver(packet),
         PacketType::HandshakeInit => None,
     }
 }

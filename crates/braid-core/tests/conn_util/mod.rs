@@ -80,6 +80,12 @@ pub struct Pair {
     pub swallowed: Vec<Swallowed>,
     /// Every datagram the client sent, if capturing: (path, bytes).
     pub capture: Option<Vec<(usize, Vec<u8>)>>,
+    /// What the server's daemon would say about load (passed to
+    /// `handle_datagram_loaded`).
+    pub server_under_load: bool,
+    /// What the server sent to addresses other than the client's paths
+    /// (answers to injected datagrams).
+    pub to_others: Vec<Transmit>,
     rng: ChaCha20Rng,
 }
 
@@ -183,6 +189,8 @@ impl Pair {
             server_events: Vec::new(),
             swallowed: Vec::new(),
             capture: None,
+            server_under_load: false,
+            to_others: Vec::new(),
             rng,
         };
         p.drain();
@@ -254,9 +262,11 @@ impl Pair {
     }
 
     fn server_transmit(&mut self, t: Transmit) {
-        let path = self
-            .path_of_client_addr(t.dest)
-            .expect("server sends to client addresses only");
+        let Some(path) = self.path_of_client_addr(t.dest) else {
+            // Answers to datagrams injected from other addresses.
+            self.to_others.push(t);
+            return;
+        };
         let len = t.bytes.len();
         let flight = Flight::ToClient {
             path: PathId(path as u8),
@@ -293,8 +303,13 @@ impl Pair {
 
     /// Delivers a datagram to the server now, as if from path `path`.
     pub fn inject_to_server(&mut self, path: usize, bytes: &[u8]) {
+        self.inject_from(client_addr(path), bytes);
+    }
+
+    /// Delivers a datagram to the server now from `from`.
+    pub fn inject_from(&mut self, from: SocketAddr, bytes: &[u8]) {
         self.server
-            .handle_datagram(self.now, client_addr(path), bytes);
+            .handle_datagram_loaded(self.now, from, bytes, self.server_under_load);
         self.drain();
     }
 
@@ -319,9 +334,12 @@ impl Pair {
                 break;
             }
             match entry.remove() {
-                Flight::ToServer { from, bytes } => {
-                    self.server.handle_datagram(self.now, from, &bytes)
-                }
+                Flight::ToServer { from, bytes } => self.server.handle_datagram_loaded(
+                    self.now,
+                    from,
+                    &bytes,
+                    self.server_under_load,
+                ),
                 Flight::ToClient { path, bytes } => {
                     self.client.handle_datagram(self.now, path, &bytes)
                 }

@@ -407,6 +407,7 @@ impl<F: TunFactory> ClientDaemon<F> {
         };
         if expected != from {
             self.stray += 1;
+            self.conn.count_stray(1);
             if self.stray_log.due() {
                 warn!(
                     path = path.0,

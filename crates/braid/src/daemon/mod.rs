@@ -21,6 +21,8 @@
 
 pub mod client;
 pub mod icmp;
+pub mod intake;
+pub mod listen;
 pub mod net;
 pub mod reply;
 pub mod server;
@@ -188,12 +190,25 @@ pub async fn serve_control(path: &Path, tx: mpsc::Sender<StatusRequest>) -> Resu
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660));
     }
     let task = tokio::spawn(async move {
+        let (mut backoff, limit) = (
+            listen::AcceptBackoff::default(),
+            listen::ConnectionLimit::default(),
+        );
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    backoff.failed("control socket: accept failed", &e).await;
+                    continue;
+                }
+            };
+            backoff.reset();
+            let Some(permit) = limit.try_take() else {
+                continue; // dropping the stream closes it
             };
             let tx = tx.clone();
             tokio::spawn(async move {
+                let _permit = permit;
                 let (r, mut w) = stream.into_split();
                 let mut line = String::new();
                 let mut reader = BufReader::new(r.take(256));
@@ -242,12 +257,25 @@ pub async fn serve_metrics(
     })?;
     let bound = listener.local_addr()?;
     let task = tokio::spawn(async move {
+        let (mut backoff, limit) = (
+            listen::AcceptBackoff::default(),
+            listen::ConnectionLimit::default(),
+        );
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    backoff.failed("metrics: accept failed", &e).await;
+                    continue;
+                }
+            };
+            backoff.reset();
+            let Some(permit) = limit.try_take() else {
+                continue; // dropping the stream closes it
             };
             let tx = tx.clone();
             tokio::spawn(async move {
+                let _permit = permit;
                 let _ =
                     tokio::time::timeout(std::time::Duration::from_secs(5), http_once(stream, &tx))
                         .await;

@@ -137,7 +137,6 @@ pub async fn recv_from_stamped(
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        let now = realtime_ns();
         let mut age = std::time::Duration::ZERO;
         let mut local = None;
         // SAFETY: the CMSG macros walk the control buffer recvmsg filled in.
@@ -149,11 +148,7 @@ pub async fn recv_from_stamped(
                 }
                 if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                     let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
-                    let d = now - stamp;
-                    if d > 0 && d < MAX_RX_AGE.as_nanos() as i128 {
-                        age = std::time::Duration::from_nanos(d as u64);
-                    }
+                    age = age_of(ts);
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
@@ -163,6 +158,19 @@ pub async fn recv_from_stamped(
         Ok((n as usize, from, age, local))
     })
     .await
+}
+
+/// How long ago a kernel receive timestamp (`SCM_TIMESTAMPNS`) was, as
+/// [`recv_from_stamped`] computes it: zero for a stamp in the future or
+/// older than [`MAX_RX_AGE`] (a stepped clock).
+pub(crate) fn age_of(ts: libc::timespec) -> std::time::Duration {
+    let stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
+    let d = realtime_ns() - stamp;
+    if d > 0 && d < MAX_RX_AGE.as_nanos() as i128 {
+        std::time::Duration::from_nanos(d as u64)
+    } else {
+        std::time::Duration::ZERO
+    }
 }
 
 pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {

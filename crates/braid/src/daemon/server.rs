@@ -8,12 +8,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use braid_core::conn::{Event, Output, RejectReason, Server, Transmit};
 use braid_core::crypto::PublicKey;
-use braid_core::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use super::reply::{send_from, source_gone, LocalAddr, ReplySources};
+use super::intake::Intake;
+use super::reply::{send_from, source_gone, ReplySources};
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
@@ -23,10 +23,8 @@ use super::{
 use crate::config::ServerSettings;
 use crate::status::StatusReport;
 
-/// Packets queued between reader tasks and the main loop.
+/// Inner packets queued between the TUN reader and the main loop.
 const QUEUE: usize = 4096;
-/// Largest datagram or inner packet read.
-const BUF: usize = 65_535;
 /// A started server: sockets bound, TUN open, control endpoints serving.
 pub struct ServerDaemon<T: Tun> {
     clock: Clock,
@@ -34,9 +32,9 @@ pub struct ServerDaemon<T: Tun> {
     socket: Arc<UdpSocket>,
     tun: Arc<T>,
     names: BTreeMap<PublicKey, String>,
-    /// Datagrams with the local address they arrived at and their kernel
-    /// arrival times.
-    udp_rx: mpsc::Receiver<(SocketAddr, Option<LocalAddr>, Vec<u8>, Instant)>,
+    /// Datagrams, data before handshakes (see [`super::intake`]), each
+    /// with the local address it arrived at.
+    intake: Intake,
     /// The local address each client endpoint wrote to, to reply from.
     replies: ReplySources,
     tun_rx: mpsc::Receiver<Vec<u8>>,
@@ -117,33 +115,12 @@ impl<T: Tun> ServerDaemon<T> {
             None => None,
         };
         let tun = Arc::new(tun);
-        let (udp_tx, udp_rx) = mpsc::channel(QUEUE);
-        let sock = socket.clone();
-        super::net::enable_rx_timestamps(&sock);
-        if let Err(e) = super::reply::enable_pktinfo(&sock) {
+        if let Err(e) = super::reply::enable_pktinfo(&socket) {
             warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
         }
         let recv_errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let mut errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; BUF];
-            loop {
-                match super::net::recv_from_stamped(&sock, &mut buf).await {
-                    Ok((n, from, age, local)) => {
-                        errors.succeeded();
-                        let at = clock.ago(age);
-                        if udp_tx
-                            .send((from, local, buf[..n].to_vec(), at))
-                            .await
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                    Err(e) => errors.failed(&e).await,
-                }
-            }
-        });
+        let errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
+        let intake = Intake::spawn(socket.clone(), clock, errors);
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
         let tun_reader = super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
@@ -156,7 +133,7 @@ impl<T: Tun> ServerDaemon<T> {
             socket,
             tun,
             names,
-            udp_rx,
+            intake,
             replies: ReplySources::default(),
             tun_rx,
             tun_reader,
@@ -197,13 +174,12 @@ impl<T: Tun> ServerDaemon<T> {
                     failure = Some(e);
                     break;
                 }
-                Some(first) = self.udp_rx.recv() => {
-                    let (server, replies) = (&mut self.server, &mut self.replies);
-                    let now = std::time::Instant::now();
-                    super::drain_batch(first, &mut self.udp_rx, |(from, local, d, at)| {
-                        replies.arrived(from, local, now);
-                        server.handle_datagram(at, from, &d)
-                    });
+                Some(first) = self.intake.data.recv() => {
+                    self.intake.serve_data(first, &mut self.server, &mut self.replies);
+                    self.report_rejection();
+                }
+                Some(first) = self.intake.handshakes.recv() => {
+                    self.intake.serve_handshakes(first, &mut self.server, &mut self.replies);
                     self.report_rejection();
                 }
                 Some(first) = self.tun_rx.recv() => {
@@ -214,6 +190,7 @@ impl<T: Tun> ServerDaemon<T> {
                     self.server.handle_timeout(self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {
+                    self.server.set_intake_drops(self.intake.drops());
                     let mut r = StatusReport::from_server(&self.server.status(self.clock.now()), self.clock.uptime());
                     r.counters.insert("udp_receive_errors".into(), self.recv_errors.load(std::sync::atomic::Ordering::Relaxed));
                     r.problem = self.problem.clone();

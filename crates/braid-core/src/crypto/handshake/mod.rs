@@ -1,7 +1,7 @@
 //! The Noise IK handshake between client (initiator) and server (responder).
 //!
-//! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with prologue `"braid v1"`, as
-//! WireGuard (paper Section 5.4) minus its cookie and PSK extensions:
+//! `Noise_IK_25519_ChaChaPoly_BLAKE2s` with prologue `"braid v2"`, as
+//! WireGuard (paper Section 5.4) minus its PSK extension:
 //!
 //! ```text
 //! IK:  <- s                      (the client knows the server's static key)
@@ -38,34 +38,39 @@
 //! keys and session indices come from the caller's RNG through
 //! a snow resolver seeded from it).
 //!
-//! CPU floods: message 1 ends in WireGuard's MAC1 (paper Section 5.4.4),
-//! a keyed BLAKE2s-128 of the message under `BLAKE2s("mac1----" || server
-//! public key)`. The server checks it before any Diffie-Hellman, so
-//! datagrams from anyone who does not know its public key cost one hash.
-//! WireGuard's second MAC and cookie reply, which also throttle senders
-//! that do know the key, are not implemented; `MIN_INIT_INTERVAL` limits
-//! each allowed client instead.
+//! CPU floods: message 1 ends in WireGuard's MAC1 and MAC2 (paper
+//! Sections 5.3 and 5.4.4; [`super::cookie`]). The server checks MAC1
+//! before any Diffie-Hellman, so datagrams from anyone who does not know
+//! its public key cost one hash. MAC1 does not stop a replayed message 1
+//! or one from an unknown key: for those, a server under load first asks
+//! for MAC2 with a cookie reply ([`Responder::gate_init`]), which costs no
+//! DH, and the caller limits the rate of initiations per source address.
+//! `MIN_INIT_INTERVAL` also limits each allowed client.
+//!
+//! Versions: prologue `braid v1` had MAC1 only. `braid v2` added MAC2;
+//! a v1 message 1 fails the v2 server's MAC1 (the field moved) and is
+//! counted as noise, so clients and server must be upgraded together.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
-use blake2::digest::consts::U16;
-use blake2::digest::{Digest, KeyInit, Mac};
-use blake2::{Blake2s256, Blake2sMac};
 use rand_core::{CryptoRng, RngCore};
 use snow::{Builder, HandshakeState};
 use zeroize::Zeroizing;
 
+use super::cookie::{self, CookieChecker, MAC_LEN};
 use super::keys::{PrivateKey, PublicKey};
 use super::packet::{
     self, INIT_HEADER_LEN, NOISE_INIT_OVERHEAD, NOISE_RESPONSE_OVERHEAD, RESPONSE_HEADER_LEN,
     TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESPONSE,
 };
-use super::resolver::{SeededResolver, NOISE_PARAMS};
+use super::resolver::{SeededResolver, StaticPair, NOISE_PARAMS};
 use super::session::Session;
 use crate::time::{Duration, Instant};
 
 /// Noise prologue: both sides must agree on it or the handshake fails.
-pub const PROLOGUE: &[u8] = b"braid v1";
+pub const PROLOGUE: &[u8] = b"braid v2";
 /// Largest application payload in a handshake message (e.g. the tunnel
 /// address the server assigns); keeps handshake packets well below any
 /// path MTU.
@@ -81,14 +86,12 @@ pub const REKEY_ATTEMPT_TIME: Duration = Duration::from_secs(90);
 /// (WireGuard: 50 initiations per second).
 pub const MIN_INIT_INTERVAL: Duration = Duration::from_millis(20);
 
-/// Bytes of message 1's MAC1.
-pub const MAC1_LEN: usize = 16;
-/// WireGuard's label for the MAC1 key.
-const LABEL_MAC1: &[u8] = b"mac1----";
+/// Bytes of message 1's MAC1 (and of its MAC2).
+pub const MAC1_LEN: usize = MAC_LEN;
 
 /// Smallest and largest handshake packets.
-const INIT_MIN_LEN: usize = INIT_HEADER_LEN + NOISE_INIT_OVERHEAD + TIMESTAMP_LEN + MAC1_LEN;
-const INIT_MAX_LEN: usize = INIT_MIN_LEN + MAX_HANDSHAKE_PAYLOAD;
+pub const INIT_MIN_LEN: usize = INIT_HEADER_LEN + NOISE_INIT_OVERHEAD + TIMESTAMP_LEN + 2 * MAC_LEN;
+pub const INIT_MAX_LEN: usize = INIT_MIN_LEN + MAX_HANDSHAKE_PAYLOAD;
 const RESPONSE_MIN_LEN: usize = RESPONSE_HEADER_LEN + NOISE_RESPONSE_OVERHEAD;
 const RESPONSE_MAX_LEN: usize = RESPONSE_MIN_LEN + MAX_HANDSHAKE_PAYLOAD;
 
@@ -154,6 +157,8 @@ pub struct Initiator {
     local_index: u32,
     remote: PublicKey,
     started_at: Instant,
+    /// MAC1 of message 1: the associated data of a cookie reply to it.
+    mac1: [u8; MAC_LEN],
 }
 
 /// What the client gets from a valid message 2.
@@ -169,8 +174,10 @@ pub struct Established {
 pub struct Responder {
     local: PrivateKey,
     local_public: PublicKey,
-    /// Key of the MAC1 that message 1 must carry.
-    mac1_key: [u8; 32],
+    /// The static key pair, derived once for every handshake state.
+    pair: Arc<StaticPair>,
+    /// MAC1, MAC2 and cookie replies.
+    cookies: CookieChecker,
     /// Greatest accepted timestamp and time of acceptance per client.
     clients: HashMap<PublicKey, ClientRecord>,
 }
@@ -264,15 +271,17 @@ impl Initiator {
         let len = state
             .write_message(&plaintext, &mut packet[INIT_HEADER_LEN..])
             .map_err(|_| HandshakeError::Internal)?;
-        packet.truncate(INIT_HEADER_LEN + len);
-        let mac = mac1(&mac1_key(remote), &packet);
-        packet.extend_from_slice(&mac);
+        packet.truncate(INIT_HEADER_LEN + len + 2 * MAC_LEN);
+        // MAC2 stays zero: the caller stamps it with a cookie it holds for
+        // the path it sends on (`Cookie::stamp`).
+        let mac1 = cookie::write_mac1(&cookie::mac1_key(remote), &mut packet);
 
         let initiator = Initiator {
             state: Some(Box::new(state)),
             local_index,
             remote: *remote,
             started_at: now,
+            mac1,
         };
         Ok((initiator, packet))
     }
@@ -289,6 +298,11 @@ impl Initiator {
     /// When message 1 was created.
     pub fn started_at(&self) -> Instant {
         self.started_at
+    }
+    /// MAC1 of message 1, to open a cookie reply to it
+    /// ([`super::CookieOpener::open`]).
+    pub fn mac1(&self) -> &[u8; MAC_LEN] {
+        &self.mac1
     }
     /// Whether message 1 went unanswered for [`REKEY_TIMEOUT`]: start a new
     /// `Initiator` (with a new timestamp) rather than resending the same
@@ -338,10 +352,12 @@ impl Initiator {
 impl Responder {
     /// A responder with the server's static key.
     pub fn new(local: PrivateKey) -> Self {
-        let local_public = local.public_key();
+        let pair = Arc::new(StaticPair::new(local.as_bytes()));
+        let local_public = PublicKey::from_bytes(*pair.public());
         Responder {
             local,
-            mac1_key: mac1_key(&local_public),
+            cookies: CookieChecker::new(&local_public),
+            pair,
             local_public,
             clients: HashMap::new(),
         }
@@ -350,6 +366,33 @@ impl Responder {
     /// The server's public key (what clients configure).
     pub fn public_key(&self) -> &PublicKey {
         &self.local_public
+    }
+
+    /// The cheap checks of message 1 from `from`, before any DH: length,
+    /// type, MAC1 (else [`HandshakeError::BadMac`]) and, when the server is
+    /// `under_load`, MAC2. A message 1 without a valid MAC2 under load gets
+    /// [`Gate::CookieReply`]: send it back to `from` and do nothing else.
+    /// The secret of the cookies comes from `rng` and is replaced every
+    /// [`super::cookie::COOKIE_SECRET_LIFETIME`].
+    pub fn gate_init<R: RngCore + CryptoRng>(
+        &mut self,
+        packet: &[u8],
+        from: SocketAddr,
+        under_load: bool,
+        rng: &mut R,
+        now: Instant,
+    ) -> Result<Gate, HandshakeError> {
+        check_init_shape(packet)?;
+        if !self.cookies.check_mac1(packet) {
+            return Err(HandshakeError::BadMac);
+        }
+        if !under_load || self.cookies.check_mac2(packet, from, now) {
+            return Ok(Gate::Proceed);
+        }
+        self.cookies
+            .create_reply(packet, from, rng, now)
+            .map(Gate::CookieReply)
+            .ok_or(HandshakeError::Internal)
     }
 
     /// Verifies message 1: decrypts it, checks that the client's static key
@@ -365,27 +408,20 @@ impl Responder {
         rng: &mut R,
         now: Instant,
     ) -> Result<PendingInit, HandshakeError> {
-        if packet.len() < INIT_MIN_LEN {
-            return Err(HandshakeError::Truncated);
-        }
-        if packet.len() > INIT_MAX_LEN {
-            return Err(HandshakeError::TooLong);
-        }
-        if packet[0] != TYPE_HANDSHAKE_INIT {
-            return Err(HandshakeError::BadType);
-        }
-        let (packet, mac) = packet.split_at(packet.len() - MAC1_LEN);
-        if !mac1_matches(&self.mac1_key, packet, mac) {
+        check_init_shape(packet)?;
+        if !self.cookies.check_mac1(packet) {
             return Err(HandshakeError::BadMac);
         }
+        let packet = &packet[..packet.len() - 2 * MAC_LEN];
         let remote_index = packet::sender_index(packet);
-        let mut state = builder(rng)?
+        let resolver = SeededResolver::with_static(rng, self.pair.clone());
+        let mut state = builder_with(resolver)?
             .local_private_key(self.local.as_bytes())
             .build_responder()
             .map_err(|_| HandshakeError::Internal)?;
         let mut plaintext = Zeroizing::new(vec![
             0u8;
-            packet.len() + MAC1_LEN - INIT_MIN_LEN
+            packet.len() + 2 * MAC_LEN - INIT_MIN_LEN
                 + TIMESTAMP_LEN
         ]);
         let len = state
@@ -513,10 +549,38 @@ impl PendingInit {
     }
 }
 
+/// What [`Responder::gate_init`] decided about a message 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Go on with [`Responder::read_init`].
+    Proceed,
+    /// Under load and no valid MAC2: send this cookie reply to the sender
+    /// and drop the message.
+    CookieReply(Vec<u8>),
+}
+
+/// Length and type of a message 1.
+fn check_init_shape(packet: &[u8]) -> Result<(), HandshakeError> {
+    if packet.len() < INIT_MIN_LEN {
+        return Err(HandshakeError::Truncated);
+    }
+    if packet.len() > INIT_MAX_LEN {
+        return Err(HandshakeError::TooLong);
+    }
+    if packet[0] != TYPE_HANDSHAKE_INIT {
+        return Err(HandshakeError::BadType);
+    }
+    Ok(())
+}
+
 /// A snow builder for braid's Noise parameters with the caller-seeded RNG.
 fn builder<R: RngCore + CryptoRng>(rng: &mut R) -> Result<Builder<'static>, HandshakeError> {
+    builder_with(SeededResolver::from_rng(rng))
+}
+
+fn builder_with(resolver: SeededResolver) -> Result<Builder<'static>, HandshakeError> {
     let params = NOISE_PARAMS.parse().map_err(|_| HandshakeError::Internal)?;
-    Ok(Builder::with_resolver(params, Box::new(SeededResolver::from_rng(rng))).prologue(PROLOGUE))
+    Ok(Builder::with_resolver(params, Box::new(resolver)).prologue(PROLOGUE))
 }
 
 /// Noise `Split()` (spec Section 5.2): (initiator-to-responder key,
@@ -554,28 +618,6 @@ impl core::fmt::Debug for PendingInit {
             .field("remote_index", &self.remote_index)
             .finish_non_exhaustive()
     }
-}
-
-/// `BLAKE2s("mac1----" || server public key)`: the MAC1 key of message 1.
-fn mac1_key(server: &PublicKey) -> [u8; 32] {
-    let mut h = Blake2s256::new();
-    h.update(LABEL_MAC1);
-    h.update(server.as_bytes());
-    h.finalize().into()
-}
-
-/// Keyed BLAKE2s-128 of `msg` (WireGuard's `Mac`).
-fn mac1(key: &[u8; 32], msg: &[u8]) -> [u8; MAC1_LEN] {
-    let mut m = <Blake2sMac<U16> as KeyInit>::new_from_slice(key).expect("32-byte key");
-    Mac::update(&mut m, msg);
-    m.finalize().into_bytes().into()
-}
-
-/// Constant-time check of a MAC1.
-fn mac1_matches(key: &[u8; 32], msg: &[u8], mac: &[u8]) -> bool {
-    let mut m = <Blake2sMac<U16> as KeyInit>::new_from_slice(key).expect("32-byte key");
-    Mac::update(&mut m, msg);
-    m.verify_slice(mac).is_ok()
 }
 
 #[cfg(test)]

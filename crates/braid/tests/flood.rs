@@ -1,0 +1,492 @@
+//! A braid server under handshake floods, in network namespaces: a client
+//! namespace with a legitimate tunnel, a server namespace, and an attacker
+//! namespace that floods the server with `braid bench flood` (replayed
+//! initiation, valid initiations from unknown keys, the same from spoofed
+//! random sources, garbage). For an unflooded baseline and during each
+//! flood it measures the tunnel's ping loss and median RTT, iperf3
+//! throughput through the tunnel, the time a restarted client takes to
+//! handshake, and the server's CPU time per datagram of the flood it read.
+//!
+//! Root only (namespaces, TUN, raw sockets); skipped otherwise. Traffic
+//! stays between the test's own namespaces. Run it under the lab lock:
+//!
+//! ```sh
+//! flock /tmp/braid-lab.lock cargo test --release -p braid --test flood -- --nocapture
+//! ```
+//!
+//! `BRAID_FLOOD_SECONDS` (default 4: half ping, half iperf3) and
+//! `BRAID_FLOOD_PPS` (default 300000, 30000 in a debug build) set each
+//! flood's length and rate; CI runs the short default. The figures are printed as JSON lines. The
+//! assertions are the issue's targets when `BRAID_FLOOD_STRICT=1`, and
+//! looser bounds otherwise (a shared 2-core machine cannot reach the
+//! targets while other work runs; see docs/DEPLOY.md for measured
+//! figures).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BRAID: &str = env!("CARGO_BIN_EXE_braid");
+
+fn sh(args: &[&str]) -> std::process::Output {
+    Command::new(args[0]).args(&args[1..]).output().unwrap()
+}
+
+fn ok(args: &[&str]) {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Namespaces, daemons and files of one run; removed on drop.
+struct Lab {
+    ns: [String; 3],
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = sh(&["kill", &c.id().to_string()]);
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+        for ns in &self.ns {
+            let _ = sh(&["ip", "netns", "del", ns]);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn can_run() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err("no /dev/net/tun".into());
+    }
+    for tool in [["ip", "-V"], ["iperf3", "--version"], ["ping", "-V"]] {
+        if !Command::new(tool[0])
+            .arg(tool[1])
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Err(format!("no `{}` command", tool[0]));
+        }
+    }
+    Ok(())
+}
+
+fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+fn status(socket: &Path) -> Option<serde_json::Value> {
+    let o = sh(&[
+        BRAID,
+        "status",
+        "--json",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    if !o.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&o.stdout).ok()
+}
+
+fn counter(s: &serde_json::Value, name: &str) -> u64 {
+    s["counters"][name].as_u64().unwrap_or(0)
+}
+
+/// utime + stime of a process, from /proc (clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15; `rest` starts at field 3.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// Ping through the tunnel: (loss fraction, median RTT in ms).
+fn ping(ns: &str, seconds: f64) -> (f64, f64) {
+    let count = ((seconds / 0.02) as u32).max(10).to_string();
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ping",
+        "-n",
+        "-c",
+        &count,
+        "-i",
+        "0.02",
+        "-W",
+        "1",
+        "10.77.0.1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut rtts: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    rtts.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let sent: f64 = count.parse().unwrap();
+    let loss = 1.0 - rtts.len() as f64 / sent;
+    let median = rtts.get(rtts.len() / 2).copied().unwrap_or(f64::NAN);
+    (loss, median)
+}
+
+/// iperf3 upload through the tunnel, Mbit/s received.
+fn iperf(ns: &str, seconds: f64) -> f64 {
+    let t = format!("{:.0}", seconds.max(1.0));
+    let o = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "iperf3",
+        "-c",
+        "10.77.0.1",
+        "-t",
+        &t,
+        "-J",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e6
+}
+
+#[derive(Debug)]
+struct Row {
+    flood: &'static str,
+    sent_pps: f64,
+    ping_loss: f64,
+    rtt_ms: f64,
+    mbps: f64,
+    restart_s: Option<f64>,
+    server_cpu_s: f64,
+    read: u64,
+    kernel_drops: u64,
+}
+
+#[test]
+fn server_survives_handshake_floods() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED server_survives_handshake_floods: {why} (needs root, /dev/net/tun, iproute2, iperf3, ping)");
+        return;
+    }
+    let seconds: f64 = env_or("BRAID_FLOOD_SECONDS", 4.0);
+    // A debug build (plain `cargo test`, as CI runs it) floods at a tenth
+    // of the rate: its server and flood generator are that much slower.
+    let default_pps = if cfg!(debug_assertions) {
+        30_000
+    } else {
+        300_000
+    };
+    let pps: u64 = env_or("BRAID_FLOOD_PPS", default_pps);
+    let strict = std::env::var("BRAID_FLOOD_STRICT").is_ok_and(|v| v == "1");
+    let id = std::process::id();
+    let dir = std::env::temp_dir().join(format!("braid-flood-{id}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ns = [format!("bfc{id}"), format!("bfs{id}"), format!("bfa{id}")];
+    let mut lab = Lab {
+        ns: ns.clone(),
+        dir: dir.clone(),
+        children: Vec::new(),
+    };
+    let [cli, srv, atk] = &ns;
+    for n in &ns {
+        ok(&["ip", "netns", "add", n]);
+        ok(&["ip", "-n", n, "link", "set", "lo", "up"]);
+    }
+    // Client and attacker each have a link to the server.
+    for (i, peer) in [(1, cli), (2, atk)] {
+        let (a, b) = (format!("bfp{id}x{i}"), format!("bfq{id}x{i}"));
+        let (a, b) = (&a[..a.len().min(15)], &b[..b.len().min(15)]);
+        ok(&["ip", "link", "add", a, "type", "veth", "peer", "name", b]);
+        ok(&["ip", "link", "set", a, "netns", peer]);
+        ok(&["ip", "link", "set", b, "netns", srv]);
+        ok(&[
+            "ip",
+            "-n",
+            peer,
+            "addr",
+            "add",
+            &format!("10.89.{i}.2/24"),
+            "dev",
+            a,
+        ]);
+        ok(&[
+            "ip",
+            "-n",
+            srv,
+            "addr",
+            "add",
+            &format!("10.89.{i}.1/24"),
+            "dev",
+            b,
+        ]);
+        ok(&["ip", "-n", peer, "link", "set", a, "up"]);
+        ok(&["ip", "-n", srv, "link", "set", b, "up"]);
+    }
+    // Spoofed sources: the server's replies to them go back to the
+    // attacker's namespace (and die there); no reverse-path filter.
+    ok(&[
+        "ip",
+        "-n",
+        srv,
+        "route",
+        "add",
+        "10.200.0.0/16",
+        "via",
+        "10.89.2.2",
+    ]);
+    for key in ["all", "default"] {
+        ok(&[
+            "ip",
+            "netns",
+            "exec",
+            srv,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv4.conf.{key}.rp_filter=0"),
+        ]);
+    }
+    let key = |name: &str| -> String {
+        let o = sh(&[BRAID, "keygen", "--out", dir.join(name).to_str().unwrap()]);
+        assert!(o.status.success());
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let (spub, cpub) = (key("server.key"), key("client.key"));
+    let d = dir.display();
+    std::fs::write(
+        dir.join("server.toml"),
+        format!(
+            "listen = \"0.0.0.0:51820\"\nprivate_key_file = \"server.key\"\nnetwork = \"10.77.0.0/24\"\n\
+             control_socket = \"{d}/server.sock\"\n[metrics]\nenabled = false\n\
+             [[client]]\nname = \"legit\"\npublic_key = \"{cpub}\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("client.toml"),
+        format!(
+            "server = \"10.89.1.1:51820\"\nserver_public_key = \"{spub}\"\nprivate_key_file = \"client.key\"\n\
+             control_socket = \"{d}/client.sock\"\n[metrics]\nenabled = false\n\
+             [[path]]\nname = \"a\"\nbind = \"10.89.1.2\"\n"
+        ),
+    )
+    .unwrap();
+    let spawn_in = |ns: &str, args: &[&str], log: &str| -> Child {
+        let log = std::fs::File::create(dir.join(log)).unwrap();
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let server_toml = dir.join("server.toml");
+    let client_toml = dir.join("client.toml");
+    let server = spawn_in(
+        srv,
+        &[BRAID, "server", "--config", server_toml.to_str().unwrap()],
+        "server.log",
+    );
+    let server_pid = server.id();
+    lab.children.push(server);
+    let server_sock = dir.join("server.sock");
+    let client_sock = dir.join("client.sock");
+    assert!(wait_for(Duration::from_secs(5), || server_sock.exists()).is_some());
+    lab.children.push(spawn_in(
+        srv,
+        &["iperf3", "-s", "-B", "10.77.0.1"],
+        "iperf3.log",
+    ));
+    let start_client = |lab: &mut Lab| {
+        let _ = std::fs::remove_file(&client_sock);
+        let c = spawn_in(
+            cli,
+            &[BRAID, "client", "--config", client_toml.to_str().unwrap()],
+            "client.log",
+        );
+        lab.children.push(c);
+    };
+    let established =
+        || status(&client_sock).is_some_and(|s| s["tunnels"][0]["established"] == true);
+    start_client(&mut lab);
+    assert!(
+        wait_for(Duration::from_secs(10), established).is_some(),
+        "tunnel up before the floods"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+
+    let kinds: [(&'static str, Option<&str>); 5] = [
+        ("baseline", None),
+        ("replay", Some("replay")),
+        ("unknown-key", Some("unknown-key")),
+        ("spoofed", Some("spoofed")),
+        ("garbage", Some("garbage")),
+    ];
+    let half = seconds / 2.0;
+    let mut rows = Vec::new();
+    for (name, kind) in kinds {
+        let restart = matches!(kind, Some("replay" | "unknown-key" | "spoofed"));
+        // The flood outlasts the measurements and the client restart.
+        let flood_secs = seconds + if restart { 4.0 } else { 1.0 };
+        let flood = kind.map(|k| {
+            let mut args = vec![
+                BRAID.to_string(),
+                "bench".into(),
+                "flood".into(),
+                "--target".into(),
+                "10.89.2.1:51820".into(),
+                "--kind".into(),
+                k.into(),
+                "--pps".into(),
+                pps.to_string(),
+                "--seconds".into(),
+                format!("{flood_secs}"),
+                "--server-key".into(),
+                spub.clone(),
+            ];
+            if k == "replay" {
+                args.push("--client-key".into());
+                args.push(dir.join("client.key").display().to_string());
+            }
+            Command::new("ip")
+                .args(["netns", "exec", atk])
+                .args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let before = status(&server_sock).expect("server answers status");
+        let cpu0 = cpu_time(server_pid);
+        let (ping_loss, rtt_ms) = ping(cli, half);
+        let mbps = iperf(cli, half);
+        let cpu = cpu_time(server_pid) - cpu0;
+        let after = status(&server_sock).expect("server answers status under flood");
+        let restart_s = if restart {
+            let mut old = lab.children.pop().expect("the client is the last child");
+            let _ = sh(&["kill", &old.id().to_string()]);
+            let _ = old.wait();
+            start_client(&mut lab);
+            wait_for(Duration::from_secs(10), established).map(|d| d.as_secs_f64())
+        } else {
+            None
+        };
+        let sent_pps = match flood {
+            Some(f) => {
+                let o = f.wait_with_output().unwrap();
+                let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| {
+                    panic!("flood output: {}", String::from_utf8_lossy(&o.stderr))
+                });
+                v["pps"].as_f64().unwrap_or(0.0)
+            }
+            None => 0.0,
+        };
+        let delta = |n: &str| counter(&after, n) - counter(&before, n);
+        let read = delta("rx_datagrams") + delta("drop_handshake_queue") + delta("drop_stale");
+        let row = Row {
+            flood: name,
+            sent_pps,
+            ping_loss,
+            rtt_ms,
+            mbps,
+            restart_s,
+            server_cpu_s: cpu.as_secs_f64(),
+            read,
+            kernel_drops: delta("drop_kernel_rxq"),
+        };
+        eprintln!(
+            "{{\"flood\":\"{}\",\"sent_pps\":{:.0},\"ping_loss\":{:.4},\"median_rtt_ms\":{:.2},\"iperf_mbps\":{:.1},\"restart_s\":{},\"server_cpu_s\":{:.2},\"datagrams_read\":{},\"kernel_drops\":{},\"server_us_per_datagram\":{:.2}}}",
+            row.flood,
+            row.sent_pps,
+            row.ping_loss,
+            row.rtt_ms,
+            row.mbps,
+            row.restart_s.map_or("null".into(), |s| format!("{s:.2}")),
+            row.server_cpu_s,
+            row.read,
+            row.kernel_drops,
+            row.server_cpu_s * 1e6 / row.read.max(1) as f64
+        );
+        if restart {
+            // Settle the restarted client before the next flood.
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        rows.push(row);
+    }
+    let s = status(&server_sock).expect("server alive after the floods");
+    eprintln!("server counters after the floods: {}", s["counters"]);
+    let base = &rows[0];
+    assert!(base.ping_loss <= 0.05, "baseline {base:?}");
+    assert!(base.mbps > 0.0, "baseline {base:?}");
+    for r in &rows[1..] {
+        assert!(r.sent_pps > 0.0, "{r:?}");
+        if strict {
+            assert!(r.ping_loss <= 0.01, "{r:?}");
+            if r.flood != "spoofed" {
+                assert!(r.rtt_ms <= base.rtt_ms + 5.0, "{r:?} vs {base:?}");
+                assert!(r.mbps >= 0.8 * base.mbps, "{r:?} vs {base:?}");
+            }
+        } else {
+            // The tunnel keeps working through every flood.
+            assert!(r.ping_loss <= 0.2, "{r:?}");
+            assert!(r.mbps > 0.1 * base.mbps, "{r:?} vs {base:?}");
+        }
+        if let Some(t) = r.restart_s {
+            let bound = match (strict, r.flood) {
+                (true, "spoofed") => 2.0,
+                (true, _) => 1.0,
+                (false, _) => 5.0,
+            };
+            assert!(t <= bound, "restarted client took {t} s: {r:?}");
+        } else if r.flood != "garbage" {
+            panic!("restarted client never handshook: {r:?}");
+        }
+    }
+    // Every flood left its mark in the counters, and the server's kernel
+    // socket drops are visible.
+    // Initiations were dropped before the queue and answered with cookies
+    // instead of Diffie-Hellman; garbage was sorted as such.
+    assert!(counter(&s, "drop_handshake_queue") > 0, "{}", s["counters"]);
+    assert!(counter(&s, "handshake_cookie") > 0, "{}", s["counters"]);
+    assert!(counter(&s, "handshake_bad_mac") + counter(&s, "drop_malformed") > 0);
+    assert!(s["counters"].get("drop_kernel_rxq").is_some());
+}
