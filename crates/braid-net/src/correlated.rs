@@ -119,15 +119,15 @@ mod tests {
             let links = (0..4).map(|i| Link::new(&p, i, Instant::ZERO)).collect();
             let mut c = CorrelatedLinks::new(links, theta, 42);
             let n = 100_000;
-            let mut lost = vec![Vec::with_capacity(n); 4];
+            let mut lost: Vec<Vec<bool>> = (0..4).map(|_| Vec::with_capacity(n)).collect();
             for k in 0..n {
                 let now = Instant::from_micros(k as u64 * 100);
                 for (j, l) in lost.iter_mut().enumerate() {
                     l.push(c.offer(j, now, 100, false).delivered_at().is_none());
                 }
             }
-            for j in 0..4 {
-                let m = lost[j].iter().filter(|&&x| x).count() as f64 / n as f64;
+            for (j, l) in lost.iter().enumerate() {
+                let m = l.iter().filter(|&&x| x).count() as f64 / n as f64;
                 assert!((m - 0.5).abs() < 0.01, "theta {theta} path {j} loss {m}");
             }
             for d in 1..4 {

@@ -109,6 +109,6 @@ mod tests {
         let mean = xs.iter().sum::<f64>() / n as f64;
         assert!((mean - 100.0).abs() < 3.0, "{mean}");
         let min = xs.iter().cloned().fold(f64::MAX, f64::min);
-        assert!(min >= 66.66 && min < 67.5, "{min}");
+        assert!((66.66..67.5).contains(&min), "{min}");
     }
 }

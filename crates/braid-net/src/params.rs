@@ -257,7 +257,7 @@ impl RedParams {
         if self.max_th_bytes <= self.min_th_bytes {
             return Err("red.max_th_bytes must exceed red.min_th_bytes".into());
         }
-        if !(0.0..=1.0).contains(&self.max_p) || !(self.weight > 0.0 && self.weight <= 1.0) {
+        if !((0.0..=1.0).contains(&self.max_p) && self.weight > 0.0 && self.weight <= 1.0) {
             return Err("red.max_p must be in 0..=1 and red.weight in (0, 1]".into());
         }
         Ok(())
@@ -294,13 +294,13 @@ impl Default for ParetoOnOffParams {
 
 impl ParetoOnOffParams {
     pub fn check(&self) -> Result<(), String> {
-        if !(self.rate_mbit > 0.0) || self.packet_bytes == 0 {
+        if !positive(self.rate_mbit) || self.packet_bytes == 0 {
             return Err("cross.rate_mbit and cross.packet_bytes must be > 0".into());
         }
-        if !(self.shape > 1.0) {
+        if !positive(self.shape - 1.0) {
             return Err("cross.shape must be > 1 (a Pareto mean exists only then)".into());
         }
-        if !(self.mean_on_ms > 0.0) || !(self.off_ms >= 0.0) {
+        if !positive(self.mean_on_ms) || !(positive(self.off_ms) || self.off_ms == 0.0) {
             return Err("cross.mean_on_ms must be > 0 and cross.off_ms >= 0".into());
         }
         Ok(())
@@ -320,6 +320,11 @@ pub struct TraceStep {
     /// Replaces the loss process by Bernoulli loss (as the lab does).
     pub loss: Option<f64>,
     pub up: Option<bool>,
+}
+
+/// Finite and above zero (NaN is not).
+fn positive(x: f64) -> bool {
+    x > 0.0 && x.is_finite()
 }
 
 pub(crate) fn ms(v: f64) -> Duration {
