@@ -26,7 +26,9 @@
 //!   algorithm, exponential backoff, go-back-N after a timeout;
 //! - max-burst: at most `max_burst` packets per ACK or timer event;
 //! - optional SACK recovery per RFC 6675 (scoreboard, IsLost, pipe,
-//!   NextSeg rules 1-3).
+//!   NextSeg rules 1-3);
+//! - optional CUBIC (RFC 9438) with HyStart instead of NewReno's window
+//!   growth and decrease ([`cubic`], [`TcpConfig::linux`]).
 //!
 //! Receiver ([`TcpReceiver`]): in-order delivery, out-of-order buffering
 //! bounded by the window, optional delayed ACKs and RFC 2018 SACK blocks.
@@ -36,6 +38,7 @@
 
 mod bitring;
 mod config;
+pub mod cubic;
 mod receiver;
 mod rto;
 mod sender;
@@ -43,7 +46,7 @@ mod sender;
 #[cfg(test)]
 mod tests;
 
-pub use config::TcpConfig;
+pub use config::{Congestion, TcpConfig};
 pub use receiver::{TcpReceiver, TcpReceiverStats};
 pub use sender::{TcpSender, TcpSenderStats};
 

@@ -29,9 +29,12 @@
 //! - RTT samples count clock ticks without ns-2's random `boot_time_`
 //!   phase, so runs are deterministic without a random source.
 
+use std::collections::VecDeque;
+
 use braid_core::time::{Duration, Instant};
 
 use super::bitring::BitRing;
+use super::cubic::Cubic;
 use super::rto::RtoEstimator;
 use super::{Ack, Segment, TcpConfig};
 
@@ -115,6 +118,12 @@ pub struct TcpSender {
     /// The one packet being timed (ns-2 `rtt_seq_`, `rtt_ts_`).
     timed: Option<(u64, Instant)>,
     sb: Option<Scoreboard>,
+    /// CUBIC's state when it is the congestion controller.
+    cubic: Option<Box<Cubic>>,
+    /// Send time of every new packet from `sent_base` on, and whether it
+    /// was retransmitted (Karn), for HyStart's per-ACK RTT samples.
+    sent_at: VecDeque<(Instant, bool)>,
+    sent_base: u64,
     stats: TcpSenderStats,
 }
 
@@ -156,6 +165,9 @@ impl TcpSender {
             rtx_deadline: None,
             timed: None,
             sb,
+            cubic: (cfg.congestion == super::Congestion::Cubic).then(Box::default),
+            sent_at: VecDeque::new(),
+            sent_base: 0,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -182,6 +194,7 @@ impl TcpSender {
         }
         if a > self.snd_una {
             self.stats.packets_acked += a - self.snd_una;
+            self.rtt_sample_per_ack(now, a);
             if self.in_recovery && a < self.recover {
                 self.partial_ack(now, a, out);
             } else {
@@ -230,7 +243,7 @@ impl TcpSender {
         // what is in flight. Right after a previous timeout only the one
         // retransmission is in flight, so repeated timeouts leave ssthresh
         // at 2, as ns-2's window()/2 does.
-        self.ssthresh = self.half_flight();
+        self.ssthresh = self.loss_ssthresh();
         self.cwnd = 1.0; // RFC 5681 loss window, ns-2 wnd_restart_
         self.dupwnd = 0;
         self.dupacks = 0;
@@ -343,7 +356,19 @@ impl TcpSender {
             if let Some(sb) = self.sb.as_mut() {
                 sb.retx.set(seq);
             }
+            if let Some(e) = seq
+                .checked_sub(self.sent_base)
+                .and_then(|i| self.sent_at.get_mut(i as usize))
+            {
+                e.1 = true;
+            }
         } else {
+            if self.cubic.is_some() {
+                if self.sent_at.is_empty() {
+                    self.sent_base = seq;
+                }
+                self.sent_at.push_back((now, false));
+            }
             self.snd_max = seq + 1;
             // Time one new packet per RTT; retransmissions are never timed
             // (Karn's algorithm, RFC 6298 Section 3).
@@ -391,9 +416,18 @@ impl TcpSender {
 
     /// ns-2 `opencwnd` (`wnd_option_` 1): +1 per ACK in slow start, +1/cwnd
     /// per ACK in congestion avoidance (RFC 5681 eq. (3)), both per ACK and
-    /// not per packet acknowledged, then the window ceiling.
-    fn open_cwnd(&mut self) {
-        if self.cwnd < self.ssthresh as f64 {
+    /// not per packet acknowledged, then the window ceiling. With CUBIC:
+    /// slow start grows by the packets acknowledged (Linux
+    /// `tcp_slow_start`), congestion avoidance follows RFC 9438.
+    fn open_cwnd(&mut self, now: Instant, acked: u64) {
+        let ss = self.ssthresh as f64;
+        if let Some(c) = self.cubic.as_mut() {
+            if self.cwnd < ss {
+                self.cwnd = (self.cwnd + acked as f64).min(ss.max(self.cwnd + 1.0));
+            } else {
+                self.cwnd = c.on_ack_ca(now, self.cwnd, acked);
+            }
+        } else if self.cwnd < ss {
             self.cwnd += 1.0;
         } else {
             self.cwnd += 1.0 / self.cwnd;
@@ -401,10 +435,46 @@ impl TcpSender {
         self.cwnd = self.cwnd.min(f64::from(self.cfg.max_cwnd_pkts));
     }
 
+    /// ssthresh after a congestion event: max(FlightSize/2, 2) for NewReno
+    /// (RFC 5681 eq. (4)), max(β cwnd, 2) for CUBIC (RFC 9438 Section 4.6).
+    fn loss_ssthresh(&mut self) -> u64 {
+        match self.cubic.as_mut() {
+            Some(c) => (c.on_congestion(self.cwnd) as u64).max(2),
+            None => self.half_flight(),
+        }
+    }
+
+    /// With CUBIC: forgets the send times below `a`, and feeds the RTT of
+    /// the newest packet `a` acknowledges to HyStart unless it was
+    /// retransmitted.
+    fn rtt_sample_per_ack(&mut self, now: Instant, a: u64) {
+        let Some(c) = self.cubic.as_mut() else { return };
+        let mut last = None;
+        while self.sent_base < a {
+            let Some(e) = self.sent_at.pop_front() else {
+                self.sent_base = a;
+                break;
+            };
+            self.sent_base += 1;
+            last = Some(e);
+        }
+        let Some((sent, false)) = last else { return };
+        let slow_start = self.cfg.hystart && !self.in_recovery && self.cwnd < self.ssthresh as f64;
+        if c.on_rtt_sample(now - sent, slow_start, self.cwnd, a, self.snd_max) {
+            self.ssthresh = (self.cwnd as u64).max(2);
+        }
+    }
+
+    /// CUBIC's state, if it is the congestion controller.
+    pub fn cubic(&self) -> Option<&Cubic> {
+        self.cubic.as_deref()
+    }
+
     /// An ACK of new data outside recovery (ns-2 `newack` +
     /// `recv_newack_helper`).
     fn new_ack(&mut self, now: Instant, a: u64) {
         self.dupacks = 0;
+        let acked = a - self.snd_una;
         self.snd_una = a;
         self.snd_nxt = self.snd_nxt.max(a);
         if let Some((seq, sent)) = self.timed {
@@ -416,7 +486,7 @@ impl TcpSender {
                 self.timed = None;
             }
         }
-        self.open_cwnd();
+        self.open_cwnd(now, acked);
         self.restart_timer(now);
     }
 
@@ -478,7 +548,7 @@ impl TcpSender {
                 // ssthresh + 3 (ns-2: cwnd_ = ssthresh_, dupwnd_ = 3).
                 self.recover = self.snd_max;
                 self.had_congestion = true;
-                self.ssthresh = self.half_flight();
+                self.ssthresh = self.loss_ssthresh();
                 self.cwnd = self.ssthresh as f64;
                 self.dupwnd = thresh;
                 self.in_recovery = true;
@@ -566,7 +636,7 @@ impl TcpSender {
         self.recover = self.snd_max;
         self.had_congestion = true;
         self.in_recovery = true;
-        self.ssthresh = self.half_flight();
+        self.ssthresh = self.loss_ssthresh();
         self.cwnd = self.ssthresh as f64;
         self.dupwnd = 0;
         self.snd_nxt = self.snd_max;
