@@ -5,6 +5,10 @@
 //! scheme are `braid_core::sender::Sender` and
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
+//!
+//! [`tunnel`] runs lab files instead: the shipped tunnel endpoints
+//! (`braid_core::conn`), handshake and encryption included, carry a
+//! Linux-like TCP over links of the shared model `braid-net`.
 
 pub mod cross;
 pub mod event;
@@ -16,6 +20,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sweep;
 pub mod tcp;
+pub mod tunnel;
 pub mod wfq;
 pub mod world;
 
