@@ -1,18 +1,34 @@
 //! `braid sim ...`: run scenario files through the simulator.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use braid_sim::tunnel::{LabMode, LabRunOptions};
 use braid_sim::{Scenario, SweepOptions};
 use clap::{Subcommand, ValueEnum};
 
 #[derive(Subcommand)]
 pub enum SimCmd {
     /// Run a scenario file (e.g. scenarios/pet-table1.toml) and print the
-    /// results of every scheme it lists.
+    /// results of every scheme it lists, or a lab file (e.g.
+    /// lab/two-equal.toml, recognised by its [[path]] tables) through the
+    /// shipped tunnel with the modes of `braid lab bench`.
     Run {
-        /// Scenario TOML file.
+        /// Scenario or lab TOML file.
         file: PathBuf,
+        /// Lab files: modes to run, comma-separated: single-best, mptcp
+        /// (uncoupled subflows), braid-<scheduler> (braid-pet, braid-rr, ...).
+        #[arg(long, default_value = "single-best,braid-pet")]
+        modes: String,
+        /// Lab files: length of the transfer, seconds.
+        #[arg(long, default_value_t = 15.0)]
+        duration: f64,
+        /// Lab files: seconds at the start left out of the goodput.
+        #[arg(long, default_value_t = 2.0)]
+        omit: f64,
+        /// Lab files: the TCP receive window, packets.
+        #[arg(long, default_value_t = 4096)]
+        rwnd: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -36,6 +52,88 @@ pub enum SimCmd {
     },
 }
 
+/// A lab file has `[[path]]` tables; a scenario file has none.
+fn is_lab_file(file: &Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(text.lines().any(|l| l.trim() == "[[path]]"))
+}
+
+/// Parses `--modes` for a lab file.
+pub fn parse_modes(modes: &str) -> anyhow::Result<Vec<LabMode>> {
+    let v: Vec<LabMode> = modes
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| LabMode::parse(m).map_err(|e| anyhow::anyhow!("--modes: {e}")))
+        .collect::<anyhow::Result<_>>()?;
+    if v.is_empty() {
+        anyhow::bail!("--modes: give at least one mode, e.g. single-best,braid-pet");
+    }
+    Ok(v)
+}
+
+fn run_lab(
+    file: &Path,
+    modes: &str,
+    (duration, omit, rwnd): (f64, f64, u32),
+    seeds: Option<u32>,
+    format: Format,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let cfg = braid_lab::load_config(file)?;
+    let modes = parse_modes(modes)?;
+    if !(duration > omit && omit >= 0.0 && duration.is_finite()) {
+        anyhow::bail!("--duration must be longer than --omit (got {duration} and {omit})");
+    }
+    if seeds.is_some_and(|s| s > 1) {
+        anyhow::bail!("--seeds: a lab file runs once; its links take the file's `seed`");
+    }
+    let opts = LabRunOptions {
+        duration_s: duration,
+        omit_s: omit,
+        rwnd_pkts: rwnd.max(2),
+        ..LabRunOptions::default()
+    };
+    let start = std::time::Instant::now();
+    let r = braid_sim::tunnel::run_lab(&cfg, &modes, &opts);
+    match format {
+        Format::Json => println!("{}", serde_json::to_string(&r)?),
+        Format::Table => {
+            println!(
+                "{} (simulated): sum of path rates {:.2} Mbit/s; tunnel ceiling {:.3} of it",
+                r.scenario, r.sum_mbps, r.ceiling_share
+            );
+            println!(
+                "{:<14} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9}  path Mbit/s",
+                "mode", "Mbit/s", "share", "retx", "dupacks", "timeouts", "res.loss"
+            );
+            for x in &r.results {
+                let paths: Vec<String> = x.path_mbps.iter().map(|m| format!("{m:.2}")).collect();
+                println!(
+                    "{:<14} {:>9.2} {:>7.3} {:>7} {:>8} {:>8} {:>9.4}  {}",
+                    x.mode,
+                    x.goodput_mbps,
+                    x.share_of_sum,
+                    x.retransmits,
+                    x.dupacks,
+                    x.timeouts,
+                    x.residual_loss,
+                    paths.join(" / ")
+                );
+            }
+        }
+    }
+    if !quiet {
+        eprintln!(
+            "{} modes x {duration} s simulated in {:.2} s wall time",
+            modes.len(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 #[derive(Copy, Clone, ValueEnum)]
 pub enum Format {
     Table,
@@ -46,6 +144,10 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
     match cmd {
         SimCmd::Run {
             file,
+            modes,
+            duration,
+            omit,
+            rwnd,
             format,
             seeds,
             plot,
@@ -54,6 +156,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
         } => {
             if seeds == Some(0) {
                 anyhow::bail!("--seeds must be at least 1");
+            }
+            if is_lab_file(&file)? {
+                return run_lab(&file, &modes, (duration, omit, rwnd), seeds, format, quiet);
             }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();

@@ -156,8 +156,10 @@ mod tests {
     /// loss at W_max = 100; returns when the window first reached 99.5 and
     /// the final window.
     fn grow_after_loss(rtt_ms: u64, secs: u64) -> (f64, f64) {
-        let mut c = Cubic::default();
-        c.min_rtt = Some(Duration::from_millis(rtt_ms));
+        let mut c = Cubic {
+            min_rtt: Some(Duration::from_millis(rtt_ms)),
+            ..Cubic::default()
+        };
         let mut cwnd = c.on_congestion(100.0);
         assert!((cwnd - 70.0).abs() < 1e-9);
         let mut now = Instant::from_millis(1000);

@@ -111,8 +111,9 @@ pub struct LabResult {
     pub dupacks: u64,
     pub timeouts: u64,
     pub fast_retransmits: u64,
-    /// Data segments the inner TCP sent that never reached its receiver,
-    /// over all it sent: the loss TCP saw through the tunnel.
+    /// Data segments the inner TCP sent that never reached its receiver
+    /// (not counting those unacknowledged at the end), over all it sent:
+    /// the loss TCP saw through the tunnel or on the path.
     pub residual_loss: f64,
     /// Packets the links dropped (queue, loss, down), uplink.
     pub link_drops: u64,

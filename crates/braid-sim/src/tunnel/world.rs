@@ -58,6 +58,8 @@ pub struct Outcome {
     pub tcp: TcpSenderStats,
     pub segments_sent: u64,
     pub segments_arrived: u64,
+    /// Segments still unacknowledged at the end (possibly in flight).
+    pub segments_outstanding: u64,
     pub link_drops: u64,
     pub packets: u64,
     pub wall_seconds: f64,
@@ -375,6 +377,7 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
         transfer_seconds: opts.duration_s,
         segments_sent: tcp.segments_sent,
         segments_arrived: w.arrived,
+        segments_outstanding: w.tx.snd_max() - w.tx.snd_una(),
         tcp,
         link_drops: w
             .up
@@ -506,6 +509,7 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         transfer_seconds: opts.duration_s,
         segments_sent: stats.segments_sent,
         segments_arrived: arrived,
+        segments_outstanding: tx.iter().map(|t| t.snd_max() - t.snd_una()).sum(),
         tcp: stats,
         link_drops: up
             .iter()
