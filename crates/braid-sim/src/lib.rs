@@ -18,6 +18,7 @@ pub mod plot;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod swarm;
 pub mod sweep;
 pub mod tcp;
 pub mod tunnel;

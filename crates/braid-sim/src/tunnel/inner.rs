@@ -9,6 +9,11 @@
 //! numbers are bytes, `packet number × mss` modulo 2^32, unwrapped on
 //! decoding against the receiver's or sender's position. Checksums are
 //! left zero: nothing on the simulated path checks them.
+//!
+//! Every packet carries a 48-bit tag, unique per packet handed to the
+//! tunnel, in the IPv4 identification (low 16 bits) and the timestamp
+//! value (high 32 bits), so that a check can tell a tunnel duplicate from
+//! a TCP retransmission.
 
 use std::net::Ipv4Addr;
 
@@ -18,9 +23,12 @@ use crate::tcp::{Ack, Segment};
 pub const HEADER_BYTES: u32 = 52;
 const TCP_PORT: u16 = 5201;
 
-fn ip_header(buf: &mut [u8], total: usize, src: Ipv4Addr, dst: Ipv4Addr) {
+fn ip_header(buf: &mut [u8], total: usize, src: Ipv4Addr, dst: Ipv4Addr, tag: u64) {
     buf[0] = 0x45;
     buf[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    buf[4..6].copy_from_slice(&(tag as u16).to_be_bytes());
+    // TSval of the timestamp option.
+    buf[44..48].copy_from_slice(&((tag >> 16) as u32).to_be_bytes());
     buf[6] = 0x40; // DF
     buf[8] = 64;
     buf[9] = 6;
@@ -55,13 +63,14 @@ pub fn encode_segment(
     mss: u32,
     src: Ipv4Addr,
     dst: Ipv4Addr,
+    tag: u64,
     pattern: &[u8],
     out: &mut Vec<u8>,
 ) {
     let total = (HEADER_BYTES + seg.payload_bytes) as usize;
     out.clear();
     out.resize(total, 0);
-    ip_header(out, total, src, dst);
+    ip_header(out, total, src, dst, tag);
     let seq = (seg.seq.wrapping_mul(u64::from(mss))) as u32;
     tcp_header(&mut out[20..], seg.flow, seq, 0, 12, false);
     fill_payload(
@@ -87,7 +96,7 @@ pub fn fill_payload(dst: &mut [u8], offset: u64, pattern: &[u8]) {
 }
 
 /// Encodes an ACK (with its SACK blocks) from the receiver to the sender.
-pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, out: &mut Vec<u8>) {
+pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, tag: u64, out: &mut Vec<u8>) {
     let blocks = ack.sack_blocks();
     let sack_len = if blocks.is_empty() {
         0
@@ -98,7 +107,7 @@ pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, out: &mut V
     let total = 40 + opt;
     out.clear();
     out.resize(total, 0);
-    ip_header(out, total, src, dst);
+    ip_header(out, total, src, dst, tag);
     let a = (ack.ack.wrapping_mul(u64::from(mss))) as u32;
     tcp_header(&mut out[20..], ack.flow, 0, a, opt, true);
     if !blocks.is_empty() {
@@ -123,6 +132,16 @@ fn unwrap(seq32: u32, mss: u32, reference: u64) -> u64 {
     let diff = seq32.wrapping_sub(ref_bytes as u32) as i32 as i64;
     let bytes = (ref_bytes as i64 + diff).max(0) as u64;
     bytes / u64::from(mss)
+}
+
+/// The tag [`encode_segment`] or [`encode_ack`] wrote.
+pub fn tag_of(packet: &[u8]) -> Option<u64> {
+    if packet.len() < 48 {
+        return None;
+    }
+    let lo = u64::from(u16::from_be_bytes([packet[4], packet[5]]));
+    let hi = u64::from(u32::from_be_bytes(packet[44..48].try_into().ok()?));
+    Some(hi << 16 | lo)
 }
 
 fn tcp(packet: &[u8]) -> Option<&[u8]> {
@@ -198,8 +217,10 @@ mod tests {
                 wire_bytes: mss + HEADER_BYTES,
                 retransmit: false,
             };
-            encode_segment(&s, mss, a, b, &pattern, &mut buf);
+            let tag = seq * 77_777 + 1;
+            encode_segment(&s, mss, a, b, tag, &pattern, &mut buf);
             assert_eq!(buf.len(), (mss + HEADER_BYTES) as usize);
+            assert_eq!(tag_of(&buf), Some(tag));
             let (d, payload) = decode_segment(&buf, mss, seq.saturating_sub(100)).unwrap();
             assert_eq!((d.flow, d.seq, d.payload_bytes), (1, seq, mss));
             let mut want = vec![0u8; mss as usize];
@@ -209,8 +230,9 @@ mod tests {
             ack.sack[0] = (seq + 2, seq + 5);
             ack.sack[1] = (seq + 7, seq + 9);
             ack.n_sack = 2;
-            encode_ack(&ack, mss, b, a, &mut buf);
+            encode_ack(&ack, mss, b, a, tag + 1, &mut buf);
             assert_eq!(buf.len(), 52 + 4 + 16);
+            assert_eq!(tag_of(&buf), Some(tag + 1));
             let d = decode_ack(&buf, mss, seq.saturating_sub(50)).unwrap();
             assert_eq!(d.ack, seq);
             assert_eq!(d.sack_blocks(), &[(seq + 2, seq + 5), (seq + 7, seq + 9)]);

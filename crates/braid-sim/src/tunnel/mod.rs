@@ -20,8 +20,8 @@
 //! `omit_s`, divided by the time after that, and a mode's share is its
 //! goodput over the sum of the configured uplink rates.
 
-mod inner;
-mod world;
+pub(crate) mod inner;
+pub(crate) mod world;
 
 use braid_core::sched::SchedulerKind;
 use braid_lab::config::{Direction, LabConfig, LossSpec};

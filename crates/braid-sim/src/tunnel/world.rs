@@ -5,6 +5,7 @@
 //! only events are datagrams arriving; timers are the endpoints' and the
 //! TCP model's own `poll_timeout`s, and the loop jumps to the earliest.
 
+use std::collections::{BTreeMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use braid_core::conn::{
@@ -16,13 +17,15 @@ use braid_core::sched::SchedulerKind;
 use braid_core::time::{Duration, Instant};
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Link;
+use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha20Rng;
+use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
+use sha2::{Digest, Sha256};
 
-use super::inner::{decode_ack, decode_segment, encode_ack, encode_segment};
+use super::inner::{decode_ack, decode_segment, encode_ack, encode_segment, fill_payload, tag_of};
 use super::{lab_tcp, link_params, link_seed, LabResult, LabRunOptions};
 use crate::event::EventQueue;
-use crate::tcp::{Segment, TcpReceiver, TcpSender, TcpSenderStats};
+use crate::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TcpSenderStats};
 
 /// Wall clock at `Instant::ZERO` for handshake timestamps.
 const UNIX_AT_ZERO: u64 = 1_700_000_000_000_000_000;
@@ -107,41 +110,110 @@ fn links(cfg: &LabConfig, dir: Direction) -> Vec<Link> {
         .collect()
 }
 
-enum Flight {
+pub(crate) enum Flight {
     ToServer(usize, Vec<u8>),
     ToClient(usize, Vec<u8>),
 }
 
+/// Datagram faults a swarm world adds after the links: extra delay
+/// (reordering), duplicates and corrupted bytes. All zero for lab files.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Faults {
+    pub reorder: f64,
+    pub reorder_max: Duration,
+    pub duplicate: f64,
+    pub corrupt: f64,
+}
+
+/// What builds a [`TunnelWorld`].
+pub(crate) struct TunnelSetup {
+    pub up: Vec<Link>,
+    pub down: Vec<Link>,
+    pub conn: ConnConfig,
+    pub tcp: TcpConfig,
+    /// Packets to transfer, or forever.
+    pub total_packets: Option<u64>,
+    pub seed: u64,
+    pub faults: Faults,
+}
+
+/// End-to-end checks of what the tunnel delivers (the swarm's
+/// invariants): every inner packet at most once, payloads intact, and the
+/// in-order byte stream's SHA-256.
+pub(crate) struct Check {
+    pub seen_up: HashSet<u64>,
+    pub seen_down: HashSet<u64>,
+    pub duplicates: u64,
+    pub corrupted: u64,
+    /// Out-of-order payloads not yet hashed, by packet number.
+    pub pending: BTreeMap<u64, Vec<u8>>,
+    pub hashed_upto: u64,
+    pub hasher: Sha256,
+    /// When the hashed prefix last grew.
+    pub progress: Vec<Instant>,
+}
+
+impl Check {
+    pub fn new() -> Self {
+        Check {
+            seen_up: HashSet::new(),
+            seen_down: HashSet::new(),
+            duplicates: 0,
+            corrupted: 0,
+            pending: BTreeMap::new(),
+            hashed_upto: 0,
+            hasher: Sha256::new(),
+            progress: Vec::new(),
+        }
+    }
+}
+
 /// TCP through the shipped tunnel.
-struct TunnelWorld {
-    now: Instant,
-    client: Connection,
-    server: Server,
-    up: Vec<Link>,
-    down: Vec<Link>,
+pub(crate) struct TunnelWorld {
+    pub now: Instant,
+    pub client: Connection,
+    pub server: Server,
+    pub up: Vec<Link>,
+    pub down: Vec<Link>,
     flights: EventQueue<Flight>,
-    tx: TcpSender,
-    rx: TcpReceiver,
-    mss: u32,
+    pub tx: TcpSender,
+    pub rx: TcpReceiver,
+    pub mss: u32,
     /// The client's tunnel address, once established.
     me: Option<Ipv4Addr>,
-    started: Option<Instant>,
+    pub started: Option<Instant>,
     segs: Vec<Segment>,
     buf: Vec<u8>,
-    pattern: Vec<u8>,
-    arrived: u64,
-    packets: u64,
+    pub pattern: Vec<u8>,
+    pub arrived: u64,
+    pub packets: u64,
+    next_tag: u64,
+    faults: Faults,
+    fault_rng: ChaCha8Rng,
+    pub check: Option<Check>,
 }
 
 impl TunnelWorld {
     fn new(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) -> Self {
-        let mut rng = ChaCha20Rng::seed_from_u64(opts.seed);
+        Self::build(TunnelSetup {
+            up: links(cfg, Direction::Up),
+            down: links(cfg, Direction::Down),
+            conn: ConnConfig {
+                scheduler: kind,
+                ..ConnConfig::default()
+            },
+            tcp: lab_tcp(u32::from(braid_core::conn::DEFAULT_INNER_MTU), opts),
+            total_packets: None,
+            seed: opts.seed,
+            faults: Faults::default(),
+        })
+    }
+
+    pub(crate) fn build(setup: TunnelSetup) -> Self {
+        let mut rng = ChaCha20Rng::seed_from_u64(setup.seed);
         let ck = PrivateKey::generate(&mut rng);
         let sk = PrivateKey::generate(&mut rng);
-        let conn = ConnConfig {
-            scheduler: kind,
-            ..ConnConfig::default()
-        };
+        let conn = setup.conn;
         let mut scfg = ServerConfig::new(
             Ipv4Net::parse("10.77.0.0/24").expect("valid network"),
             vec![ClientEntry {
@@ -153,7 +225,7 @@ impl TunnelWorld {
         scfg.conn = conn.clone();
         let server_pub = sk.public_key();
         let server = Server::new(scfg, sk, &mut rng).expect("valid server configuration");
-        let paths: Vec<(PathId, SocketAddr)> = (0..cfg.paths.len())
+        let paths: Vec<(PathId, SocketAddr)> = (0..setup.up.len())
             .map(|i| (PathId(i as u8), server_addr()))
             .collect();
         let client = Connection::client(
@@ -166,19 +238,17 @@ impl TunnelWorld {
             &mut rng,
         )
         .expect("valid client configuration");
-        let tcp = lab_tcp(u32::from(braid_core::conn::DEFAULT_INNER_MTU), opts);
-        let mss = tcp.mss_bytes;
-        let total = None;
+        let tcp = setup.tcp;
         TunnelWorld {
             now: Instant::ZERO,
             client,
             server,
-            up: links(cfg, Direction::Up),
-            down: links(cfg, Direction::Down),
+            up: setup.up,
+            down: setup.down,
             flights: EventQueue::default(),
-            tx: TcpSender::new(tcp.clone(), 0, total),
+            tx: TcpSender::new(tcp.clone(), 0, setup.total_packets),
             rx: TcpReceiver::new(&tcp, 0),
-            mss,
+            mss: tcp.mss_bytes,
             me: None,
             started: None,
             segs: Vec::new(),
@@ -186,21 +256,47 @@ impl TunnelWorld {
             pattern: (0..=250u8).collect(),
             arrived: 0,
             packets: 0,
+            next_tag: 1,
+            faults: setup.faults,
+            fault_rng: ChaCha8Rng::seed_from_u64(setup.seed ^ 0xfa17),
+            check: None,
         }
+    }
+
+    fn tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        self.next_tag
     }
 
     fn send_segments(&mut self) {
         let Some(me) = self.me else { return };
         let segs = std::mem::take(&mut self.segs);
         for s in &segs {
-            encode_segment(s, self.mss, me, FAR, &self.pattern, &mut self.buf);
+            let tag = self.tag();
+            encode_segment(s, self.mss, me, FAR, tag, &self.pattern, &mut self.buf);
             self.client.send_packet(self.now, &self.buf);
         }
         self.segs = segs;
         self.segs.clear();
     }
 
-    fn launch(&mut self, to_server: bool, path: usize, bytes: Vec<u8>) {
+    fn send_ack(&mut self, ack: &crate::tcp::Ack) {
+        let Some(me) = self.me else { return };
+        let tag = self.tag();
+        encode_ack(ack, self.mss, FAR, me, tag, &mut self.buf);
+        self.server.send_packet(self.now, &self.buf);
+    }
+
+    fn schedule(&mut self, at: Instant, to_server: bool, path: usize, bytes: Vec<u8>) {
+        let f = if to_server {
+            Flight::ToServer(path, bytes)
+        } else {
+            Flight::ToClient(path, bytes)
+        };
+        self.flights.push(at, f);
+    }
+
+    fn launch(&mut self, to_server: bool, path: usize, mut bytes: Vec<u8>) {
         let links = if to_server {
             &mut self.up
         } else {
@@ -210,16 +306,58 @@ impl TunnelWorld {
             return;
         };
         self.packets += 1;
-        if let Some(at) = link
+        let Some(mut at) = link
             .offer(self.now, bytes.len() as u64 + 28, false)
             .delivered_at()
-        {
-            let f = if to_server {
-                Flight::ToServer(path, bytes)
-            } else {
-                Flight::ToClient(path, bytes)
-            };
-            self.flights.push(at, f);
+        else {
+            return;
+        };
+        let f = &self.faults;
+        if f.reorder > 0.0 || f.duplicate > 0.0 || f.corrupt > 0.0 {
+            let r = &mut self.fault_rng;
+            if r.gen::<f64>() < f.reorder {
+                at += f.reorder_max.mul_f64(r.gen::<f64>());
+            }
+            if r.gen::<f64>() < f.corrupt && !bytes.is_empty() {
+                let i = r.gen_range(0..bytes.len());
+                bytes[i] ^= 1 << r.gen_range(0..8);
+            }
+            if r.gen::<f64>() < f.duplicate {
+                let later = at + f.reorder_max.mul_f64(r.gen::<f64>());
+                self.schedule(later, to_server, path, bytes.clone());
+            }
+        }
+        self.schedule(at, to_server, path, bytes);
+    }
+
+    /// The server delivered inner packet `p`: check it and give it to TCP.
+    fn deliver_up(&mut self, p: &[u8]) {
+        let Some((seg, payload)) = decode_segment(p, self.mss, self.rx.rcv_nxt()) else {
+            return;
+        };
+        self.arrived += 1;
+        if let Some(c) = self.check.as_mut() {
+            if !tag_of(p).is_some_and(|t| c.seen_up.insert(t)) {
+                c.duplicates += 1;
+            }
+            let mut want = vec![0u8; payload.len()];
+            fill_payload(&mut want, seg.seq * u64::from(self.mss), &self.pattern);
+            if want != payload {
+                c.corrupted += 1;
+            } else if seg.seq >= c.hashed_upto && c.pending.len() < 1 << 16 {
+                c.pending.entry(seg.seq).or_insert_with(|| payload.to_vec());
+                let before = c.hashed_upto;
+                while let Some(d) = c.pending.remove(&c.hashed_upto) {
+                    c.hasher.update(&d);
+                    c.hashed_upto += 1;
+                }
+                if c.hashed_upto > before {
+                    c.progress.push(self.now);
+                }
+            }
+        }
+        if let Some(ack) = self.rx.on_segment(self.now, &seg) {
+            self.send_ack(&ack);
         }
     }
 
@@ -235,6 +373,11 @@ impl TunnelWorld {
                         self.launch(true, path, t.bytes);
                     }
                     Output::Deliver(p) => {
+                        if let Some(c) = self.check.as_mut() {
+                            if !tag_of(&p).is_some_and(|t| c.seen_down.insert(t)) {
+                                c.duplicates += 1;
+                            }
+                        }
                         if let Some(ack) = decode_ack(&p, self.mss, self.tx.snd_una()) {
                             self.tx.on_ack(self.now, &ack, &mut self.segs);
                             self.send_segments();
@@ -259,17 +402,7 @@ impl TunnelWorld {
                             self.launch(false, path, t.bytes);
                         }
                     }
-                    Output::Deliver(p) => {
-                        let Some((seg, _)) = decode_segment(&p, self.mss, self.rx.rcv_nxt()) else {
-                            continue;
-                        };
-                        self.arrived += 1;
-                        if let (Some(ack), Some(me)) = (self.rx.on_segment(self.now, &seg), self.me)
-                        {
-                            encode_ack(&ack, self.mss, FAR, me, &mut self.buf);
-                            self.server.send_packet(self.now, &self.buf);
-                        }
-                    }
+                    Output::Deliver(p) => self.deliver_up(&p),
                     Output::Event(_) => {}
                 }
             }
@@ -292,7 +425,7 @@ impl TunnelWorld {
         .min()
     }
 
-    fn run_until(&mut self, until: Instant) {
+    pub(crate) fn run_until(&mut self, until: Instant) {
         let mut spins = 0u32;
         loop {
             self.drain();
@@ -333,9 +466,8 @@ impl TunnelWorld {
                 self.send_segments();
             }
             if self.rx.poll_timeout().is_some_and(|t| t <= self.now) {
-                if let (Some(ack), Some(me)) = (self.rx.handle_timeout(self.now), self.me) {
-                    encode_ack(&ack, self.mss, FAR, me, &mut self.buf);
-                    self.server.send_packet(self.now, &self.buf);
+                if let Some(ack) = self.rx.handle_timeout(self.now) {
+                    self.send_ack(&ack);
                 }
             }
         }
