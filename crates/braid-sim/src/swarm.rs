@@ -331,8 +331,12 @@ pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
         let stall = (b - a) - 2.0 * out;
         max_stall = max_stall.max(stall);
         if stall > STALL_BOUND.as_secs_f64() {
+            let c = world.client.status(world.now).tunnel;
+            let tcp = world.tx.stats();
             return Err(format!(
-                "no progress from {a:.3} s to {b:.3} s ({out:.3} s of it with every path down)"
+                "no progress from {a:.3} s to {b:.3} s ({out:.3} s of it with every path down); \
+                 client counters {:?}; TCP timeouts {} backoff {} retransmits {}",
+                c.counters, tcp.timeouts, tcp.backoff, tcp.retransmits
             ));
         }
         prev = p;

@@ -75,6 +75,13 @@ pub struct TcpConfig {
     /// HyStart's delay detection ends slow start (CUBIC only; Linux's
     /// default).
     pub hystart: bool,
+    /// TCP timestamps (RFC 7323): every ACK of new data measures the RTT
+    /// of the newest packet it covers (Karn's rule does not apply, the
+    /// echo says which transmission is answered) and ends the timer's
+    /// backoff, as Linux's `tcp_ack_update_rtt` does. Without them
+    /// (ns-2) the backoff lasts until a packet sent after the timeout is
+    /// acknowledged.
+    pub timestamps: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -106,6 +113,7 @@ impl Default for TcpConfig {
             max_backoff: 64,
             congestion: Congestion::NewReno,
             hystart: false,
+            timestamps: false,
         }
     }
 }
@@ -137,6 +145,7 @@ impl TcpConfig {
             max_backoff: 64,
             congestion: Congestion::Cubic,
             hystart: true,
+            timestamps: true,
         }
     }
 }

@@ -120,8 +120,8 @@ pub struct TcpSender {
     sb: Option<Scoreboard>,
     /// CUBIC's state when it is the congestion controller.
     cubic: Option<Box<Cubic>>,
-    /// Send time of every new packet from `sent_base` on, and whether it
-    /// was retransmitted (Karn), for HyStart's per-ACK RTT samples.
+    /// Latest transmission time of every packet from `sent_base` on, and
+    /// whether it was retransmitted (Karn), for per-ACK RTT samples.
     sent_at: VecDeque<(Instant, bool)>,
     sent_base: u64,
     stats: TcpSenderStats,
@@ -360,10 +360,10 @@ impl TcpSender {
                 .checked_sub(self.sent_base)
                 .and_then(|i| self.sent_at.get_mut(i as usize))
             {
-                e.1 = true;
+                *e = (now, true);
             }
         } else {
-            if self.cubic.is_some() {
+            if self.cubic.is_some() || self.cfg.timestamps {
                 if self.sent_at.is_empty() {
                     self.sent_base = seq;
                 }
@@ -444,24 +444,38 @@ impl TcpSender {
         }
     }
 
-    /// With CUBIC: forgets the send times below `a`, and feeds the RTT of
-    /// the newest packet `a` acknowledges to HyStart unless it was
-    /// retransmitted.
+    /// With CUBIC or timestamps: forgets the send times below `a`. With
+    /// timestamps the RTO estimator gets the RTT of the latest
+    /// transmission among the packets `a` covers (the one whose arrival
+    /// made the receiver send this ACK, whose timestamp it echoes,
+    /// RFC 7323 Section 4) and the backoff ends. HyStart gets the RTT of
+    /// the newest packet covered unless it was retransmitted.
     fn rtt_sample_per_ack(&mut self, now: Instant, a: u64) {
-        let Some(c) = self.cubic.as_mut() else { return };
+        if self.cubic.is_none() && !self.cfg.timestamps {
+            return;
+        }
         let mut last = None;
+        let mut latest: Option<Instant> = None;
         while self.sent_base < a {
             let Some(e) = self.sent_at.pop_front() else {
                 self.sent_base = a;
                 break;
             };
             self.sent_base += 1;
+            latest = Some(latest.map_or(e.0, |l| l.max(e.0)));
             last = Some(e);
+        }
+        if let (true, Some(t)) = (self.cfg.timestamps, latest) {
+            self.rto.reset_backoff();
+            self.rto.sample(t, now);
         }
         let Some((sent, false)) = last else { return };
         let slow_start = self.cfg.hystart && !self.in_recovery && self.cwnd < self.ssthresh as f64;
-        if c.on_rtt_sample(now - sent, slow_start, self.cwnd, a, self.snd_max) {
-            self.ssthresh = (self.cwnd as u64).max(2);
+        let (cwnd, snd_max) = (self.cwnd, self.snd_max);
+        if let Some(c) = self.cubic.as_mut() {
+            if c.on_rtt_sample(now - sent, slow_start, cwnd, a, snd_max) {
+                self.ssthresh = (cwnd as u64).max(2);
+            }
         }
     }
 
