@@ -134,9 +134,9 @@ fn step(at_s: f64, up: bool) -> TraceStep {
 fn up_at(p: &LinkParams, t: f64) -> bool {
     p.trace
         .iter()
+        .rev()
         .filter(|s| s.at_s <= t)
-        .filter_map(|s| s.up)
-        .last()
+        .find_map(|s| s.up)
         .unwrap_or(true)
 }
 

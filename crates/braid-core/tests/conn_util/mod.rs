@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use braid_core::conn::{
-    ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig, Transmit,
+    ClientEntry, ConnConfig, Connection, Endpoint, Event, Ipv4Net, Output, Server, ServerConfig,
+    Transmit,
 };
 use braid_core::crypto::{PrivateKey, PublicKey};
 use braid_core::path::PathId;
@@ -294,7 +295,8 @@ impl Pair {
     pub fn drain(&mut self) {
         loop {
             let mut any = false;
-            while let Some(o) = self.client.poll_output() {
+            // Through the driving contract, as the daemon and the simulator.
+            while let Some(o) = Endpoint::poll_output(&mut self.client) {
                 any = true;
                 match o {
                     Output::Transmit(t) => self.client_transmit(t),
@@ -302,7 +304,7 @@ impl Pair {
                     Output::Event(e) => self.client_events.push((self.now, e)),
                 }
             }
-            while let Some(o) = self.server.poll_output() {
+            while let Some(o) = Endpoint::poll_output(&mut self.server) {
                 any = true;
                 match o {
                     Output::Transmit(t) => self.server_transmit(t),
@@ -328,8 +330,8 @@ impl Pair {
     fn step(&mut self, deadline: Instant) -> bool {
         let next = [
             self.flights.keys().next().map(|k| k.0),
-            self.client.poll_timeout(),
-            self.server.poll_timeout(),
+            Endpoint::poll_timeout(&self.client),
+            Endpoint::poll_timeout(&self.server),
         ]
         .into_iter()
         .flatten()

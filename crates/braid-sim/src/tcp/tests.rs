@@ -628,3 +628,27 @@ fn sack_recovery_follows_pipe_and_retransmits_a_hole_exposed_by_a_partial_ack() 
     assert!((s.cwnd() - 5.2).abs() < 1e-12);
     assert_eq!(s.stats().timeouts, 0);
 }
+
+/// RFC 7323 timestamps: the ACK of a retransmission measures it and ends
+/// the backoff (as Linux); without them (ns-2) Karn's rule keeps the
+/// backed-off timer until a packet sent after the timeout is acknowledged.
+#[test]
+fn timestamps_end_the_backoff_on_the_first_ack() {
+    for ts in [false, true] {
+        let c = TcpConfig {
+            timestamps: ts,
+            ..TcpConfig::default()
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(Instant::ZERO, &mut out);
+        for _ in 0..2 {
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t, &mut out);
+        }
+        assert_eq!(s.stats().backoff, 4);
+        let t = s.poll_timeout().unwrap() - Duration::from_millis(1);
+        s.on_ack(t, &Ack::cumulative(0, 1, 40), &mut out);
+        assert_eq!(s.stats().backoff, if ts { 1 } else { 4 }, "timestamps {ts}");
+    }
+}
