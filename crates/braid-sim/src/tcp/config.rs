@@ -82,6 +82,11 @@ pub struct TcpConfig {
     /// (ns-2) the backoff lasts until a packet sent after the timeout is
     /// acknowledged.
     pub timestamps: bool,
+    /// ECN (RFC 3168): packets are ECN-capable, the receiver echoes CE
+    /// marks, and the sender reduces its window once per window of data
+    /// for them as for a loss, without retransmitting. Off in the paper
+    /// and in Linux's default (it only accepts ECN when asked).
+    pub ecn: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -114,6 +119,7 @@ impl Default for TcpConfig {
             congestion: Congestion::NewReno,
             hystart: false,
             timestamps: false,
+            ecn: false,
         }
     }
 }
@@ -146,6 +152,7 @@ impl TcpConfig {
             congestion: Congestion::Cubic,
             hystart: true,
             timestamps: true,
+            ecn: false,
         }
     }
 }

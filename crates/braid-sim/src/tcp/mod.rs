@@ -62,6 +62,13 @@ pub struct Segment {
     pub wire_bytes: u32,
     /// This packet was sent before (for traces; receivers ignore it).
     pub retransmit: bool,
+    /// ECN-capable transport (RFC 3168 ECT): a queue may mark it instead
+    /// of dropping it.
+    pub ect: bool,
+    /// Congestion Experienced: a queue marked it on the way.
+    pub ce: bool,
+    /// Congestion Window Reduced: the sender answered an ECE.
+    pub cwr: bool,
 }
 
 /// A TCP acknowledgment.
@@ -76,6 +83,9 @@ pub struct Ack {
     pub n_sack: u8,
     /// Bytes on the wire (the header, 40 by default).
     pub wire_bytes: u32,
+    /// ECN-Echo: the receiver got a CE-marked packet and the sender has
+    /// not yet said CWR (RFC 3168 Section 6.1.3).
+    pub ece: bool,
 }
 
 impl Ack {
@@ -87,6 +97,7 @@ impl Ack {
             sack: [(0, 0); 3],
             n_sack: 0,
             wire_bytes,
+            ece: false,
         }
     }
 

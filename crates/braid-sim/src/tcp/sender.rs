@@ -54,6 +54,8 @@ pub struct TcpSenderStats {
     pub fast_retransmits: u64,
     /// Retransmission-timer expiries with data outstanding.
     pub timeouts: u64,
+    /// Window reductions for ECN-Echo (RFC 3168 Section 6.1.2).
+    pub ecn_reductions: u64,
     /// Packets cumulatively acknowledged.
     pub packets_acked: u64,
     /// Congestion window now, packets.
@@ -124,6 +126,10 @@ pub struct TcpSender {
     /// whether it was retransmitted (Karn), for per-ACK RTT samples.
     sent_at: VecDeque<(Instant, bool)>,
     sent_base: u64,
+    /// ECN: no further reduction for ECE until this packet is acknowledged
+    /// (once per window of data), and CWR to set on the next new packet.
+    ecn_recover: u64,
+    cwr_pending: bool,
     stats: TcpSenderStats,
 }
 
@@ -168,6 +174,8 @@ impl TcpSender {
             cubic: (cfg.congestion == super::Congestion::Cubic).then(Box::default),
             sent_at: VecDeque::new(),
             sent_base: 0,
+            ecn_recover: 0,
+            cwr_pending: false,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -189,6 +197,15 @@ impl TcpSender {
         }
         let a = ack.ack;
         let first_out = out.len();
+        if self.cfg.ecn && ack.ece && !self.in_recovery && a >= self.ecn_recover {
+            // RFC 3168 Section 6.1.2: halve (CUBIC: β) as for a loss, at
+            // most once per window, retransmit nothing, say CWR.
+            self.ecn_recover = self.snd_max;
+            self.ssthresh = self.loss_ssthresh();
+            self.cwnd = self.ssthresh as f64;
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+        }
         if self.sb.is_some() {
             self.update_scoreboard(ack);
         }
@@ -383,6 +400,9 @@ impl TcpSender {
             payload_bytes: self.cfg.mss_bytes,
             wire_bytes: self.cfg.wire_bytes(),
             retransmit,
+            ect: self.cfg.ecn,
+            ce: false,
+            cwr: !retransmit && std::mem::take(&mut self.cwr_pending),
         });
         // RFC 6298 (5.1): start the timer if it is not running.
         if self.rtx_deadline.is_none() || nothing_outstanding {

@@ -73,6 +73,11 @@ pub fn encode_segment(
     ip_header(out, total, src, dst, tag);
     let seq = (seg.seq.wrapping_mul(u64::from(mss))) as u32;
     tcp_header(&mut out[20..], seg.flow, seq, 0, 12, false);
+    // ECN field of the IP header (RFC 3168 Section 5) and the CWR flag.
+    out[1] = if seg.ce { 3 } else { 2 * u8::from(seg.ect) };
+    if seg.cwr {
+        out[33] |= 0x80;
+    }
     fill_payload(
         &mut out[HEADER_BYTES as usize..],
         seg.seq * u64::from(mss),
@@ -110,6 +115,9 @@ pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, tag: u64, o
     ip_header(out, total, src, dst, tag);
     let a = (ack.ack.wrapping_mul(u64::from(mss))) as u32;
     tcp_header(&mut out[20..], ack.flow, 0, a, opt, true);
+    if ack.ece {
+        out[33] |= 0x40;
+    }
     if !blocks.is_empty() {
         let o = &mut out[52..];
         o[0] = 1;
@@ -168,6 +176,9 @@ pub fn decode_segment(packet: &[u8], mss: u32, reference: u64) -> Option<(Segmen
             payload_bytes: payload.len() as u32,
             wire_bytes: packet.len() as u32,
             retransmit: false,
+            ect: packet[1] & 3 != 0,
+            ce: packet[1] & 3 == 3,
+            cwr: t[13] & 0x80 != 0,
         },
         payload,
     ))
@@ -181,6 +192,7 @@ pub fn decode_ack(packet: &[u8], mss: u32, reference: u64) -> Option<Ack> {
     let a32 = u32::from_be_bytes(t[8..12].try_into().ok()?);
     let off = usize::from(t[12] >> 4) * 4;
     let mut ack = Ack::cumulative(flow, unwrap(a32, mss, reference), packet.len() as u32);
+    ack.ece = t[13] & 0x40 != 0;
     let opts = &t[20..off];
     if opts.len() >= 16 && opts[14] == 5 {
         let n = (usize::from(opts[15]).saturating_sub(2) / 8).min(3);
@@ -216,6 +228,9 @@ mod tests {
                 payload_bytes: mss,
                 wire_bytes: mss + HEADER_BYTES,
                 retransmit: false,
+                ect: false,
+                ce: false,
+                cwr: false,
             };
             let tag = seq * 77_777 + 1;
             encode_segment(&s, mss, a, b, tag, &pattern, &mut buf);

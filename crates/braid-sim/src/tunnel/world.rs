@@ -553,12 +553,12 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
                 up: &mut Vec<Link>,
                 q: &mut EventQueue<Direct>,
                 packets: &mut u64| {
-        for s in segs.drain(..) {
+        for mut s in segs.drain(..) {
             *packets += 1;
-            if let Some(at) = up[paths[f]]
-                .offer(now, u64::from(s.wire_bytes), false)
-                .delivered_at()
+            if let braid_net::Verdict::Deliver { at, ce } =
+                up[paths[f]].offer(now, u64::from(s.wire_bytes), s.ect)
             {
+                s.ce |= ce;
                 q.push(at, Direct::Seg(f, s));
             }
         }
