@@ -5,6 +5,10 @@
 //! scheme are `braid_core::sender::Sender` and
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
+//!
+//! [`tunnel`] runs lab files instead: the shipped tunnel endpoints
+//! (`braid_core::conn`), handshake and encryption included, carry a
+//! Linux-like TCP over links of the shared model `braid-net`.
 
 #![forbid(unsafe_code)]
 
@@ -18,8 +22,10 @@ pub mod ratio;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod swarm;
 pub mod sweep;
 pub mod tcp;
+pub mod tunnel;
 pub mod wfq;
 pub mod world;
 

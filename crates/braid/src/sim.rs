@@ -1,18 +1,34 @@
 //! `braid sim ...`: run scenario files through the simulator.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use braid_sim::tunnel::{LabMode, LabRunOptions};
 use braid_sim::{Scenario, SweepOptions};
 use clap::{Subcommand, ValueEnum};
 
 #[derive(Subcommand)]
 pub enum SimCmd {
     /// Run a scenario file (e.g. scenarios/pet-table1.toml) and print the
-    /// results of every scheme it lists.
+    /// results of every scheme it lists, or a lab file (e.g.
+    /// lab/two-equal.toml, recognised by its [[path]] tables) through the
+    /// shipped tunnel with the modes of `braid lab bench`.
     Run {
-        /// Scenario TOML file.
+        /// Scenario or lab TOML file.
         file: PathBuf,
+        /// Lab files: modes to run, comma-separated: single-best, mptcp
+        /// (uncoupled subflows), braid-<scheduler> (braid-pet, braid-rr, ...).
+        #[arg(long, default_value = "single-best,braid-pet")]
+        modes: String,
+        /// Lab files: length of the transfer, seconds.
+        #[arg(long, default_value_t = 15.0)]
+        duration: f64,
+        /// Lab files: seconds at the start left out of the goodput.
+        #[arg(long, default_value_t = 2.0)]
+        omit: f64,
+        /// Lab files: the TCP receive window, packets.
+        #[arg(long, default_value_t = 4096)]
+        rwnd: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -29,11 +45,113 @@ pub enum SimCmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// The seeded fault swarm: every seed draws its own world (paths, loss,
+    /// outages, joins and leaves, reordered, duplicated and corrupted
+    /// datagrams, key rotation) and transfers several MB of TCP through
+    /// the shipped tunnel, checking integrity (SHA-256), no duplicate
+    /// delivery, buffer bounds and stalls. A failing seed prints the
+    /// command that reruns it.
+    Swarm {
+        /// Number of seeds to run, from --from on.
+        #[arg(long, default_value_t = 100)]
+        seeds: u64,
+        /// First seed.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Run this one seed and print its world (a reproduction).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Worker threads (default: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
     /// List the scenario files in a directory with their descriptions.
     List {
         #[arg(default_value = "scenarios")]
         dir: PathBuf,
     },
+}
+
+/// A lab file has `[[path]]` tables; a scenario file has none.
+fn is_lab_file(file: &Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(text.lines().any(|l| l.trim() == "[[path]]"))
+}
+
+/// Parses `--modes` for a lab file.
+pub fn parse_modes(modes: &str) -> anyhow::Result<Vec<LabMode>> {
+    let v: Vec<LabMode> = modes
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| LabMode::parse(m).map_err(|e| anyhow::anyhow!("--modes: {e}")))
+        .collect::<anyhow::Result<_>>()?;
+    if v.is_empty() {
+        anyhow::bail!("--modes: give at least one mode, e.g. single-best,braid-pet");
+    }
+    Ok(v)
+}
+
+fn run_lab(
+    file: &Path,
+    modes: &str,
+    (duration, omit, rwnd): (f64, f64, u32),
+    seeds: Option<u32>,
+    format: Format,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let cfg = braid_lab::load_config(file)?;
+    let modes = parse_modes(modes)?;
+    if !(duration > omit && omit >= 0.0 && duration.is_finite()) {
+        anyhow::bail!("--duration must be longer than --omit (got {duration} and {omit})");
+    }
+    if seeds.is_some_and(|s| s > 1) {
+        anyhow::bail!("--seeds: a lab file runs once; its links take the file's `seed`");
+    }
+    let opts = LabRunOptions {
+        duration_s: duration,
+        omit_s: omit,
+        rwnd_pkts: rwnd.max(2),
+        ..LabRunOptions::default()
+    };
+    let start = std::time::Instant::now();
+    let r = braid_sim::tunnel::run_lab(&cfg, &modes, &opts);
+    match format {
+        Format::Json => println!("{}", serde_json::to_string(&r)?),
+        Format::Table => {
+            println!(
+                "{} (simulated): sum of path rates {:.2} Mbit/s; tunnel ceiling {:.3} of it",
+                r.scenario, r.sum_mbps, r.ceiling_share
+            );
+            println!(
+                "{:<14} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9}  path Mbit/s",
+                "mode", "Mbit/s", "share", "retx", "dupacks", "timeouts", "res.loss"
+            );
+            for x in &r.results {
+                let paths: Vec<String> = x.path_mbps.iter().map(|m| format!("{m:.2}")).collect();
+                println!(
+                    "{:<14} {:>9.2} {:>7.3} {:>7} {:>8} {:>8} {:>9.4}  {}",
+                    x.mode,
+                    x.goodput_mbps,
+                    x.share_of_sum,
+                    x.retransmits,
+                    x.dupacks,
+                    x.timeouts,
+                    x.residual_loss,
+                    paths.join(" / ")
+                );
+            }
+        }
+    }
+    if !quiet {
+        eprintln!(
+            "{} modes x {duration} s simulated in {:.2} s wall time",
+            modes.len(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -46,6 +164,10 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
     match cmd {
         SimCmd::Run {
             file,
+            modes,
+            duration,
+            omit,
+            rwnd,
             format,
             seeds,
             plot,
@@ -54,6 +176,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
         } => {
             if seeds == Some(0) {
                 anyhow::bail!("--seeds must be at least 1");
+            }
+            if is_lab_file(&file)? {
+                return run_lab(&file, &modes, (duration, omit, rwnd), seeds, format, quiet);
             }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();
@@ -108,6 +233,12 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        SimCmd::Swarm {
+            seeds,
+            from,
+            seed,
+            threads,
+        } => swarm(seeds, from, seed, threads),
         SimCmd::List { dir } => {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
                 .with_context(|| format!("cannot list {}", dir.display()))?
@@ -123,5 +254,61 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+fn swarm(seeds: u64, from: u64, seed: Option<u64>, threads: usize) -> anyhow::Result<()> {
+    use braid_sim::swarm::{draw, reproduce_command, run_seed};
+    if let Some(s) = seed {
+        println!("{:#?}", draw(s));
+        return match run_seed(s) {
+            Ok(o) => {
+                println!("seed {s}: ok {o:?}");
+                Ok(())
+            }
+            Err(e) => anyhow::bail!("seed {s}: {e}"),
+        };
+    }
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    };
+    let next = std::sync::atomic::AtomicU64::new(from);
+    let failed = std::sync::Mutex::new(Vec::new());
+    let start = std::time::Instant::now();
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| loop {
+                let s = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if s >= from + seeds {
+                    break;
+                }
+                let r = std::panic::catch_unwind(|| run_seed(s));
+                let msg = match r {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => e,
+                    Err(_) => "panic".to_string(),
+                };
+                eprintln!(
+                    "seed {s} FAILED: {msg}\n  reproduce: {}",
+                    reproduce_command(s)
+                );
+                failed.lock().expect("no poisoning").push(s);
+            });
+        }
+    });
+    let mut failed = failed.into_inner().expect("no poisoning");
+    failed.sort_unstable();
+    println!(
+        "{seeds} seeds from {from}: {} failed {:?} in {:.1} s",
+        failed.len(),
+        failed,
+        start.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{} seeds failed", failed.len())
     }
 }

@@ -93,3 +93,67 @@ fn keygen_from_stdin_and_showconf() {
     assert!(text.contains("server = \"192.0.2.1:51820\""), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn lab_file(name: &str) -> String {
+    format!("{}/../../lab/{name}.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `braid sim run lab/NAME.toml --format json` prints the lab bench's
+/// shape with the simulator's extra counts; a bad mode is named with the
+/// choices.
+#[test]
+fn sim_run_lab_file_prints_the_lab_bench_shape() {
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["sim", "run", &lab_file("two-equal")])
+        .args([
+            "--modes",
+            "single-best,braid-pet",
+            "--duration",
+            "4",
+            "--omit",
+            "1",
+        ])
+        .args(["--format", "json", "-q"])
+        .output()
+        .expect("run braid");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["scenario"], "two-equal");
+    assert!(v["ceiling_share"].as_f64().unwrap() > 0.9);
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(r[0]["mode"], "single-best");
+    assert_eq!(r[1]["mode"], "braid-pet");
+    for x in r {
+        for k in [
+            "goodput_mbps",
+            "share_of_sum",
+            "dupacks",
+            "retransmits",
+            "timeouts",
+            "residual_loss",
+        ] {
+            assert!(x[k].is_number(), "{k} in {x}");
+        }
+        assert_eq!(x["path_mbps"].as_array().unwrap().len(), 2);
+    }
+    // Two equal paths through the tunnel: well above one path alone.
+    assert!(r[1]["share_of_sum"].as_f64().unwrap() > r[0]["share_of_sum"].as_f64().unwrap() * 1.5);
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args([
+            "sim",
+            "run",
+            &lab_file("two-equal"),
+            "--modes",
+            "braid-fast",
+        ])
+        .output()
+        .expect("run braid");
+    assert!(!bad.status.success());
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
+}

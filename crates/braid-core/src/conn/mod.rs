@@ -79,6 +79,7 @@
 //! [`PeerSessions::needs_rekey`]: crate::crypto::PeerSessions::needs_rekey
 
 mod client;
+mod endpoint;
 mod hello;
 mod ip;
 mod link;
@@ -91,6 +92,7 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
 
 pub use client::{Connection, PathError};
+pub use endpoint::Endpoint;
 pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
 pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, ServerConfig};

@@ -1,7 +1,8 @@
 //! An in-memory client/server pair for `braid_core::conn`, in the style of
 //! quinn-proto's `Pair`: datagrams travel over simulated paths (rate,
-//! delay, blackhole switch), time jumps to the next event or wake-up, and
-//! tests read like scripts. Deterministic: in-flight datagrams are ordered
+//! delay, blackhole switch) modelled by `braid-net`, the link model the
+//! simulator shares, time jumps to the next event or wake-up, and tests
+//! read like scripts. Deterministic: in-flight datagrams are ordered
 //! by `(arrival time, id)` and all randomness comes from one seed.
 
 #![allow(dead_code)]
@@ -10,11 +11,13 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use braid_core::conn::{
-    ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig, Transmit,
+    ClientEntry, ConnConfig, Connection, Endpoint, Event, Ipv4Net, Output, Server, ServerConfig,
+    Transmit,
 };
 use braid_core::crypto::{PrivateKey, PublicKey};
 use braid_core::path::PathId;
-use braid_core::time::{tx_time, Duration, Instant};
+use braid_core::time::{Duration, Instant};
+use braid_net::{Link, LinkParams};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -45,13 +48,39 @@ pub struct LinkSpec {
     pub delay: Duration,
 }
 
+impl LinkSpec {
+    /// The shared model's parameters of one direction: no queue limit, no
+    /// random loss.
+    fn params(&self) -> LinkParams {
+        LinkParams::new(
+            self.rate_bps / 1e6,
+            self.delay.as_secs_f64() * 1e3,
+            u64::MAX,
+        )
+    }
+}
+
 #[derive(Clone, Debug)]
 struct LinkState {
     spec: LinkSpec,
     /// Drop everything in both directions.
     blackhole: bool,
-    /// When each direction's transmitter is free again (up, down).
-    free_at: [Instant; 2],
+    /// The two directions (up, down).
+    dirs: [Link; 2],
+}
+
+impl LinkState {
+    fn new(spec: LinkSpec, seed: u64, start: Instant) -> Self {
+        let p = spec.params();
+        LinkState {
+            dirs: [
+                Link::new(&p, seed * 2, start),
+                Link::new(&p, seed * 2 + 1, start),
+            ],
+            spec,
+            blackhole: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -175,11 +204,8 @@ impl Pair {
             server_pub,
             links: links
                 .into_iter()
-                .map(|spec| LinkState {
-                    spec,
-                    blackhole: false,
-                    free_at: [Instant::ZERO; 2],
-                })
+                .enumerate()
+                .map(|(i, spec)| LinkState::new(spec, i as u64, Instant::ZERO))
                 .collect(),
             flights: BTreeMap::new(),
             next_id: 0,
@@ -221,11 +247,8 @@ impl Pair {
 
     /// Adds a link (the caller adds the path to the client).
     pub fn add_link(&mut self, spec: LinkSpec) -> usize {
-        self.links.push(LinkState {
-            spec,
-            blackhole: false,
-            free_at: [self.now; 2],
-        });
+        let i = self.links.len() as u64;
+        self.links.push(LinkState::new(spec, i, self.now));
         self.links.len() - 1
     }
 
@@ -239,10 +262,13 @@ impl Pair {
             self.swallowed.push((self.now, path, dir, len));
             return;
         }
-        let start = link.free_at[dir as usize].max(self.now);
-        let done = start + tx_time((len + 28) as u32, link.spec.rate_bps);
-        link.free_at[dir as usize] = done;
-        let at = done + link.spec.delay;
+        // The model counts IP bytes: the UDP payload plus 28.
+        let Some(at) = link.dirs[dir as usize]
+            .offer(self.now, len as u64 + 28, false)
+            .delivered_at()
+        else {
+            return; // the model has no loss or limit here; kept for clarity
+        };
         self.flights.insert((at, self.next_id), flight);
         self.next_id += 1;
     }
@@ -279,7 +305,8 @@ impl Pair {
     pub fn drain(&mut self) {
         loop {
             let mut any = false;
-            while let Some(o) = self.client.poll_output() {
+            // Through the driving contract, as the daemon and the simulator.
+            while let Some(o) = Endpoint::poll_output(&mut self.client) {
                 any = true;
                 match o {
                     Output::Transmit(t) => self.client_transmit(t),
@@ -287,7 +314,7 @@ impl Pair {
                     Output::Event(e) => self.client_events.push((self.now, e)),
                 }
             }
-            while let Some(o) = self.server.poll_output() {
+            while let Some(o) = Endpoint::poll_output(&mut self.server) {
                 any = true;
                 match o {
                     Output::Transmit(t) => self.server_transmit(t),
@@ -318,8 +345,8 @@ impl Pair {
     fn step(&mut self, deadline: Instant) -> bool {
         let next = [
             self.flights.keys().next().map(|k| k.0),
-            self.client.poll_timeout(),
-            self.server.poll_timeout(),
+            Endpoint::poll_timeout(&self.client),
+            Endpoint::poll_timeout(&self.server),
         ]
         .into_iter()
         .flatten()

@@ -68,6 +68,34 @@ pub struct TcpConfig {
     /// Ceiling on the exponential backoff multiplier (ns-2 stops doubling
     /// `t_backoff_` at 64).
     pub max_backoff: u32,
+    /// Congestion control: ns-2's NewReno (the paper's) or CUBIC
+    /// (RFC 9438, as Linux). CUBIC also counts slow-start growth per packet
+    /// acknowledged (RFC 3465 with L = ∞, as Linux).
+    pub congestion: Congestion,
+    /// HyStart's delay detection ends slow start (CUBIC only; Linux's
+    /// default).
+    pub hystart: bool,
+    /// TCP timestamps (RFC 7323): every ACK of new data measures the RTT
+    /// of the newest packet it covers (Karn's rule does not apply, the
+    /// echo says which transmission is answered) and ends the timer's
+    /// backoff, as Linux's `tcp_ack_update_rtt` does. Without them
+    /// (ns-2) the backoff lasts until a packet sent after the timeout is
+    /// acknowledged.
+    pub timestamps: bool,
+    /// ECN (RFC 3168): packets are ECN-capable, the receiver echoes CE
+    /// marks, and the sender reduces its window once per window of data
+    /// for them as for a loss, without retransmitting. Off in the paper
+    /// and in Linux's default (it only accepts ECN when asked).
+    pub ecn: bool,
+}
+
+/// Which congestion controller the sender runs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Congestion {
+    #[default]
+    NewReno,
+    Cubic,
 }
 
 impl Default for TcpConfig {
@@ -88,6 +116,43 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(64),
             tick: Duration::from_millis(10),
             max_backoff: 64,
+            congestion: Congestion::NewReno,
+            hystart: false,
+            timestamps: false,
+            ecn: false,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// A Linux-like TCP as the lab's iperf3 runs it: CUBIC with HyStart,
+    /// SACK, initial window 10 (RFC 6928), no max-burst (Linux does not
+    /// pace without the fq qdisc), delayed ACKs with Linux's 40 ms minimum,
+    /// RTO 1 s initially and 200 ms at least (RFC 6298, Linux `TCP_RTO_MIN`),
+    /// 1 ms clock, timestamps (52-byte headers) and a receive window of
+    /// `rwnd_pkts` packets. `mss` is 1448 on a 1500-byte path and 1386
+    /// through the tunnel (inner MTU 1438).
+    pub fn linux(mss: u32, rwnd_pkts: u32) -> TcpConfig {
+        TcpConfig {
+            mss_bytes: mss,
+            header_bytes: 52,
+            max_cwnd_pkts: rwnd_pkts,
+            init_cwnd_pkts: 10,
+            init_ssthresh_pkts: u32::MAX,
+            max_burst: 0,
+            dupack_threshold: 3,
+            delayed_ack: true,
+            delack_timeout: Duration::from_millis(40),
+            sack: true,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(120),
+            tick: Duration::from_millis(1),
+            max_backoff: 64,
+            congestion: Congestion::Cubic,
+            hystart: true,
+            timestamps: true,
+            ecn: false,
         }
     }
 }

@@ -26,7 +26,9 @@
 //!   algorithm, exponential backoff, go-back-N after a timeout;
 //! - max-burst: at most `max_burst` packets per ACK or timer event;
 //! - optional SACK recovery per RFC 6675 (scoreboard, IsLost, pipe,
-//!   NextSeg rules 1-3).
+//!   NextSeg rules 1-3);
+//! - optional CUBIC (RFC 9438) with HyStart instead of NewReno's window
+//!   growth and decrease ([`cubic`], [`TcpConfig::linux`]).
 //!
 //! Receiver ([`TcpReceiver`]): in-order delivery, out-of-order buffering
 //! bounded by the window, optional delayed ACKs and RFC 2018 SACK blocks.
@@ -36,6 +38,7 @@
 
 mod bitring;
 mod config;
+pub mod cubic;
 mod receiver;
 mod rto;
 mod sender;
@@ -43,7 +46,7 @@ mod sender;
 #[cfg(test)]
 mod tests;
 
-pub use config::TcpConfig;
+pub use config::{Congestion, TcpConfig};
 pub use receiver::{TcpReceiver, TcpReceiverStats};
 pub use sender::{TcpSender, TcpSenderStats};
 
@@ -59,6 +62,13 @@ pub struct Segment {
     pub wire_bytes: u32,
     /// This packet was sent before (for traces; receivers ignore it).
     pub retransmit: bool,
+    /// ECN-capable transport (RFC 3168 ECT): a queue may mark it instead
+    /// of dropping it.
+    pub ect: bool,
+    /// Congestion Experienced: a queue marked it on the way.
+    pub ce: bool,
+    /// Congestion Window Reduced: the sender answered an ECE.
+    pub cwr: bool,
 }
 
 /// A TCP acknowledgment.
@@ -73,6 +83,9 @@ pub struct Ack {
     pub n_sack: u8,
     /// Bytes on the wire (the header, 40 by default).
     pub wire_bytes: u32,
+    /// ECN-Echo: the receiver got a CE-marked packet and the sender has
+    /// not yet said CWR (RFC 3168 Section 6.1.3).
+    pub ece: bool,
 }
 
 impl Ack {
@@ -84,6 +97,7 @@ impl Ack {
             sack: [(0, 0); 3],
             n_sack: 0,
             wire_bytes,
+            ece: false,
         }
     }
 

@@ -47,6 +47,8 @@ pub struct TcpReceiver {
     delack_deadline: Option<Instant>,
     delivered_packets: u64,
     delivered_bytes: u64,
+    /// A CE mark arrived and no CWR since (RFC 3168 Section 6.1.3).
+    ecn_echo: bool,
     stats: TcpReceiverStats,
 }
 
@@ -70,6 +72,7 @@ impl TcpReceiver {
             delack_deadline: None,
             delivered_packets: 0,
             delivered_bytes: 0,
+            ecn_echo: false,
             stats: TcpReceiverStats::default(),
         }
     }
@@ -88,6 +91,14 @@ impl TcpReceiver {
             return None;
         }
         self.stats.segments_received += 1;
+        if seg.cwr {
+            self.ecn_echo = false;
+        }
+        // A new CE mark is acknowledged at once (as Linux's quick ACK).
+        let new_mark = seg.ce && !self.ecn_echo;
+        if seg.ce {
+            self.ecn_echo = true;
+        }
         let s = seg.seq;
         let cap = self.ooo.capacity();
         if s < self.rcv_nxt || (s < self.rcv_nxt + cap && self.ooo.get(s)) {
@@ -116,7 +127,7 @@ impl TcpReceiver {
             let bytes = self.ooo_payload[(seq & (cap - 1)) as usize];
             self.deliver(bytes);
         }
-        if filled_hole || !self.delayed_ack || self.delack_deadline.is_some() {
+        if filled_hole || new_mark || !self.delayed_ack || self.delack_deadline.is_some() {
             return Some(self.ack_now());
         }
         self.delack_deadline = Some(now + self.delack_timeout);
@@ -196,6 +207,7 @@ impl TcpReceiver {
             sack: [(0, 0); 3],
             n_sack: 0,
             wire_bytes: self.header_bytes,
+            ece: self.ecn_echo,
         };
         if !self.sack || self.n_ooo == 0 {
             self.n_recent = 0;

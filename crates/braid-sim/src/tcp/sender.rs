@@ -29,9 +29,12 @@
 //! - RTT samples count clock ticks without ns-2's random `boot_time_`
 //!   phase, so runs are deterministic without a random source.
 
+use std::collections::VecDeque;
+
 use braid_core::time::{Duration, Instant};
 
 use super::bitring::BitRing;
+use super::cubic::Cubic;
 use super::rto::RtoEstimator;
 use super::{Ack, Segment, TcpConfig};
 
@@ -51,6 +54,8 @@ pub struct TcpSenderStats {
     pub fast_retransmits: u64,
     /// Retransmission-timer expiries with data outstanding.
     pub timeouts: u64,
+    /// Window reductions for ECN-Echo (RFC 3168 Section 6.1.2).
+    pub ecn_reductions: u64,
     /// Packets cumulatively acknowledged.
     pub packets_acked: u64,
     /// Congestion window now, packets.
@@ -115,6 +120,16 @@ pub struct TcpSender {
     /// The one packet being timed (ns-2 `rtt_seq_`, `rtt_ts_`).
     timed: Option<(u64, Instant)>,
     sb: Option<Scoreboard>,
+    /// CUBIC's state when it is the congestion controller.
+    cubic: Option<Box<Cubic>>,
+    /// Latest transmission time of every packet from `sent_base` on, and
+    /// whether it was retransmitted (Karn), for per-ACK RTT samples.
+    sent_at: VecDeque<(Instant, bool)>,
+    sent_base: u64,
+    /// ECN: no further reduction for ECE until this packet is acknowledged
+    /// (once per window of data), and CWR to set on the next new packet.
+    ecn_recover: u64,
+    cwr_pending: bool,
     stats: TcpSenderStats,
 }
 
@@ -156,6 +171,11 @@ impl TcpSender {
             rtx_deadline: None,
             timed: None,
             sb,
+            cubic: (cfg.congestion == super::Congestion::Cubic).then(Box::default),
+            sent_at: VecDeque::new(),
+            sent_base: 0,
+            ecn_recover: 0,
+            cwr_pending: false,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -177,11 +197,21 @@ impl TcpSender {
         }
         let a = ack.ack;
         let first_out = out.len();
+        if self.cfg.ecn && ack.ece && !self.in_recovery && a >= self.ecn_recover {
+            // RFC 3168 Section 6.1.2: halve (CUBIC: β) as for a loss, at
+            // most once per window, retransmit nothing, say CWR.
+            self.ecn_recover = self.snd_max;
+            self.ssthresh = self.loss_ssthresh();
+            self.cwnd = self.ssthresh as f64;
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+        }
         if self.sb.is_some() {
             self.update_scoreboard(ack);
         }
         if a > self.snd_una {
             self.stats.packets_acked += a - self.snd_una;
+            self.rtt_sample_per_ack(now, a);
             if self.in_recovery && a < self.recover {
                 self.partial_ack(now, a, out);
             } else {
@@ -230,7 +260,7 @@ impl TcpSender {
         // what is in flight. Right after a previous timeout only the one
         // retransmission is in flight, so repeated timeouts leave ssthresh
         // at 2, as ns-2's window()/2 does.
-        self.ssthresh = self.half_flight();
+        self.ssthresh = self.loss_ssthresh();
         self.cwnd = 1.0; // RFC 5681 loss window, ns-2 wnd_restart_
         self.dupwnd = 0;
         self.dupacks = 0;
@@ -343,7 +373,19 @@ impl TcpSender {
             if let Some(sb) = self.sb.as_mut() {
                 sb.retx.set(seq);
             }
+            if let Some(e) = seq
+                .checked_sub(self.sent_base)
+                .and_then(|i| self.sent_at.get_mut(i as usize))
+            {
+                *e = (now, true);
+            }
         } else {
+            if self.cubic.is_some() || self.cfg.timestamps {
+                if self.sent_at.is_empty() {
+                    self.sent_base = seq;
+                }
+                self.sent_at.push_back((now, false));
+            }
             self.snd_max = seq + 1;
             // Time one new packet per RTT; retransmissions are never timed
             // (Karn's algorithm, RFC 6298 Section 3).
@@ -358,6 +400,9 @@ impl TcpSender {
             payload_bytes: self.cfg.mss_bytes,
             wire_bytes: self.cfg.wire_bytes(),
             retransmit,
+            ect: self.cfg.ecn,
+            ce: false,
+            cwr: !retransmit && std::mem::take(&mut self.cwr_pending),
         });
         // RFC 6298 (5.1): start the timer if it is not running.
         if self.rtx_deadline.is_none() || nothing_outstanding {
@@ -391,9 +436,18 @@ impl TcpSender {
 
     /// ns-2 `opencwnd` (`wnd_option_` 1): +1 per ACK in slow start, +1/cwnd
     /// per ACK in congestion avoidance (RFC 5681 eq. (3)), both per ACK and
-    /// not per packet acknowledged, then the window ceiling.
-    fn open_cwnd(&mut self) {
-        if self.cwnd < self.ssthresh as f64 {
+    /// not per packet acknowledged, then the window ceiling. With CUBIC:
+    /// slow start grows by the packets acknowledged (Linux
+    /// `tcp_slow_start`), congestion avoidance follows RFC 9438.
+    fn open_cwnd(&mut self, now: Instant, acked: u64) {
+        let ss = self.ssthresh as f64;
+        if let Some(c) = self.cubic.as_mut() {
+            if self.cwnd < ss {
+                self.cwnd = (self.cwnd + acked as f64).min(ss.max(self.cwnd + 1.0));
+            } else {
+                self.cwnd = c.on_ack_ca(now, self.cwnd, acked);
+            }
+        } else if self.cwnd < ss {
             self.cwnd += 1.0;
         } else {
             self.cwnd += 1.0 / self.cwnd;
@@ -401,10 +455,60 @@ impl TcpSender {
         self.cwnd = self.cwnd.min(f64::from(self.cfg.max_cwnd_pkts));
     }
 
+    /// ssthresh after a congestion event: max(FlightSize/2, 2) for NewReno
+    /// (RFC 5681 eq. (4)), max(β cwnd, 2) for CUBIC (RFC 9438 Section 4.6).
+    fn loss_ssthresh(&mut self) -> u64 {
+        match self.cubic.as_mut() {
+            Some(c) => (c.on_congestion(self.cwnd) as u64).max(2),
+            None => self.half_flight(),
+        }
+    }
+
+    /// With CUBIC or timestamps: forgets the send times below `a`. With
+    /// timestamps the RTO estimator gets the RTT of the latest
+    /// transmission among the packets `a` covers (the one whose arrival
+    /// made the receiver send this ACK, whose timestamp it echoes,
+    /// RFC 7323 Section 4) and the backoff ends. HyStart gets the RTT of
+    /// the newest packet covered unless it was retransmitted.
+    fn rtt_sample_per_ack(&mut self, now: Instant, a: u64) {
+        if self.cubic.is_none() && !self.cfg.timestamps {
+            return;
+        }
+        let mut last = None;
+        let mut latest: Option<Instant> = None;
+        while self.sent_base < a {
+            let Some(e) = self.sent_at.pop_front() else {
+                self.sent_base = a;
+                break;
+            };
+            self.sent_base += 1;
+            latest = Some(latest.map_or(e.0, |l| l.max(e.0)));
+            last = Some(e);
+        }
+        if let (true, Some(t)) = (self.cfg.timestamps, latest) {
+            self.rto.reset_backoff();
+            self.rto.sample(t, now);
+        }
+        let Some((sent, false)) = last else { return };
+        let slow_start = self.cfg.hystart && !self.in_recovery && self.cwnd < self.ssthresh as f64;
+        let (cwnd, snd_max) = (self.cwnd, self.snd_max);
+        if let Some(c) = self.cubic.as_mut() {
+            if c.on_rtt_sample(now - sent, slow_start, cwnd, a, snd_max) {
+                self.ssthresh = (cwnd as u64).max(2);
+            }
+        }
+    }
+
+    /// CUBIC's state, if it is the congestion controller.
+    pub fn cubic(&self) -> Option<&Cubic> {
+        self.cubic.as_deref()
+    }
+
     /// An ACK of new data outside recovery (ns-2 `newack` +
     /// `recv_newack_helper`).
     fn new_ack(&mut self, now: Instant, a: u64) {
         self.dupacks = 0;
+        let acked = a - self.snd_una;
         self.snd_una = a;
         self.snd_nxt = self.snd_nxt.max(a);
         if let Some((seq, sent)) = self.timed {
@@ -416,7 +520,7 @@ impl TcpSender {
                 self.timed = None;
             }
         }
-        self.open_cwnd();
+        self.open_cwnd(now, acked);
         self.restart_timer(now);
     }
 
@@ -478,7 +582,7 @@ impl TcpSender {
                 // ssthresh + 3 (ns-2: cwnd_ = ssthresh_, dupwnd_ = 3).
                 self.recover = self.snd_max;
                 self.had_congestion = true;
-                self.ssthresh = self.half_flight();
+                self.ssthresh = self.loss_ssthresh();
                 self.cwnd = self.ssthresh as f64;
                 self.dupwnd = thresh;
                 self.in_recovery = true;
@@ -566,7 +670,7 @@ impl TcpSender {
         self.recover = self.snd_max;
         self.had_congestion = true;
         self.in_recovery = true;
-        self.ssthresh = self.half_flight();
+        self.ssthresh = self.loss_ssthresh();
         self.cwnd = self.ssthresh as f64;
         self.dupwnd = 0;
         self.snd_nxt = self.snd_max;

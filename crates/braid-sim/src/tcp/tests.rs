@@ -242,6 +242,9 @@ fn seg(seq: u64) -> Segment {
         payload_bytes: 1460,
         wire_bytes: 1500,
         retransmit: false,
+        ect: false,
+        ce: false,
+        cwr: false,
     }
 }
 
@@ -627,4 +630,80 @@ fn sack_recovery_follows_pipe_and_retransmits_a_hole_exposed_by_a_partial_ack() 
     assert!(!s.in_recovery());
     assert!((s.cwnd() - 5.2).abs() < 1e-12);
     assert_eq!(s.stats().timeouts, 0);
+}
+
+/// RFC 7323 timestamps: the ACK of a retransmission measures it and ends
+/// the backoff (as Linux); without them (ns-2) Karn's rule keeps the
+/// backed-off timer until a packet sent after the timeout is acknowledged.
+#[test]
+fn timestamps_end_the_backoff_on_the_first_ack() {
+    for ts in [false, true] {
+        let c = TcpConfig {
+            timestamps: ts,
+            ..TcpConfig::default()
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(Instant::ZERO, &mut out);
+        for _ in 0..2 {
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t, &mut out);
+        }
+        assert_eq!(s.stats().backoff, 4);
+        let t = s.poll_timeout().unwrap() - Duration::from_millis(1);
+        s.on_ack(t, &Ack::cumulative(0, 1, 40), &mut out);
+        assert_eq!(s.stats().backoff, if ts { 1 } else { 4 }, "timestamps {ts}");
+    }
+}
+
+/// RFC 3168: the receiver echoes a CE mark on every ACK until the sender
+/// says CWR; the sender reduces its window once per window of data for
+/// it, retransmits nothing, and sets CWR on its next new packet.
+#[test]
+fn ecn_echo_reduces_once_per_window_without_retransmitting() {
+    let c = TcpConfig {
+        ecn: true,
+        ..cfg(10, 0)
+    };
+    // Receiver.
+    let mut r = TcpReceiver::new(&c, 0);
+    assert!(!r.on_segment(ms(0), &seg(0)).unwrap().ece);
+    let marked = Segment { ce: true, ..seg(1) };
+    assert!(r.on_segment(ms(1), &marked).unwrap().ece);
+    assert!(r.on_segment(ms(2), &seg(2)).unwrap().ece, "echo until CWR");
+    let cwr = Segment {
+        cwr: true,
+        ..seg(3)
+    };
+    assert!(!r.on_segment(ms(3), &cwr).unwrap().ece);
+    // Sender.
+    let mut s = TcpSender::new(c, 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    assert!(out.iter().all(|p| p.ect && !p.cwr));
+    out.clear();
+    s.on_ack(ms(100), &ack(1), &mut out);
+    let before = s.cwnd();
+    out.clear();
+    let mut e = ack(2);
+    e.ece = true;
+    s.on_ack(ms(101), &e, &mut out);
+    assert!(s.cwnd() < before * 0.6, "{} -> {}", before, s.cwnd());
+    assert_eq!(s.stats().ecn_reductions, 1);
+    assert_eq!(s.stats().retransmits, 0);
+    // More echoes within the same window: no further reduction.
+    let after = s.cwnd();
+    for a in 3..6 {
+        let mut e = ack(a);
+        e.ece = true;
+        s.on_ack(ms(102), &e, &mut out);
+    }
+    assert_eq!(s.stats().ecn_reductions, 1);
+    assert!(s.cwnd() >= after);
+    for a in 6..12 {
+        s.on_ack(ms(103), &ack(a), &mut out);
+    }
+    assert!(!out.is_empty());
+    let cwr_sent = out.iter().filter(|p| p.cwr).count();
+    assert_eq!(cwr_sent, 1, "{out:?}");
 }

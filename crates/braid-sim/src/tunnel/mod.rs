@@ -1,0 +1,231 @@
+//! Lab files in simulation: the shipped tunnel (`braid_core::conn`'s
+//! client [`Connection`](braid_core::conn::Connection) and
+//! [`Server`](braid_core::conn::Server), with their handshake, encryption,
+//! pacing, feedback batching and path liveness) carries a Linux-like TCP
+//! upload over the paths of a lab file, modelled by `braid-net` exactly as
+//! the lab's emulator runs them. Only the clock and the network are
+//! simulated; the endpoints are driven through
+//! [`Endpoint`](braid_core::conn::Endpoint), the contract the daemon uses.
+//!
+//! Modes are those of `braid lab bench`: `single-best` (TCP alone on the
+//! best path), `braid-<scheduler>` (TCP through the tunnel), and `mptcp`,
+//! here a simple model of uncoupled subflows (one CUBIC connection per
+//! path), which kernel MPTCP's default (uncoupled "lia"-less) scheduler
+//! approaches. The report has the lab bench's JSON shape plus what only a
+//! simulation can count exactly.
+//!
+//! Measurement follows the lab bench: the transfer runs `duration_s`
+//! seconds from its start (the end of the handshake through the tunnel),
+//! goodput is the TCP payload delivered in order after the first
+//! `omit_s`, divided by the time after that, and a mode's share is its
+//! goodput over the sum of the configured uplink rates.
+
+pub(crate) mod inner;
+pub(crate) mod world;
+
+use braid_core::sched::SchedulerKind;
+use braid_lab::config::{Direction, LabConfig, LossSpec};
+use braid_net::{GilbertParams, LinkParams, TraceStep};
+use serde::Serialize;
+
+use crate::tcp::TcpConfig;
+
+pub use inner::HEADER_BYTES;
+pub use world::{run_direct, run_tunnel, Outcome};
+
+/// A mode of `braid sim run lab/NAME.toml`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LabMode {
+    SingleBest,
+    /// One uncoupled CUBIC subflow per path.
+    Mptcp,
+    Braid(SchedulerKind),
+}
+
+impl LabMode {
+    /// Parses a lab bench mode name.
+    pub fn parse(s: &str) -> Result<LabMode, String> {
+        match s {
+            "single-best" => Ok(LabMode::SingleBest),
+            "mptcp" => Ok(LabMode::Mptcp),
+            _ => s
+                .strip_prefix("braid-")
+                .and_then(SchedulerKind::parse)
+                .map(LabMode::Braid)
+                .ok_or_else(|| {
+                    let names: Vec<String> = SchedulerKind::ALL
+                        .iter()
+                        .map(|k| format!("braid-{}", k.as_str()))
+                        .collect();
+                    format!(
+                        "unknown mode `{s}`: use single-best, mptcp or one of {}",
+                        names.join(", ")
+                    )
+                }),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            LabMode::SingleBest => "single-best".into(),
+            LabMode::Mptcp => "mptcp".into(),
+            LabMode::Braid(k) => format!("braid-{}", k.as_str()),
+        }
+    }
+}
+
+/// How long and how a lab file is run.
+#[derive(Clone, Debug)]
+pub struct LabRunOptions {
+    /// Length of the transfer (the lab bench's default: 15 s).
+    pub duration_s: f64,
+    /// Seconds at the start left out of the goodput (the lab's 2 s).
+    pub omit_s: f64,
+    /// Seed of the keys and of every random choice in the endpoints; the
+    /// links use the lab file's seed, as the emulator does.
+    pub seed: u64,
+    /// The receive window, packets (Linux autotunes to several MB).
+    pub rwnd_pkts: u32,
+}
+
+impl Default for LabRunOptions {
+    fn default() -> Self {
+        LabRunOptions {
+            duration_s: 15.0,
+            omit_s: 2.0,
+            seed: 1,
+            rwnd_pkts: 4096,
+        }
+    }
+}
+
+/// One mode's outcome, as the lab bench reports it plus exact counts.
+#[derive(Clone, Debug, Serialize)]
+pub struct LabResult {
+    pub mode: String,
+    pub goodput_mbps: f64,
+    pub share_of_sum: f64,
+    /// IP rate each path's uplink delivered during the transfer.
+    pub path_mbps: Vec<f64>,
+    pub retransmits: u64,
+    pub dupacks: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+    /// Data segments the inner TCP sent that never reached its receiver
+    /// (not counting those unacknowledged at the end), over all it sent:
+    /// the loss TCP saw through the tunnel or on the path.
+    pub residual_loss: f64,
+    /// Packets the links dropped (queue, loss, down), uplink.
+    pub link_drops: u64,
+    /// Simulated seconds per wall-clock second.
+    #[serde(skip)]
+    pub speed: f64,
+    /// Datagrams (or packets) carried by the links.
+    #[serde(skip)]
+    pub packets: u64,
+}
+
+/// `{"scenario", "ceiling_share", "sum_mbps", "results": [...]}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct LabReport {
+    pub scenario: String,
+    pub ceiling_share: f64,
+    pub sum_mbps: f64,
+    pub results: Vec<LabResult>,
+}
+
+/// The best share the tunnel allows: TCP payload (inner MTU 1438 less
+/// 52 bytes of TCP/IP headers) over the 1500-byte outer packet.
+pub fn ceiling_share() -> f64 {
+    let inner = braid_core::conn::DEFAULT_INNER_MTU as f64;
+    (inner - HEADER_BYTES as f64) / 1500.0
+}
+
+/// The lab emulator's seed for path `i`, direction `dir` (as
+/// `braid-lab`'s emulator derives it), so that random loss is the same.
+pub fn link_seed(base: u64, i: usize, dir: Direction) -> u64 {
+    let k = (i as u64) * 2 + (dir == Direction::Down) as u64;
+    base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(k.wrapping_mul(0xD1B5_4A32_D192_ED03) + 1)
+}
+
+/// The shared model's parameters of path `i`, direction `dir`.
+pub fn link_params(cfg: &LabConfig, i: usize, dir: Direction) -> LinkParams {
+    let d = cfg.resolve(i, dir);
+    let mut p = LinkParams::new(d.rate_bps / 1e6, d.delay_s * 1e3, d.queue_bytes);
+    match d.loss {
+        LossSpec::None => {}
+        LossSpec::Bernoulli(l) => p.loss = l,
+        LossSpec::Gilbert(g) => {
+            p.gilbert = Some(GilbertParams {
+                p_good_bad: g.p_good_bad,
+                p_bad_good: g.p_bad_good,
+                loss_bad: g.loss_bad,
+                loss_good: g.loss_good,
+            })
+        }
+    }
+    p.trace = d
+        .trace
+        .iter()
+        .map(|s| TraceStep {
+            at_s: s.at_s,
+            rate_mbit: s.rate_bps.map(|r| r / 1e6),
+            delay_ms: s.delay_s.map(|d| d * 1e3),
+            loss: s.loss,
+            up: None,
+        })
+        .collect();
+    p
+}
+
+/// Runs every mode on the lab file's paths.
+pub fn run_lab(cfg: &LabConfig, modes: &[LabMode], opts: &LabRunOptions) -> LabReport {
+    let sum = cfg.sum_rate_mbit(Direction::Up);
+    let results = modes
+        .iter()
+        .map(|&m| {
+            let out = match m {
+                LabMode::SingleBest => {
+                    let best = cfg.best_path(Direction::Up);
+                    run_direct(cfg, &[best], opts)
+                }
+                LabMode::Mptcp => {
+                    let all: Vec<usize> = (0..cfg.paths.len()).collect();
+                    run_direct(cfg, &all, opts)
+                }
+                LabMode::Braid(kind) => run_tunnel(cfg, kind, opts),
+            };
+            out.into_result(m.name(), sum)
+        })
+        .collect();
+    LabReport {
+        scenario: cfg.name.clone(),
+        ceiling_share: ceiling_share(),
+        sum_mbps: sum,
+        results,
+    }
+}
+
+/// The TCP the lab's iperf3 runs (see [`TcpConfig::linux`]) for packets
+/// of `mtu` bytes.
+pub fn lab_tcp(mtu: u32, opts: &LabRunOptions) -> TcpConfig {
+    TcpConfig::linux(mtu - HEADER_BYTES, opts.rwnd_pkts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_errors_list_the_choices() {
+        assert_eq!(LabMode::parse("single-best"), Ok(LabMode::SingleBest));
+        assert_eq!(
+            LabMode::parse("braid-pet"),
+            Ok(LabMode::Braid(SchedulerKind::Pet))
+        );
+        let e = LabMode::parse("braid-foo").unwrap_err();
+        assert!(e.contains("braid-pet") && e.contains("single-best"), "{e}");
+        assert!((ceiling_share() - 1386.0 / 1500.0).abs() < 1e-12);
+    }
+}

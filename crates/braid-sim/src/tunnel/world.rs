@@ -1,0 +1,656 @@
+//! The event loops of the lab modes: TCP through the shipped tunnel, and
+//! TCP directly over one path or one per path.
+//!
+//! Links are `braid_net::Link`s, pure functions of their arrivals, so the
+//! only events are datagrams arriving; timers are the endpoints' and the
+//! TCP model's own `poll_timeout`s, and the loop jumps to the earliest.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use braid_core::conn::{
+    ClientEntry, ConnConfig, Connection, Endpoint, Event, Ipv4Net, Output, Server, ServerConfig,
+};
+use braid_core::crypto::PrivateKey;
+use braid_core::path::PathId;
+use braid_core::sched::SchedulerKind;
+use braid_core::time::{Duration, Instant};
+use braid_lab::config::{Direction, LabConfig};
+use braid_net::Link;
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
+use sha2::{Digest, Sha256};
+
+use super::inner::{decode_ack, decode_segment, encode_ack, encode_segment, fill_payload, tag_of};
+use super::{lab_tcp, link_params, link_seed, LabResult, LabRunOptions};
+use crate::event::EventQueue;
+use crate::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TcpSenderStats};
+
+/// Wall clock at `Instant::ZERO` for handshake timestamps.
+const UNIX_AT_ZERO: u64 = 1_700_000_000_000_000_000;
+/// The far end of the upload (the lab's iperf3 server behind the proxy).
+const FAR: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+
+fn server_addr() -> SocketAddr {
+    "192.0.2.1:51820".parse().unwrap()
+}
+
+fn client_addr(path: usize) -> SocketAddr {
+    SocketAddr::new(
+        Ipv4Addr::new(10, 0, path as u8, 2).into(),
+        4000 + path as u16,
+    )
+}
+
+fn path_of(addr: SocketAddr) -> Option<usize> {
+    let i = usize::from(addr.port().checked_sub(4000)?);
+    (addr.ip() == IpAddr::from(Ipv4Addr::new(10, 0, i as u8, 2))).then_some(i)
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Payload delivered in order within the measured interval, and its
+    /// length.
+    pub bytes: u64,
+    pub seconds: f64,
+    /// IP bytes each uplink delivered during the transfer, and its length.
+    pub path_bytes: Vec<u64>,
+    pub transfer_seconds: f64,
+    pub tcp: TcpSenderStats,
+    pub segments_sent: u64,
+    pub segments_arrived: u64,
+    /// Segments still unacknowledged at the end (possibly in flight).
+    pub segments_outstanding: u64,
+    pub link_drops: u64,
+    pub packets: u64,
+    pub wall_seconds: f64,
+    pub sim_seconds: f64,
+}
+
+impl Outcome {
+    pub fn goodput_mbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.seconds.max(1e-9) / 1e6
+    }
+
+    pub(super) fn into_result(self, mode: String, sum_mbps: f64) -> LabResult {
+        let g = self.goodput_mbps();
+        LabResult {
+            mode,
+            goodput_mbps: g,
+            share_of_sum: g / sum_mbps,
+            path_mbps: self
+                .path_bytes
+                .iter()
+                .map(|&b| b as f64 * 8.0 / self.transfer_seconds.max(1e-9) / 1e6)
+                .collect(),
+            retransmits: self.tcp.retransmits,
+            dupacks: self.tcp.dupacks,
+            timeouts: self.tcp.timeouts,
+            fast_retransmits: self.tcp.fast_retransmits,
+            residual_loss: 1.0 - self.segments_arrived as f64 / (self.segments_sent.max(1)) as f64,
+            link_drops: self.link_drops,
+            speed: self.sim_seconds / self.wall_seconds.max(1e-9),
+            packets: self.packets,
+        }
+    }
+}
+
+fn links(cfg: &LabConfig, dir: Direction) -> Vec<Link> {
+    let seed = cfg.seed.unwrap_or(1);
+    (0..cfg.paths.len())
+        .map(|i| {
+            Link::new(
+                &link_params(cfg, i, dir),
+                link_seed(seed, i, dir),
+                Instant::ZERO,
+            )
+        })
+        .collect()
+}
+
+pub(crate) enum Flight {
+    ToServer(usize, Vec<u8>),
+    ToClient(usize, Vec<u8>),
+}
+
+/// Datagram faults a swarm world adds after the links: extra delay
+/// (reordering), duplicates and corrupted bytes. All zero for lab files.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Faults {
+    pub reorder: f64,
+    pub reorder_max: Duration,
+    pub duplicate: f64,
+    pub corrupt: f64,
+}
+
+/// What builds a [`TunnelWorld`].
+pub(crate) struct TunnelSetup {
+    pub up: Vec<Link>,
+    pub down: Vec<Link>,
+    pub conn: ConnConfig,
+    pub tcp: TcpConfig,
+    /// Packets to transfer, or forever.
+    pub total_packets: Option<u64>,
+    pub seed: u64,
+    pub faults: Faults,
+}
+
+/// End-to-end checks of what the tunnel delivers (the swarm's
+/// invariants): every inner packet at most once, payloads intact, and the
+/// in-order byte stream's SHA-256.
+pub(crate) struct Check {
+    pub seen_up: HashSet<u64>,
+    pub seen_down: HashSet<u64>,
+    pub duplicates: u64,
+    pub corrupted: u64,
+    /// Out-of-order payloads not yet hashed, by packet number.
+    pub pending: BTreeMap<u64, Vec<u8>>,
+    pub hashed_upto: u64,
+    pub hasher: Sha256,
+    /// When the hashed prefix last grew.
+    pub progress: Vec<Instant>,
+}
+
+impl Check {
+    pub fn new() -> Self {
+        Check {
+            seen_up: HashSet::new(),
+            seen_down: HashSet::new(),
+            duplicates: 0,
+            corrupted: 0,
+            pending: BTreeMap::new(),
+            hashed_upto: 0,
+            hasher: Sha256::new(),
+            progress: Vec::new(),
+        }
+    }
+}
+
+/// TCP through the shipped tunnel.
+pub(crate) struct TunnelWorld {
+    pub now: Instant,
+    pub client: Connection,
+    pub server: Server,
+    pub up: Vec<Link>,
+    pub down: Vec<Link>,
+    flights: EventQueue<Flight>,
+    pub tx: TcpSender,
+    pub rx: TcpReceiver,
+    pub mss: u32,
+    /// The client's tunnel address, once established.
+    me: Option<Ipv4Addr>,
+    pub started: Option<Instant>,
+    segs: Vec<Segment>,
+    buf: Vec<u8>,
+    pub pattern: Vec<u8>,
+    pub arrived: u64,
+    pub packets: u64,
+    next_tag: u64,
+    faults: Faults,
+    fault_rng: ChaCha8Rng,
+    pub check: Option<Check>,
+}
+
+impl TunnelWorld {
+    fn new(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) -> Self {
+        Self::build(TunnelSetup {
+            up: links(cfg, Direction::Up),
+            down: links(cfg, Direction::Down),
+            conn: ConnConfig {
+                scheduler: kind,
+                ..ConnConfig::default()
+            },
+            tcp: lab_tcp(u32::from(braid_core::conn::DEFAULT_INNER_MTU), opts),
+            total_packets: None,
+            seed: opts.seed,
+            faults: Faults::default(),
+        })
+    }
+
+    pub(crate) fn build(setup: TunnelSetup) -> Self {
+        let mut rng = ChaCha20Rng::seed_from_u64(setup.seed);
+        let ck = PrivateKey::generate(&mut rng);
+        let sk = PrivateKey::generate(&mut rng);
+        let conn = setup.conn;
+        let mut scfg = ServerConfig::new(
+            Ipv4Net::parse("10.77.0.0/24").expect("valid network"),
+            vec![ClientEntry {
+                name: "lab".into(),
+                key: ck.public_key(),
+                address: None,
+            }],
+        );
+        scfg.conn = conn.clone();
+        let server_pub = sk.public_key();
+        let server = Server::new(scfg, sk, &mut rng).expect("valid server configuration");
+        let paths: Vec<(PathId, SocketAddr)> = (0..setup.up.len())
+            .map(|i| (PathId(i as u8), server_addr()))
+            .collect();
+        let client = Connection::client(
+            conn,
+            ck,
+            server_pub,
+            &paths,
+            UNIX_AT_ZERO,
+            Instant::ZERO,
+            &mut rng,
+        )
+        .expect("valid client configuration");
+        let tcp = setup.tcp;
+        TunnelWorld {
+            now: Instant::ZERO,
+            client,
+            server,
+            up: setup.up,
+            down: setup.down,
+            flights: EventQueue::default(),
+            tx: TcpSender::new(tcp.clone(), 0, setup.total_packets),
+            rx: TcpReceiver::new(&tcp, 0),
+            mss: tcp.mss_bytes,
+            me: None,
+            started: None,
+            segs: Vec::new(),
+            buf: Vec::new(),
+            pattern: (0..=250u8).collect(),
+            arrived: 0,
+            packets: 0,
+            next_tag: 1,
+            faults: setup.faults,
+            fault_rng: ChaCha8Rng::seed_from_u64(setup.seed ^ 0xfa17),
+            check: None,
+        }
+    }
+
+    fn tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        self.next_tag
+    }
+
+    fn send_segments(&mut self) {
+        let Some(me) = self.me else { return };
+        let segs = std::mem::take(&mut self.segs);
+        for s in &segs {
+            let tag = self.tag();
+            encode_segment(s, self.mss, me, FAR, tag, &self.pattern, &mut self.buf);
+            self.client.send_packet(self.now, &self.buf);
+        }
+        self.segs = segs;
+        self.segs.clear();
+    }
+
+    fn send_ack(&mut self, ack: &crate::tcp::Ack) {
+        let Some(me) = self.me else { return };
+        let tag = self.tag();
+        encode_ack(ack, self.mss, FAR, me, tag, &mut self.buf);
+        self.server.send_packet(self.now, &self.buf);
+    }
+
+    fn schedule(&mut self, at: Instant, to_server: bool, path: usize, bytes: Vec<u8>) {
+        let f = if to_server {
+            Flight::ToServer(path, bytes)
+        } else {
+            Flight::ToClient(path, bytes)
+        };
+        self.flights.push(at, f);
+    }
+
+    fn launch(&mut self, to_server: bool, path: usize, mut bytes: Vec<u8>) {
+        let links = if to_server {
+            &mut self.up
+        } else {
+            &mut self.down
+        };
+        let Some(link) = links.get_mut(path) else {
+            return;
+        };
+        self.packets += 1;
+        let Some(mut at) = link
+            .offer(self.now, bytes.len() as u64 + 28, false)
+            .delivered_at()
+        else {
+            return;
+        };
+        let f = &self.faults;
+        if f.reorder > 0.0 || f.duplicate > 0.0 || f.corrupt > 0.0 {
+            let r = &mut self.fault_rng;
+            if r.gen::<f64>() < f.reorder {
+                at += f.reorder_max.mul_f64(r.gen::<f64>());
+            }
+            if r.gen::<f64>() < f.corrupt && !bytes.is_empty() {
+                let i = r.gen_range(0..bytes.len());
+                bytes[i] ^= 1 << r.gen_range(0..8);
+            }
+            if r.gen::<f64>() < f.duplicate {
+                let later = at + f.reorder_max.mul_f64(r.gen::<f64>());
+                self.schedule(later, to_server, path, bytes.clone());
+            }
+        }
+        self.schedule(at, to_server, path, bytes);
+    }
+
+    /// The server delivered inner packet `p`: check it and give it to TCP.
+    fn deliver_up(&mut self, p: &[u8]) {
+        let Some((seg, payload)) = decode_segment(p, self.mss, self.rx.rcv_nxt()) else {
+            return;
+        };
+        self.arrived += 1;
+        if let Some(c) = self.check.as_mut() {
+            if !tag_of(p).is_some_and(|t| c.seen_up.insert(t)) {
+                c.duplicates += 1;
+            }
+            let mut want = vec![0u8; payload.len()];
+            fill_payload(&mut want, seg.seq * u64::from(self.mss), &self.pattern);
+            if want != payload {
+                c.corrupted += 1;
+            } else if seg.seq >= c.hashed_upto && c.pending.len() < 1 << 16 {
+                c.pending.entry(seg.seq).or_insert_with(|| payload.to_vec());
+                let before = c.hashed_upto;
+                while let Some(d) = c.pending.remove(&c.hashed_upto) {
+                    c.hasher.update(&d);
+                    c.hashed_upto += 1;
+                }
+                if c.hashed_upto > before {
+                    c.progress.push(self.now);
+                }
+            }
+        }
+        if let Some(ack) = self.rx.on_segment(self.now, &seg) {
+            self.send_ack(&ack);
+        }
+    }
+
+    /// Routes every pending output of both ends.
+    fn drain(&mut self) {
+        loop {
+            let mut any = false;
+            while let Some(o) = Endpoint::poll_output(&mut self.client) {
+                any = true;
+                match o {
+                    Output::Transmit(t) => {
+                        let path = t.path.map_or(0, |p| usize::from(p.0));
+                        self.launch(true, path, t.bytes);
+                    }
+                    Output::Deliver(p) => {
+                        if let Some(c) = self.check.as_mut() {
+                            if !tag_of(&p).is_some_and(|t| c.seen_down.insert(t)) {
+                                c.duplicates += 1;
+                            }
+                        }
+                        if let Some(ack) = decode_ack(&p, self.mss, self.tx.snd_una()) {
+                            self.tx.on_ack(self.now, &ack, &mut self.segs);
+                            self.send_segments();
+                        }
+                    }
+                    Output::Event(Event::Established { params }) => {
+                        self.me = Some(params.address);
+                        if self.started.is_none() {
+                            self.started = Some(self.now);
+                            self.tx.start(self.now, &mut self.segs);
+                            self.send_segments();
+                        }
+                    }
+                    Output::Event(_) => {}
+                }
+            }
+            while let Some(o) = Endpoint::poll_output(&mut self.server) {
+                any = true;
+                match o {
+                    Output::Transmit(t) => {
+                        if let Some(path) = path_of(t.dest) {
+                            self.launch(false, path, t.bytes);
+                        }
+                    }
+                    Output::Deliver(p) => self.deliver_up(&p),
+                    Output::Event(_) => {}
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn next_time(&self) -> Option<Instant> {
+        [
+            self.flights.peek_time(),
+            Endpoint::poll_timeout(&self.client),
+            Endpoint::poll_timeout(&self.server),
+            self.tx.poll_timeout(),
+            self.rx.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    pub(crate) fn run_until(&mut self, until: Instant) {
+        let mut spins = 0u32;
+        loop {
+            self.drain();
+            let Some(t) = self.next_time().filter(|&t| t <= until) else {
+                self.now = self.now.max(until);
+                return;
+            };
+            if t <= self.now {
+                spins += 1;
+                assert!(spins < 100_000, "endpoints spin at {:?}", self.now);
+            } else {
+                spins = 0;
+            }
+            self.now = self.now.max(t);
+            while self.flights.peek_time().is_some_and(|t| t <= self.now) {
+                let Some((_, f)) = self.flights.pop() else {
+                    break;
+                };
+                match f {
+                    Flight::ToServer(path, b) => {
+                        self.server.handle_datagram(self.now, client_addr(path), &b)
+                    }
+                    Flight::ToClient(path, b) => {
+                        self.client
+                            .handle_datagram(self.now, PathId(path as u8), &b)
+                    }
+                }
+                self.drain();
+            }
+            if Endpoint::poll_timeout(&self.client).is_some_and(|t| t <= self.now) {
+                self.client.handle_timeout(self.now);
+            }
+            if Endpoint::poll_timeout(&self.server).is_some_and(|t| t <= self.now) {
+                self.server.handle_timeout(self.now);
+            }
+            if self.tx.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.tx.handle_timeout(self.now, &mut self.segs);
+                self.send_segments();
+            }
+            if self.rx.poll_timeout().is_some_and(|t| t <= self.now) {
+                if let Some(ack) = self.rx.handle_timeout(self.now) {
+                    self.send_ack(&ack);
+                }
+            }
+        }
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+/// TCP through the shipped tunnel with scheduler `kind`.
+pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) -> Outcome {
+    let wall = std::time::Instant::now();
+    let mut w = TunnelWorld::new(cfg, kind, opts);
+    // The handshake: retried every few seconds if lost, so allow a while.
+    let mut t = Instant::ZERO;
+    while w.started.is_none() && t < Instant::from_millis(60_000) {
+        t += Duration::from_millis(50);
+        w.run_until(t);
+    }
+    let Some(start) = w.started else {
+        return Outcome::default();
+    };
+    let up0: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
+    w.run_until(start + secs(opts.omit_s));
+    let b0 = w.rx.delivered_bytes();
+    let end = start + secs(opts.duration_s);
+    w.run_until(end);
+    let tcp = w.tx.stats();
+    Outcome {
+        bytes: w.rx.delivered_bytes() - b0,
+        seconds: opts.duration_s - opts.omit_s,
+        path_bytes: w
+            .up
+            .iter()
+            .zip(&up0)
+            .map(|(l, b)| l.stats.delivered_bytes - b)
+            .collect(),
+        transfer_seconds: opts.duration_s,
+        segments_sent: tcp.segments_sent,
+        segments_arrived: w.arrived,
+        segments_outstanding: w.tx.snd_max() - w.tx.snd_una(),
+        tcp,
+        link_drops: w
+            .up
+            .iter()
+            .map(|l| {
+                l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red
+            })
+            .sum(),
+        packets: w.packets,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        sim_seconds: end.as_secs_f64(),
+    }
+}
+
+enum Direct {
+    Seg(usize, Segment),
+    Ack(usize, crate::tcp::Ack),
+}
+
+/// TCP directly over paths `paths`, one connection per path (one path:
+/// the lab's single-best; all: uncoupled MPTCP subflows).
+pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Outcome {
+    let wall = std::time::Instant::now();
+    let tcp = lab_tcp(1500, opts);
+    let mut up = links(cfg, Direction::Up);
+    let mut down = links(cfg, Direction::Down);
+    let mut tx: Vec<TcpSender> = (0..paths.len())
+        .map(|f| TcpSender::new(tcp.clone(), f as u32, None))
+        .collect();
+    let mut rx: Vec<TcpReceiver> = (0..paths.len())
+        .map(|f| TcpReceiver::new(&tcp, f as u32))
+        .collect();
+    let mut q: EventQueue<Direct> = EventQueue::default();
+    let mut segs = Vec::new();
+    let mut packets = 0u64;
+    let mut arrived = 0u64;
+    let mut now = Instant::ZERO;
+    let send = |now: Instant,
+                f: usize,
+                segs: &mut Vec<Segment>,
+                up: &mut Vec<Link>,
+                q: &mut EventQueue<Direct>,
+                packets: &mut u64| {
+        for mut s in segs.drain(..) {
+            *packets += 1;
+            if let braid_net::Verdict::Deliver { at, ce } =
+                up[paths[f]].offer(now, u64::from(s.wire_bytes), s.ect)
+            {
+                s.ce |= ce;
+                q.push(at, Direct::Seg(f, s));
+            }
+        }
+    };
+    for (f, t) in tx.iter_mut().enumerate() {
+        t.start(now, &mut segs);
+        send(now, f, &mut segs, &mut up, &mut q, &mut packets);
+    }
+    let omit = Instant::ZERO + secs(opts.omit_s);
+    let end = Instant::ZERO + secs(opts.duration_s);
+    let mut b0: Option<u64> = None;
+    loop {
+        let timers = tx
+            .iter()
+            .filter_map(|t| t.poll_timeout())
+            .chain(rx.iter().filter_map(|r| r.poll_timeout()));
+        let Some(t) = q.peek_time().into_iter().chain(timers).min() else {
+            break;
+        };
+        if b0.is_none() && t > omit {
+            b0 = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
+        }
+        if t > end {
+            break;
+        }
+        now = now.max(t);
+        while q.peek_time().is_some_and(|t| t <= now) {
+            let Some((_, e)) = q.pop() else { break };
+            match e {
+                Direct::Seg(f, s) => {
+                    arrived += 1;
+                    if let Some(a) = rx[f].on_segment(now, &s) {
+                        packets += 1;
+                        if let Some(at) = down[paths[f]]
+                            .offer(now, u64::from(a.wire_bytes), false)
+                            .delivered_at()
+                        {
+                            q.push(at, Direct::Ack(f, a));
+                        }
+                    }
+                }
+                Direct::Ack(f, a) => {
+                    tx[f].on_ack(now, &a, &mut segs);
+                    send(now, f, &mut segs, &mut up, &mut q, &mut packets);
+                }
+            }
+        }
+        for f in 0..tx.len() {
+            if tx[f].poll_timeout().is_some_and(|t| t <= now) {
+                tx[f].handle_timeout(now, &mut segs);
+                send(now, f, &mut segs, &mut up, &mut q, &mut packets);
+            }
+            if rx[f].poll_timeout().is_some_and(|t| t <= now) {
+                if let Some(a) = rx[f].handle_timeout(now) {
+                    if let Some(at) = down[paths[f]]
+                        .offer(now, u64::from(a.wire_bytes), false)
+                        .delivered_at()
+                    {
+                        q.push(at, Direct::Ack(f, a));
+                    }
+                }
+            }
+        }
+    }
+    let total: u64 = rx.iter().map(|r| r.delivered_bytes()).sum();
+    let mut stats = TcpSenderStats::default();
+    for t in &tx {
+        let s = t.stats();
+        stats.segments_sent += s.segments_sent;
+        stats.retransmits += s.retransmits;
+        stats.dupacks += s.dupacks;
+        stats.timeouts += s.timeouts;
+        stats.fast_retransmits += s.fast_retransmits;
+        stats.packets_acked += s.packets_acked;
+    }
+    Outcome {
+        bytes: total - b0.unwrap_or(total),
+        seconds: opts.duration_s - opts.omit_s,
+        path_bytes: up.iter().map(|l| l.stats.delivered_bytes).collect(),
+        transfer_seconds: opts.duration_s,
+        segments_sent: stats.segments_sent,
+        segments_arrived: arrived,
+        segments_outstanding: tx.iter().map(|t| t.snd_max() - t.snd_una()).sum(),
+        tcp: stats,
+        link_drops: up
+            .iter()
+            .map(|l| {
+                l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red
+            })
+            .sum(),
+        packets,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        sim_seconds: end.as_secs_f64(),
+    }
+}
