@@ -99,7 +99,7 @@ impl PathLossDetector {
                 });
             }
         }
-        if c.last.map_or(true, |l| seq > l) {
+        if !matches!(c.last, Some(l) if seq <= l) {
             c.last = Some(seq);
         }
         let i = c.suspects.iter().position(|s| s.seen >= threshold)?;
@@ -247,7 +247,7 @@ mod tests {
             for &seq in &lost {
                 let p = seq as usize % paths;
                 let later = (seq + 1..n).any(|s| s as usize % paths == p && !lost.contains(&s));
-                let covered = runs.iter().filter(|(q, r)| *q == p && r.after.map_or(true, |a| a < seq) && seq <= r.upto).count();
+                let covered = runs.iter().filter(|(q, r)| *q == p && !matches!(r.after, Some(a) if a >= seq) && seq <= r.upto).count();
                 if later {
                     prop_assert_eq!(covered, 1, "{} not reported once", seq);
                 } else {

@@ -208,24 +208,19 @@ impl Sender {
                 continue;
             }
             let upto = wire::seq::extend(r.upto, top);
-            let Some(end) = self.position(path, upto) else {
-                continue;
-            };
-            let start = r
-                .after
-                .map(|a| wire::seq::extend(a, top))
-                .and_then(|a| self.position(path, a))
-                .map_or(0, |i| i + 1);
-            if start > end {
-                continue;
-            }
-            // Repair copies are not in the receiver's previous-on-path
-            // chain, so the range says nothing about them: the FIFO rule
-            // on feedback judges them.
+            let after = r.after.map(|a| wire::seq::extend(a, top));
+            // Originals go on a path in increasing sequence order, so the
+            // run is the path's originals numbered after `after` up to
+            // `upto`. Repair copies are not in the receiver's
+            // previous-on-path chain, so the range says nothing about
+            // them (a NACK repeated after a repair went on the same path
+            // must not reach back over it): the FIFO rule on feedback
+            // judges them.
             let s = slot(path);
             let run: Vec<u64> = self.unacked[s]
-                .range(start..=end)
+                .iter()
                 .copied()
+                .filter(|&q| q <= upto && !matches!(after, Some(a) if q <= a))
                 .filter(|&q| {
                     let idx = (q as usize) & (self.ring.len() - 1);
                     self.ring[idx].is_some_and(|r| r.seq == q && r.attempts == 0)
