@@ -201,6 +201,13 @@ impl<P> Receiver<P> {
         (self.detector.loss_rate(s), rx, runs)
     }
 
+    /// The peer's sender will not repair packet `seq32` (low 32 bits):
+    /// its gap is released without waiting for the hold.
+    pub fn give_up(&mut self, now: Instant, seq32: u32) {
+        let seq = wire::seq::extend(seq32, self.highest.unwrap_or(0));
+        self.reseq.give_up(now, seq);
+    }
+
     /// Next inner packet to deliver at `now`.
     pub fn poll_release(&mut self, now: Instant) -> Option<P> {
         self.reseq.poll_release(now)

@@ -374,6 +374,12 @@ impl Tunnel {
                 (Control::PATH_DOWN, &[p]) if self.role == Role::Server => {
                     self.mark_down(now, PathId(p), out)
                 }
+                (Control::SKIP, body) => {
+                    for b in body.chunks_exact(4) {
+                        let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                        self.receiver.give_up(now, seq);
+                    }
+                }
                 _ => control = Some(c.kind),
             },
         }
@@ -396,6 +402,46 @@ impl Tunnel {
                 self.emit_data(now, tx, &payload, out);
             }
         }
+        let skip = self.sender.take_unrepaired();
+        if !skip.is_empty() {
+            let body: Vec<u8> = skip
+                .iter()
+                .flat_map(|&s| (s as u32).to_be_bytes())
+                .collect();
+            let c = Control {
+                kind: Control::SKIP,
+                body: &body,
+            };
+            let mut b = vec![0u8; c.buffer_len()];
+            if c.emit(&mut b).is_ok() {
+                for id in self.reverse_paths() {
+                    self.transmit(now, id, &b, out);
+                }
+            }
+        }
+    }
+
+    /// The paths to send loss reports on: the one that returns earliest,
+    /// and the next-earliest too while the first loses packets.
+    fn reverse_paths(&self) -> Vec<PathId> {
+        let mut up: Vec<(f64, f64, PathId)> = self
+            .links
+            .iter()
+            .filter(|l| l.up && l.remote.is_some())
+            .map(|l| {
+                let p = self.sender.path(l.id);
+                let rtt = p
+                    .filter(|p| p.rtt.has_samples())
+                    .map(|p| p.rtt.srtt())
+                    .or(l.keepalive_rtt)
+                    .map_or(f64::MAX, |d| d.as_secs_f64());
+                (rtt, p.map_or(0.0, |p| p.loss.rate()), l.id)
+            })
+            .collect();
+        up.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let repeat = up.first().is_some_and(|f| f.1 > NACK_REPEAT_LOSS);
+        let count = if repeat { 2 } else { 1 };
+        up.iter().take(count).map(|u| u.2).collect()
     }
 
     /// Sends a pending loss report on the path that returns earliest, and
@@ -405,24 +451,7 @@ impl Tunnel {
     fn send_nack(&mut self, now: Instant, out: &mut Outputs) {
         let mut fb = std::mem::take(&mut self.fb);
         if let Some(n) = self.receiver.poll_nack(&mut fb) {
-            let mut up: Vec<(f64, f64, PathId)> = self
-                .links
-                .iter()
-                .filter(|l| l.up && l.remote.is_some())
-                .map(|l| {
-                    let p = self.sender.path(l.id);
-                    let rtt = p
-                        .filter(|p| p.rtt.has_samples())
-                        .map(|p| p.rtt.srtt())
-                        .or(l.keepalive_rtt)
-                        .map_or(f64::MAX, |d| d.as_secs_f64());
-                    (rtt, p.map_or(0.0, |p| p.loss.rate()), l.id)
-                })
-                .collect();
-            up.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let repeat = up.first().is_some_and(|f| f.1 > NACK_REPEAT_LOSS);
-            let count = if repeat { 2 } else { 1 };
-            for &(_, _, id) in up.iter().take(count) {
+            for id in self.reverse_paths() {
                 self.sender.charge_pacer(now, id, n + super::OUTER_OVERHEAD);
                 self.transmit(now, id, &fb[..n], out);
             }

@@ -332,6 +332,27 @@ impl<P> Resequencer<P> {
         }
     }
 
+    /// The sender will not repair `seq`: stop holding its gap (it is
+    /// skipped as a known loss when it reaches the head). Numbers already
+    /// released, buffered or outside the span are ignored.
+    pub fn give_up(&mut self, now: Instant, seq: u64) {
+        self.last_now = self.last_now.max(now);
+        if self.cfg.mode == ReorderMode::Off
+            || seq < self.next_expected
+            || seq - self.next_expected > MAX_SPAN
+            || self.buf.contains_key(&seq)
+        {
+            return;
+        }
+        self.known_lost.insert(seq);
+        if self.known_lost.len() > MAX_KNOWN_LOST {
+            self.known_lost.pop_last();
+        }
+        let ne_before = self.next_expected;
+        self.advance(now);
+        self.rearm(now, ne_before);
+    }
+
     /// Next packet to hand up at `now`, if one is due (pacing respected).
     pub fn poll_release(&mut self, now: Instant) -> Option<P> {
         let (seq, _, _) = self.ready.front()?;

@@ -251,6 +251,8 @@ pub struct Sender {
     pair_samples: [PairSamples; MAX_PATHS],
     /// Lost packets waiting for a repair copy, oldest loss first.
     repair_queue: VecDeque<u64>,
+    /// Lost packets that will not be repaired, to tell the receiver.
+    unrepaired: Vec<u64>,
     /// Per path slot: congestion or random loss (R-MTP §3.2).
     classifier: [LossClassifier; MAX_PATHS],
     /// Per path slot repair counters.
@@ -294,6 +296,7 @@ impl Sender {
             pace_ok: [false; MAX_PATHS],
             pair_samples: [PairSamples::default(); MAX_PATHS],
             repair_queue: VecDeque::new(),
+            unrepaired: Vec::new(),
             classifier: [LossClassifier::default(); MAX_PATHS],
             path_repair: [PathRepairStats::default(); MAX_PATHS],
             stats: SenderStats::default(),

@@ -31,6 +31,8 @@ use crate::wire::{self, DataFlags, DataHeader, NackRange, NackRate};
 
 /// Most entries of the repair queue; older ones are given up beyond it.
 const MAX_REPAIR_QUEUE: usize = 1 << 14;
+/// Most unrepaired losses waiting to be announced (one control frame's worth).
+const MAX_UNREPAIRED: usize = 256;
 
 impl Sender {
     /// Queues a just-lost packet for repair if the configuration and the
@@ -51,6 +53,7 @@ impl Sender {
             if self.classifier[s].cut_at(now) {
                 self.pair_samples[s].scale(self.cfg.repair.congestion_rate_factor);
             }
+            self.note_unrepaired(seq);
             return;
         }
         let idx = (seq as usize) & (self.ring.len() - 1);
@@ -63,6 +66,7 @@ impl Sender {
         }
         if r.attempts >= cfg.max_attempts || now.saturating_since(r.first_sent_at) > cfg.max_age {
             self.stats.repairs_abandoned += 1;
+            self.note_unrepaired(seq);
             return;
         }
         r.repair_queued = true;
@@ -97,8 +101,24 @@ impl Sender {
     }
 
     /// The caller no longer holds the payload of `seq`: give it up.
-    pub fn abandon_repair(&mut self, _seq: u64) {
+    pub fn abandon_repair(&mut self, seq: u64) {
         self.stats.repairs_abandoned += 1;
+        self.note_unrepaired(seq);
+    }
+
+    /// Remembers a loss that will not be repaired, for [`Sender::take_unrepaired`].
+    fn note_unrepaired(&mut self, seq: u64) {
+        if self.unrepaired.len() < MAX_UNREPAIRED {
+            self.unrepaired.push(seq);
+        }
+    }
+
+    /// Lost packets that will not be repaired since the last call: the
+    /// caller tells the receiver (`Control::SKIP`) so that its
+    /// resequencer stops holding their gaps and the inner transport sees
+    /// the loss at once. If the notice is lost, the hold still ends.
+    pub fn take_unrepaired(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.unrepaired)
     }
 
     /// Sends a copy of lost packet `seq` now on the path expected to

@@ -272,6 +272,12 @@ impl<'a> Control<'a> {
     /// for the silence to tell it. Body: the path id (1 byte). Sent on the
     /// paths still up.
     pub const PATH_DOWN: u8 = 0x02;
+    /// The sender will not repair these packets (their loss was taken for
+    /// congestion, or they are too old): the receiver's resequencer should
+    /// stop holding their gaps. Body: the low 32 bits of each tunnel
+    /// sequence number, big-endian, 4 bytes each (a partial last one is
+    /// ignored).
+    pub const SKIP: u8 = 0x03;
     /// Bytes of a control frame's fixed part (type and kind).
     pub const HEADER_LEN: usize = 2;
 
