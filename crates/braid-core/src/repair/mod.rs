@@ -78,6 +78,9 @@ pub struct RepairConfig {
     /// The factor a path's pacing rate is multiplied by at a loss taken
     /// for congestion (at most once per path round trip).
     pub congestion_rate_factor: f64,
+    /// Tell congestion from random loss (R-MTP §3.2) and leave congestion
+    /// losses unrepaired; off, every path loss is repaired.
+    pub classify: bool,
 }
 
 impl Default for RepairConfig {
@@ -86,7 +89,8 @@ impl Default for RepairConfig {
             mode: RepairMode::Off,
             max_age: Duration::from_secs(2),
             max_attempts: 4,
-            congestion_rate_factor: 0.9,
+            congestion_rate_factor: 1.0,
+            classify: true,
         }
     }
 }

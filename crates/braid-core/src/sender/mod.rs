@@ -732,11 +732,21 @@ impl Sender {
     }
 
     /// The oldest in-flight packet of a path and when it times out.
+    ///
+    /// A packet still in the path's pacing queue has not left: its
+    /// timeout starts when it does (`Instant::FAR_FUTURE` until then).
+    /// Counting from when it was queued declared packets behind a long
+    /// pacing queue on a far path lost while they were still on their
+    /// way, and with repair each such packet was sent twice.
     fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant)> {
-        let q = &self.unacked[slot(p.id)];
+        let s = slot(p.id);
+        let q = &self.unacked[s];
         let &seq = q.front()?;
         let idx = (seq as usize) & (self.ring.len() - 1);
         let r = self.ring[idx].filter(|r| r.seq == seq)?;
+        if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
+            return Some((seq, Instant::FAR_FUTURE));
+        }
         Some((seq, r.sent_at + self.loss_timeout(p)))
     }
 
@@ -773,6 +783,7 @@ impl Sender {
         self.paths
             .iter()
             .filter_map(|p| self.oldest_deadline(p).map(|(_, d)| d))
+            .filter(|&d| d != Instant::FAR_FUTURE)
             .chain(pacing)
             .min()
     }

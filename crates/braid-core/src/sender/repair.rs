@@ -46,7 +46,7 @@ impl Sender {
             .path(path)
             .and_then(|p| p.rtt.min_rtt())
             .unwrap_or(Duration::from_millis(100));
-        if self.classifier[s].on_loss(now, min_rtt) {
+        if self.cfg.repair.classify && self.classifier[s].on_loss(now, min_rtt) {
             // Congestion: the inner transport must see this loss.
             self.stats.repairs_skipped_congestion += 1;
             self.path_repair[s].losses_congestion += 1;
