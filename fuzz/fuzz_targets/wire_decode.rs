@@ -2,7 +2,7 @@
 //! panics, and every frame that decodes re-encodes to the same bytes.
 #![no_main]
 
-use braid_core::wire::{decode, emit_feedback, feedback_len, FeedbackEntry, Frame};
+use braid_core::wire::{decode, emit_feedback, emit_nack, feedback_len, FeedbackEntry, Frame};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,6 +23,11 @@ fuzz_target!(|data: &[u8]| {
         Frame::KeepaliveAck(k) => k.emit(true, &mut out).unwrap(),
         Frame::Control(c) => {
             c.emit(&mut out).unwrap();
+        }
+        Frame::Nack(v) => {
+            let ranges: Vec<_> = v.ranges().collect();
+            let rates: Vec<_> = v.rates().collect();
+            emit_nack(&ranges, &rates, &mut out).unwrap();
         }
     }
     assert_eq!(out, data, "decode/emit round trip");

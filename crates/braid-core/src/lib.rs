@@ -27,6 +27,7 @@ pub mod flow;
 pub mod path;
 pub mod receiver;
 pub mod reorder;
+pub mod repair;
 pub mod sched;
 pub mod sender;
 pub mod time;

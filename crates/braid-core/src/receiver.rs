@@ -14,8 +14,12 @@
 
 use crate::path::{PathId, MAX_PATHS};
 use crate::reorder::{ReorderConfig, ReorderStats, Resequencer};
+use crate::repair::PathLossDetector;
 use crate::time::{Duration, Instant};
-use crate::wire::{self, DataHeader, FeedbackEntry, MAX_FEEDBACK_ENTRIES};
+use crate::wire::{
+    self, DataFlags, DataHeader, FeedbackEntry, NackRange, NackRate, MAX_FEEDBACK_ENTRIES,
+    MAX_NACK_RANGES,
+};
 
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
@@ -33,6 +37,12 @@ pub struct ReceiverConfig {
     pub feedback_max_delay_small: Duration,
     /// Inner packets of at most this many bytes count as small.
     pub small_packet_bytes: usize,
+    /// Report per-path losses at once in NACK frames (`repair::detect`,
+    /// PRISM §5.2.3). Off by default; the tunnel turns it on with repair.
+    pub nack: bool,
+    /// Later packets on a path before a gap in its chain is reported lost
+    /// (PRISM: 1).
+    pub loss_threshold: u32,
 }
 
 impl Default for ReceiverConfig {
@@ -43,6 +53,8 @@ impl Default for ReceiverConfig {
             feedback_max_delay: Duration::ZERO,
             feedback_max_delay_small: Duration::ZERO,
             small_packet_bytes: crate::sched::SMALL_PACKET_BYTES as usize,
+            nack: false,
+            loss_threshold: 1,
         }
     }
 }
@@ -72,8 +84,16 @@ pub struct Receiver<P> {
     reseq: Resequencer<P>,
     highest: Option<u64>,
     pending: Vec<Pending>,
+    /// Per-path gap detection (PRISM §5.2.3).
+    detector: PathLossDetector,
+    /// Lost runs not yet reported.
+    nacks: Vec<NackRange>,
     /// Feedback frames emitted.
     pub feedback_frames: u64,
+    /// NACK frames emitted.
+    pub nack_frames: u64,
+    /// Repair copies received (flag `REPAIR`).
+    pub repairs_received: u64,
 }
 
 impl<P> Receiver<P> {
@@ -81,10 +101,14 @@ impl<P> Receiver<P> {
         cfg.feedback_max_entries = cfg.feedback_max_entries.clamp(1, MAX_FEEDBACK_ENTRIES);
         Receiver {
             reseq: Resequencer::new(cfg.reorder.clone(), 0),
+            detector: PathLossDetector::new(cfg.loss_threshold),
             cfg,
             highest: None,
             pending: (0..MAX_PATHS).map(|_| Pending::default()).collect(),
+            nacks: Vec::new(),
             feedback_frames: 0,
+            nack_frames: 0,
+            repairs_received: 0,
         }
     }
 
@@ -96,6 +120,22 @@ impl<P> Receiver<P> {
             0 => None,
             d => seq.checked_sub(d as u64),
         };
+        if hdr.flags.has(DataFlags::REPAIR) {
+            self.repairs_received += 1;
+        } else if self.cfg.nack {
+            let slot = hdr.path.0 as usize % MAX_PATHS;
+            if let Some(run) = self.detector.on_data(slot, seq, prev) {
+                if self.nacks.len() >= MAX_NACK_RANGES {
+                    // The sender's FIFO rule and timeout still find it.
+                    self.nacks.remove(0);
+                }
+                self.nacks.push(NackRange {
+                    path: hdr.path,
+                    after: run.after.map(|a| a as u32),
+                    upto: run.upto as u32,
+                });
+            }
+        }
         let p = &mut self.pending[hdr.path.0 as usize % MAX_PATHS];
         if p.entries.len() < MAX_FEEDBACK_ENTRIES {
             p.entries.push(FeedbackEntry {
@@ -133,6 +173,41 @@ impl<P> Receiver<P> {
         Some((path, len))
     }
 
+    /// Writes a NACK frame into `buf` (at least
+    /// `wire::nack_len(MAX_NACK_RANGES, MAX_NACK_RATES)` bytes) if a loss
+    /// waits to be reported: the runs, and the loss rate of every path
+    /// that delivered anything. The caller sends it on the path that
+    /// returns earliest (the frame names its paths), and on a second one
+    /// when reverse paths lose packets.
+    pub fn poll_nack(&mut self, buf: &mut [u8]) -> Option<usize> {
+        if self.nacks.is_empty() {
+            return None;
+        }
+        let rates: Vec<NackRate> = (0..MAX_PATHS)
+            .filter(|&s| self.detector.seen(s))
+            .map(|s| NackRate::from_fraction(PathId(s as u8), self.detector.loss_rate(s)))
+            .collect();
+        let len = wire::emit_nack(&self.nacks, &rates, buf).ok()?;
+        self.nacks.clear();
+        self.nack_frames += 1;
+        Some(len)
+    }
+
+    /// The receiver's smoothed rate of loss events on `path`, and its
+    /// counts of packets received and loss runs detected.
+    pub fn path_loss(&self, path: PathId) -> (f64, u64, u64) {
+        let s = path.0 as usize % MAX_PATHS;
+        let (rx, runs) = self.detector.counts(s);
+        (self.detector.loss_rate(s), rx, runs)
+    }
+
+    /// The peer's sender will not repair packet `seq32` (low 32 bits):
+    /// its gap is released without waiting for the hold.
+    pub fn give_up(&mut self, now: Instant, seq32: u32) {
+        let seq = wire::seq::extend(seq32, self.highest.unwrap_or(0));
+        self.reseq.give_up(now, seq);
+    }
+
     /// Next inner packet to deliver at `now`.
     pub fn poll_release(&mut self, now: Instant) -> Option<P> {
         self.reseq.poll_release(now)
@@ -164,6 +239,11 @@ impl<P> Receiver<P> {
 
     pub fn reorder_stats(&self) -> &ReorderStats {
         self.reseq.stats()
+    }
+
+    /// Resequencer counters with the current hold filled in.
+    pub fn reorder_stats_now(&self) -> ReorderStats {
+        self.reseq.stats_now()
     }
 
     /// Packets (and bytes) from `path` waiting in the resequencer.

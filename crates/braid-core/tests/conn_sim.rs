@@ -14,6 +14,7 @@ mod conn {
     use braid_core::conn::{ConnConfig, Event, Server};
     use braid_core::crypto::{PrivateKey, SessionLimits};
     use braid_core::path::PathId;
+    use braid_core::repair::RepairMode;
     use braid_core::sched::SchedulerKind;
     use braid_core::time::{Duration, Instant};
 
@@ -46,7 +47,11 @@ mod conn {
     }
 
     fn established(seed: u64) -> Pair {
-        let mut p = Pair::new(seed, three_links());
+        established_with(seed, ConnConfig::default())
+    }
+
+    fn established_with(seed: u64, cfg: ConnConfig) -> Pair {
+        let mut p = Pair::with_config(seed, three_links(), cfg.clone(), cfg);
         p.run_for(ms(300));
         assert!(p.client_established(), "{:?}", p.client_events);
         p
@@ -135,9 +140,19 @@ mod conn {
     /// being restored. Delivery stays in order with no duplicates; the only
     /// packets missing are the ones the blackhole swallowed (before the
     /// path was declared down), and everything else arrives exactly once.
+    /// With repair (the default) some of the swallowed come back too.
     #[test]
     fn blackholed_path_is_dropped_and_restored() {
-        let mut p = established(3);
+        let off = ConnConfig {
+            repair: RepairMode::Off,
+            ..ConnConfig::default()
+        };
+        blackholed_path(off, false);
+        blackholed_path(ConnConfig::default(), true);
+    }
+
+    fn blackholed_path(cfg: ConnConfig, repair: bool) {
+        let mut p = established_with(3, cfg);
         let n = 3000;
         let (cut_at, restore_at) = (700, 1700);
         let (mut t_cut, mut t_restore) = (Instant::ZERO, Instant::ZERO);
@@ -205,16 +220,27 @@ mod conn {
         let down = numbers(&p.client_rx);
         assert_increasing(&up, "uplink");
         assert_increasing(&down, "downlink");
-        assert_eq!(
-            up.len() as u64,
-            n - lost_up.len() as u64,
-            "uplink: lost more than swallowed"
-        );
-        assert_eq!(
-            down.len() as u64,
-            n - lost_down.len() as u64,
-            "downlink: lost more than swallowed"
-        );
+        if repair {
+            assert!(
+                up.len() as u64 > n - lost_up.len() as u64,
+                "uplink: nothing repaired"
+            );
+            assert!(
+                down.len() as u64 > n - lost_down.len() as u64,
+                "downlink: nothing repaired"
+            );
+        } else {
+            assert_eq!(
+                up.len() as u64,
+                n - lost_up.len() as u64,
+                "uplink: lost more than swallowed"
+            );
+            assert_eq!(
+                down.len() as u64,
+                n - lost_down.len() as u64,
+                "downlink: lost more than swallowed"
+            );
+        }
         // Everything sent after both sides took the path out arrived.
         let clean_from = (cut_at + 1000).min(restore_at);
         for k in clean_from..n {

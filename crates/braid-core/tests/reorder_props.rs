@@ -196,9 +196,18 @@ fn arb_cfg() -> impl Strategy<Value = ReorderConfig> {
         1500usize..=40_000,
         100u64..=800,
         any::<bool>(),
+        (any::<bool>(), any::<bool>(), 0u64..=200, 0u64..=2000),
     )
         .prop_map(
-            |(comparison, window_ms, pace_fraction, max_buffer_bytes, timeout_ms, first_seen)| {
+            |(
+                comparison,
+                window_ms,
+                pace_fraction,
+                max_buffer_bytes,
+                timeout_ms,
+                first_seen,
+                (adaptive_hold, repair_wait, min_ms, span_ms),
+            )| {
                 ReorderConfig {
                     mode: ReorderMode::Bmp,
                     loss_timeout: Duration::from_millis(timeout_ms),
@@ -207,6 +216,10 @@ fn arb_cfg() -> impl Strategy<Value = ReorderConfig> {
                     pace_fraction,
                     max_buffer_bytes,
                     timer_from_first_seen: first_seen,
+                    adaptive_hold,
+                    min_hold: Duration::from_millis(min_ms),
+                    max_hold: Duration::from_millis(min_ms + span_ms),
+                    repair_wait,
                 }
             },
         )

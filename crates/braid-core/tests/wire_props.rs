@@ -8,6 +8,9 @@ use braid_core::wire::{
     decode, emit_feedback, feedback_len, feedback_max_len, seq, Control, DataFlags, DataHeader,
     FeedbackEntry, Frame, Keepalive, WireError, MAX_FEEDBACK_ENTRIES,
 };
+use braid_core::wire::{
+    emit_nack, nack_len, NackRange, NackRate, MAX_NACK_RANGES, MAX_NACK_RATES, TYPE_NACK,
+};
 use proptest::prelude::*;
 
 fn arb_header() -> impl Strategy<Value = DataHeader> {
@@ -19,6 +22,21 @@ fn arb_header() -> impl Strategy<Value = DataHeader> {
             seq,
         },
     )
+}
+
+fn arb_range() -> impl Strategy<Value = NackRange> {
+    (any::<u8>(), any::<Option<u32>>(), any::<u32>()).prop_map(|(path, after, upto)| NackRange {
+        path: PathId(path),
+        after,
+        upto,
+    })
+}
+
+fn arb_rate() -> impl Strategy<Value = NackRate> {
+    (any::<u8>(), any::<u16>()).prop_map(|(path, loss)| NackRate {
+        path: PathId(path),
+        loss,
+    })
 }
 
 fn arb_entry() -> impl Strategy<Value = FeedbackEntry> {
@@ -45,6 +63,12 @@ fn exercise(frame: &Frame<'_>) -> usize {
         }
         Frame::Keepalive(k) | Frame::KeepaliveAck(k) => k.id as usize,
         Frame::Control(c) => c.kind as usize + c.body.len(),
+        Frame::Nack(v) => {
+            assert!(v.ranges().len() <= MAX_NACK_RANGES);
+            assert!(v.rates().len() <= MAX_NACK_RATES);
+            v.ranges().map(|r| r.upto as usize & 1).sum::<usize>()
+                + v.rates().map(|r| r.loss as usize).sum::<usize>()
+        }
     }
 }
 
@@ -94,8 +118,8 @@ proptest! {
     }
 
     #[test]
-    fn data_with_undefined_flags_is_rejected(h in arb_header(), extra in 1u8..=0x0f) {
-        let bad = DataHeader { flags: DataFlags(h.flags.0 | (extra << 4)), ..h };
+    fn data_with_undefined_flags_is_rejected(h in arb_header(), extra in 1u8..=0x07) {
+        let bad = DataHeader { flags: DataFlags(h.flags.0 | (extra << 5)), ..h };
         let mut buf = [0u8; DataHeader::LEN];
         prop_assert!(matches!(bad.emit(&mut buf), Err(WireError::BadFlags(_))));
         h.emit(&mut buf).unwrap();
@@ -205,6 +229,39 @@ proptest! {
             prop_assert!(dist <= 1 << 31);
         } else {
             prop_assert!(dist < 1 << 32);
+        }
+    }
+
+    #[test]
+    fn nack_round_trips(
+        ranges in proptest::collection::vec(arb_range(), 0..=MAX_NACK_RANGES),
+        rates in proptest::collection::vec(arb_rate(), 0..=MAX_NACK_RATES),
+    ) {
+        let mut buf = vec![0u8; nack_len(ranges.len(), rates.len())];
+        let n = emit_nack(&ranges, &rates, &mut buf).unwrap();
+        prop_assert_eq!(n, buf.len());
+        let Ok(Frame::Nack(v)) = decode(&buf) else {
+            return Err(TestCaseError::fail("not a nack"));
+        };
+        prop_assert_eq!(v.ranges().collect::<Vec<_>>(), ranges);
+        prop_assert_eq!(v.rates().collect::<Vec<_>>(), rates);
+    }
+
+    /// Arbitrary bytes behind a NACK type byte never panic, and whatever
+    /// decodes re-encodes to the same bytes.
+    #[test]
+    fn nack_arbitrary_bodies_decode_exactly(body in proptest::collection::vec(any::<u8>(), 0..400), version_ok in any::<bool>()) {
+        let mut bytes = vec![TYPE_NACK];
+        bytes.extend_from_slice(&body);
+        if version_ok && bytes.len() > 1 {
+            bytes[1] = braid_core::wire::NACK_VERSION;
+        }
+        if let Ok(Frame::Nack(v)) = decode(&bytes) {
+            let ranges: Vec<NackRange> = v.ranges().collect();
+            let rates: Vec<NackRate> = v.rates().collect();
+            let mut out = vec![0u8; bytes.len()];
+            let n = emit_nack(&ranges, &rates, &mut out).unwrap();
+            prop_assert_eq!(&out[..n], &bytes[..]);
         }
     }
 }

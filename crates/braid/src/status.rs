@@ -65,6 +65,9 @@ pub struct TunnelReport {
     /// queue was full (TCP sees the loss and slows down).
     #[serde(default)]
     pub pacing_drops: u64,
+    /// Loss repair inside the tunnel (both directions as this side sees them).
+    #[serde(default)]
+    pub repair: TunnelRepairReport,
     pub paths: Vec<PathReport>,
     pub counters: BTreeMap<String, u64>,
 }
@@ -98,6 +101,9 @@ pub struct PathReport {
     /// address is missing ("waiting for device wwan0").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// Loss repair on this path.
+    #[serde(default)]
+    pub repair: PathRepairReport,
 }
 
 impl PathReport {
@@ -124,8 +130,40 @@ impl PathReport {
             reorder_buffered_packets: 0,
             reorder_buffered_bytes: 0,
             waiting: Some(why),
+            repair: PathRepairReport::default(),
         }
     }
+}
+
+/// Loss repair of one tunnel (see `braid_core::repair`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TunnelRepairReport {
+    /// Repair copies this side sent (ARQ).
+    pub repairs_sent: u64,
+    /// Losses this side took for congestion and did not repair.
+    pub skipped_congestion: u64,
+    /// Losses given up (too old, too many attempts, payload no longer kept).
+    pub abandoned: u64,
+    /// Gaps of the receiving direction that filled while held.
+    pub gaps_filled: u64,
+    /// How long the resequencer currently holds a gap, ms.
+    pub hold_ms: f64,
+}
+
+/// Loss repair of one path.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PathRepairReport {
+    /// Losses of the sending direction repaired by ARQ.
+    pub repaired_arq: u64,
+    /// Losses of the sending direction passed on to the inner traffic
+    /// (taken for congestion, or not repaired).
+    pub residual: u64,
+    /// Repair copies the path carried.
+    pub repairs_carried: u64,
+    /// Loss rate of the sending direction as the peer measured it.
+    pub peer_loss_rate: f64,
+    /// Loss rate of the receiving direction as this side measures it.
+    pub rx_loss_rate: f64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -161,6 +199,13 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
         reorder_buffered_packets: p.reorder_buffered_packets,
         reorder_buffered_bytes: p.reorder_buffered_bytes,
         waiting: None,
+        repair: PathRepairReport {
+            repaired_arq: p.losses_repaired,
+            residual: p.lost_packets.saturating_sub(p.losses_repaired),
+            repairs_carried: p.repairs_carried,
+            peer_loss_rate: p.peer_loss_rate,
+            rx_loss_rate: p.rx_loss_rate,
+        },
     }
 }
 
@@ -182,6 +227,13 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         reorder_late: r.late,
         reorder_duplicates: r.duplicates,
         pacing_drops: t.sender.pacing_drops,
+        repair: TunnelRepairReport {
+            repairs_sent: t.sender.repairs_sent,
+            skipped_congestion: t.sender.repairs_skipped_congestion,
+            abandoned: t.sender.repairs_abandoned,
+            gaps_filled: r.gaps_filled,
+            hold_ms: r.hold_ns as f64 / 1e6,
+        },
         paths: t.paths.iter().map(|p| path_report(p, names)).collect(),
         counters: counters_map(&t.counters),
     }
@@ -313,6 +365,7 @@ impl StatusReport {
                 ]);
             }
             o.push_str(&render_rows(&rows));
+            o.push_str(&repair_lines(t));
         }
         let drops: Vec<String> = self
             .counters
@@ -451,7 +504,9 @@ impl StatusReport {
                     &l,
                     p.reorder_buffered_bytes as f64,
                 );
+                path_repair_metrics(&mut m, &l, &p.repair);
             }
+            tunnel_repair_metrics(&mut m, &peer, &t.repair);
         }
         m.finish()
     }
@@ -491,6 +546,82 @@ pub fn counter_help(name: &str) -> &'static str {
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
         _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
     }
+}
+
+/// The repair summary under a tunnel's path table.
+fn repair_lines(t: &TunnelReport) -> String {
+    let r = &t.repair;
+    let mut o = format!(
+        "repair: {} copies sent, {} losses left for congestion, {} given up; gaps filled {}, hold {:.0} ms\n",
+        r.repairs_sent, r.skipped_congestion, r.abandoned, r.gaps_filled, r.hold_ms
+    );
+    for p in &t.paths {
+        let _ = writeln!(
+            o,
+            "  path {}: loss out {:.2}% (peer) in {:.2}%, repaired {}, residual {}, carried {} copies",
+            p.id,
+            p.repair.peer_loss_rate * 100.0,
+            p.repair.rx_loss_rate * 100.0,
+            p.repair.repaired_arq,
+            p.repair.residual,
+            p.repair.repairs_carried
+        );
+    }
+    o
+}
+
+fn path_repair_metrics(m: &mut Metrics, l: &str, r: &PathRepairReport) {
+    m.counter(
+        "braid_path_repaired_arq_total",
+        "Losses of the sending direction repaired by retransmission in the tunnel.",
+        l,
+        r.repaired_arq as f64,
+    );
+    m.counter(
+        "braid_path_residual_losses_total",
+        "Losses of the sending direction passed on to the inner traffic.",
+        l,
+        r.residual as f64,
+    );
+    m.counter(
+        "braid_path_repairs_carried_total",
+        "Repair copies the path carried.",
+        l,
+        r.repairs_carried as f64,
+    );
+    m.gauge(
+        "braid_path_peer_loss_ratio",
+        "Loss rate of the sending direction as the peer's receiver measured it.",
+        l,
+        r.peer_loss_rate,
+    );
+    m.gauge(
+        "braid_path_rx_loss_ratio",
+        "Loss rate of the receiving direction as this side measures it.",
+        l,
+        r.rx_loss_rate,
+    );
+}
+
+fn tunnel_repair_metrics(m: &mut Metrics, peer: &str, r: &TunnelRepairReport) {
+    m.counter(
+        "braid_repairs_sent_total",
+        "Repair copies sent.",
+        peer,
+        r.repairs_sent as f64,
+    );
+    m.counter(
+        "braid_repairs_skipped_congestion_total",
+        "Losses taken for congestion and left to the inner traffic.",
+        peer,
+        r.skipped_congestion as f64,
+    );
+    m.gauge(
+        "braid_reorder_hold_seconds",
+        "How long the resequencer holds a gap.",
+        peer,
+        r.hold_ms / 1e3,
+    );
 }
 
 /// Collects samples per metric so HELP/TYPE appear once per name.
@@ -737,6 +868,13 @@ mod tests {
             reorder_buffered_packets: 3,
             reorder_buffered_bytes: 4200,
             waiting: None,
+            repair: PathRepairReport {
+                repaired_arq: 5,
+                residual: 1,
+                repairs_carried: 4,
+                peer_loss_rate: 0.02,
+                rx_loss_rate: 0.01,
+            },
         };
         StatusReport {
             role: "client".into(),
@@ -758,6 +896,11 @@ mod tests {
                 reorder_late: 0,
                 reorder_duplicates: 0,
                 pacing_drops: 7,
+                repair: TunnelRepairReport {
+                    repairs_sent: 5,
+                    hold_ms: 120.0,
+                    ..Default::default()
+                },
                 paths: vec![path],
                 counters: BTreeMap::new(),
             }],
@@ -783,6 +926,9 @@ mod tests {
         assert!(t.contains("drops: drop_replay=2"), "{t}");
         assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
         assert!(t.contains("pacing drops 7"), "{t}");
+        assert!(t.contains("repair: 5 copies sent"), "{t}");
+        assert!(t.contains("hold 120 ms"), "{t}");
+        assert!(t.contains("repaired 5, residual 1"), "{t}");
         assert!(t.contains("latest handshake 30s ago"), "{t}");
     }
 
@@ -826,6 +972,16 @@ mod tests {
             "{m}"
         );
         assert_eq!(m.matches("# TYPE braid_path_up").count(), 1);
+        assert!(
+            m.contains(
+                "braid_path_repaired_arq_total{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 5"
+            ),
+            "{m}"
+        );
+        assert!(
+            m.contains("braid_reorder_hold_seconds{peer=\"lap\\\"top\"} 0.12"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -101,6 +101,7 @@ use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
 use crate::receiver::ReceiverConfig;
 use crate::reorder::ReorderStats;
+use crate::repair::RepairMode;
 use crate::sched::SchedulerKind;
 use crate::sender::{SenderConfig, SenderStats};
 use crate::time::Duration;
@@ -154,6 +155,20 @@ pub struct ConnConfig {
     /// differences. A separate field for the same reason as the one above;
     /// the simulator keeps the paper's unpaced sender.
     pub pacing: bool,
+    /// Repair of path losses inside the tunnel (see [`crate::repair`]):
+    /// overrides `sender.repair.mode`, and with anything but `Off` makes
+    /// the receiver report losses at once (NACKs) and hold gaps for their
+    /// repair. Both ends should agree: a receiver that holds gaps for
+    /// repairs a peer never sends delays each loss by its hold time.
+    pub repair: RepairMode,
+    /// Payload bytes of sent packets kept for repair (the memory bound of
+    /// ARQ); the age bound is `sender.repair.max_age`.
+    pub repair_retain_bytes: usize,
+    /// Overrides `receiver.reorder.adaptive_hold`: the resequencer's loss
+    /// timer follows the measured time gaps take to fill (paths' delay
+    /// spread plus repair), within `min_hold`..`max_hold`, instead of a
+    /// fixed 0.5 s.
+    pub reorder_adaptive_hold: bool,
 }
 
 impl Default for ConnConfig {
@@ -187,6 +202,10 @@ impl Default for ConnConfig {
             max_outputs: DEFAULT_MAX_OUTPUTS,
             reorder_timer_from_first_seen: true,
             pacing: true,
+            repair: RepairMode::Arq,
+            // About 2 s of a 30 Mbit/s bond.
+            repair_retain_bytes: 8 << 20,
+            reorder_adaptive_hold: true,
         }
     }
 }
@@ -454,6 +473,20 @@ pub struct PathStatus {
     /// the resequencer, and their bytes.
     pub reorder_buffered_packets: u64,
     pub reorder_buffered_bytes: u64,
+    /// Repair (see [`crate::repair`]) of this side's sending direction:
+    /// losses of this path repaired by ARQ, losses taken for congestion
+    /// and left to the inner traffic, and repair copies the path carried.
+    pub losses_repaired: u64,
+    pub losses_congestion: u64,
+    pub repairs_carried: u64,
+    /// The loss rate of this side's sending direction as the peer's
+    /// receiver measured it (loss events per packet, from its NACKs).
+    pub peer_loss_rate: f64,
+    /// The loss rate of the peer's sending direction as this side's
+    /// receiver measures it (loss events per packet), and the loss runs
+    /// it detected.
+    pub rx_loss_rate: f64,
+    pub rx_loss_runs: u64,
 }
 
 /// One tunnel (the client's, or one client's on the server) for `status()`.

@@ -25,6 +25,7 @@ use crate::crypto::{CryptoError, PeerSessions, PublicKey, Session};
 use crate::flow::{tcp_segment, RetransmitDetector};
 use crate::path::{PathId, PathParams, MAX_PATHS};
 use crate::receiver::Receiver;
+use crate::repair::{RepairMode, Retained};
 use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
@@ -37,6 +38,10 @@ const RETX_SLOTS: usize = 1024;
 fn receiver_config(cfg: &ConnConfig) -> crate::receiver::ReceiverConfig {
     let mut r = cfg.receiver.clone();
     r.reorder.timer_from_first_seen = cfg.reorder_timer_from_first_seen;
+    r.reorder.adaptive_hold = cfg.reorder_adaptive_hold;
+    let repair = cfg.repair != RepairMode::Off;
+    r.nack |= repair;
+    r.reorder.repair_wait |= repair;
     r
 }
 
@@ -44,8 +49,23 @@ fn receiver_config(cfg: &ConnConfig) -> crate::receiver::ReceiverConfig {
 fn sender_config(cfg: &ConnConfig) -> SenderConfig {
     let mut s = cfg.sender.clone();
     s.pacing = cfg.pacing;
+    s.repair.mode = cfg.repair;
     s
 }
+
+/// The payload store for repair, sized from the configuration.
+fn retained(cfg: &ConnConfig) -> Retained {
+    let bytes = if cfg.repair == RepairMode::Off {
+        0
+    } else {
+        cfg.repair_retain_bytes
+    };
+    Retained::new(bytes, cfg.sender.repair.max_age)
+}
+
+/// A reverse path losing more than this (this side's loss estimate of it)
+/// gets a NACK repeated on the next-earliest path.
+const NACK_REPEAT_LOSS: f64 = 0.002;
 
 /// Which end of the tunnel this is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -88,6 +108,8 @@ pub(crate) struct Tunnel {
     /// Inner packets in the sender's pacing queues, by tunnel sequence
     /// number, with their path.
     paced: HashMap<u64, (PathId, Vec<u8>)>,
+    /// Inner packets sent, kept for repair until acknowledged or too old.
+    retained: Retained,
 }
 
 impl Tunnel {
@@ -112,6 +134,7 @@ impl Tunnel {
             plain: Vec::with_capacity(2048),
             fb: vec![0; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)],
             paced: HashMap::new(),
+            retained: retained(cfg),
         }
     }
 
@@ -133,6 +156,7 @@ impl Tunnel {
         self.receiver = Receiver::new(receiver_config(&self.cfg));
         self.retx = RetransmitDetector::new(RETX_SLOTS);
         self.paced.clear();
+        self.retained = retained(&self.cfg);
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
             self.sender.set_usable(l.id, l.up);
@@ -302,7 +326,8 @@ impl Tunnel {
             Frame::Data(h, _) => Some(h.path),
             Frame::Feedback(v) => Some(v.path),
             Frame::Keepalive(k) | Frame::KeepaliveAck(k) => Some(k.path),
-            Frame::Control(_) => None,
+            // A NACK names the paths it reports on and may come on any.
+            Frame::Control(_) | Frame::Nack(_) => None,
         };
         // The path whose liveness this datagram proves: the socket on the
         // client, the path the frame names on the server.
@@ -339,7 +364,8 @@ impl Tunnel {
                 self.receiver
                     .handle_data(now, &h, payload.len(), payload.to_vec());
             }
-            Frame::Feedback(v) => self.sender.handle_feedback(now, v.entries()),
+            Frame::Feedback(v) => self.sender.handle_feedback_on(now, v.path, v.entries()),
+            Frame::Nack(v) => self.sender.handle_nack(now, v.ranges(), v.rates()),
             Frame::Keepalive(k) => {
                 if let Some(p) = path {
                     let mut b = [0u8; Keepalive::LEN];
@@ -362,16 +388,94 @@ impl Tunnel {
                 (Control::PATH_DOWN, &[p]) if self.role == Role::Server => {
                     self.mark_down(now, PathId(p), out)
                 }
+                (Control::SKIP, body) => {
+                    for b in body.chunks_exact(4) {
+                        let seq = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                        self.receiver.give_up(now, seq);
+                    }
+                }
                 _ => control = Some(c.kind),
             },
         }
+        self.send_repairs(now, out);
         self.release_paced(now, out);
         self.flush(now, out);
         control
     }
 
+    /// Resends the packets the sender found lost, ahead of new data.
+    fn send_repairs(&mut self, now: Instant, out: &mut Outputs) {
+        let sender = &self.sender;
+        self.retained.prune(now, |seq| sender.is_acked(seq));
+        while let Some(seq) = self.sender.next_repair() {
+            let Some(payload) = self.retained.get(seq).map(<[u8]>::to_vec) else {
+                self.sender.abandon_repair(seq);
+                continue;
+            };
+            if let Some(tx) = self.sender.resend(now, seq) {
+                self.emit_data(now, tx, &payload, out);
+            }
+        }
+        let skip = self.sender.take_unrepaired();
+        if !skip.is_empty() {
+            let body: Vec<u8> = skip
+                .iter()
+                .flat_map(|&s| (s as u32).to_be_bytes())
+                .collect();
+            let c = Control {
+                kind: Control::SKIP,
+                body: &body,
+            };
+            let mut b = vec![0u8; c.buffer_len()];
+            if c.emit(&mut b).is_ok() {
+                for id in self.reverse_paths() {
+                    self.transmit(now, id, &b, out);
+                }
+            }
+        }
+    }
+
+    /// The paths to send loss reports on: the one that returns earliest,
+    /// and the next-earliest too while the first loses packets.
+    fn reverse_paths(&self) -> Vec<PathId> {
+        let mut up: Vec<(f64, f64, PathId)> = self
+            .links
+            .iter()
+            .filter(|l| l.up && l.remote.is_some())
+            .map(|l| {
+                let p = self.sender.path(l.id);
+                let rtt = p
+                    .filter(|p| p.rtt.has_samples())
+                    .map(|p| p.rtt.srtt())
+                    .or(l.keepalive_rtt)
+                    .map_or(f64::MAX, |d| d.as_secs_f64());
+                (rtt, p.map_or(0.0, |p| p.loss.rate()), l.id)
+            })
+            .collect();
+        up.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let repeat = up.first().is_some_and(|f| f.1 > NACK_REPEAT_LOSS);
+        let count = if repeat { 2 } else { 1 };
+        up.iter().take(count).map(|u| u.2).collect()
+    }
+
+    /// Sends a pending loss report on the path that returns earliest, and
+    /// again on the next-earliest when that path loses packets (MPLOT
+    /// sends ACKs on a random reverse path; a NACK lost with its path
+    /// would leave the loss to the sender's slower rules).
+    fn send_nack(&mut self, now: Instant, out: &mut Outputs) {
+        let mut fb = std::mem::take(&mut self.fb);
+        if let Some(n) = self.receiver.poll_nack(&mut fb) {
+            for id in self.reverse_paths() {
+                self.sender.charge_pacer(now, id, n + super::OUTER_OVERHEAD);
+                self.transmit(now, id, &fb[..n], out);
+            }
+        }
+        self.fb = fb;
+    }
+
     /// Sends due feedback and delivers in-order inner packets.
     fn flush(&mut self, now: Instant, out: &mut Outputs) {
+        self.send_nack(now, out);
         let mut fb = std::mem::take(&mut self.fb);
         while let Some((path, n)) = self.receiver.poll_feedback(now, &mut fb) {
             self.sender
@@ -498,6 +602,9 @@ impl Tunnel {
         if ok && self.transmit(now, tx.path, &plain, out) {
             self.counters.packets_sent += 1;
         }
+        if !tx.header.flags.has(crate::wire::DataFlags::REPAIR) {
+            self.retained.insert(now, tx.seq, packet);
+        }
         self.plain = plain;
     }
 
@@ -549,6 +656,7 @@ impl Tunnel {
     /// path liveness, client keepalives; then flushes.
     pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outputs) {
         self.sender.handle_timeout(now);
+        self.send_repairs(now, out);
         self.release_paced(now, out);
         self.receiver.handle_timeout(now);
         self.sessions.handle_timeout(now);
@@ -610,6 +718,8 @@ impl Tunnel {
                 let ps = self.sender.path(l.id);
                 let sampled = ps.filter(|p| p.rtt.has_samples());
                 let (rb_packets, rb_bytes) = self.receiver.reorder_buffered_on(l.id);
+                let rep = self.sender.path_repair_stats(l.id);
+                let (rx_loss_rate, _, rx_loss_runs) = self.receiver.path_loss(l.id);
                 PathStatus {
                     id: l.id,
                     up: l.up,
@@ -631,6 +741,12 @@ impl Tunnel {
                     last_rx_ago: l.last_rx.map(|t| now.saturating_since(t)),
                     reorder_buffered_packets: rb_packets,
                     reorder_buffered_bytes: rb_bytes as u64,
+                    losses_repaired: rep.losses_repaired,
+                    losses_congestion: rep.losses_congestion,
+                    repairs_carried: rep.repairs_carried,
+                    peer_loss_rate: rep.peer_loss_rate,
+                    rx_loss_rate,
+                    rx_loss_runs,
                 }
             })
             .collect();
@@ -640,7 +756,7 @@ impl Tunnel {
             session_age: current.map(|s| now.saturating_since(s.created_at())),
             scheduler: self.sender.scheduler_name(),
             paths,
-            reorder: self.receiver.reorder_stats().clone(),
+            reorder: self.receiver.reorder_stats_now(),
             sender: self.sender.stats().clone(),
             counters: self.counters.clone(),
         }

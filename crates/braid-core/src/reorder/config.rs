@@ -34,6 +34,23 @@ pub struct ReorderConfig {
     /// simulator's fair-queueing scenarios reorder by more than the timer,
     /// so they keep the paper's rule.
     pub timer_from_first_seen: bool,
+    /// Take the loss timer's value from measured gap-fill waits (see
+    /// `hold`) instead of the fixed `loss_timeout`, within [`min_hold`,
+    /// `max_hold`]. Off by default (the paper's fixed timer); the tunnel
+    /// turns it on.
+    ///
+    /// [`min_hold`, `max_hold`]: ReorderConfig::min_hold
+    pub adaptive_hold: bool,
+    /// Shortest adaptive hold.
+    pub min_hold: Duration,
+    /// Longest adaptive hold (issue 13: about 2 s). Memory bounds it too:
+    /// a gap is given up when `max_buffer_bytes` fills behind it.
+    pub max_hold: Duration,
+    /// The sender repairs losses (ARQ): loss evidence from
+    /// previous-on-path links and comparison no longer skips a gap at once;
+    /// the gap waits for its repair until the loss timer (the hold), and
+    /// is released the moment the repair arrives.
+    pub repair_wait: bool,
 }
 
 impl Default for ReorderConfig {
@@ -46,6 +63,10 @@ impl Default for ReorderConfig {
             pace_fraction: 0.5,
             max_buffer_bytes: 4 << 20,
             timer_from_first_seen: false,
+            adaptive_hold: false,
+            min_hold: Duration::from_millis(50),
+            max_hold: Duration::from_secs(2),
+            repair_wait: false,
         }
     }
 }
@@ -76,4 +97,8 @@ pub struct ReorderStats {
     /// the caller has not polled yet).
     pub queued_packets: usize,
     pub queued_bytes: usize,
+    /// Gaps that filled while held (reordering settled, or a repair came).
+    pub gaps_filled: u64,
+    /// The loss timer's current value (the hold), nanoseconds.
+    pub hold_ns: u64,
 }

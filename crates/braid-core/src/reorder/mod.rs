@@ -23,7 +23,12 @@
 //!   the head.
 //! - timer-based fallback (paper, V-B: needed because an idle or slow path
 //!   would stall the comparison forever): the head gap has been waiting
-//!   `loss_timeout` (0.5 s in the paper).
+//!   `loss_timeout` (0.5 s in the paper), or, with `adaptive_hold`, the
+//!   hold measured from how long gaps take to fill (`hold`).
+//!
+//! With `repair_wait` (the sender repairs losses) the first two give way
+//! to the timer: a gap known lost waits for its repair for the hold, and
+//! is released the moment the repair fills it.
 //! - overflow: buffering the packet would exceed `max_buffer_bytes`, or the
 //!   packet is more than [`MAX_SPAN`] numbers ahead of `next_expected`.
 //!
@@ -66,7 +71,9 @@ const SKIP_HISTORY: usize = 1024;
 const PATH_SLOTS: usize = 256;
 
 mod config;
+mod hold;
 pub use config::{ReorderConfig, ReorderMode, ReorderStats};
+pub use hold::HoldEstimator;
 
 /// Why a range of numbers was skipped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -114,8 +121,9 @@ pub struct Resequencer<P> {
     urgent_upto: u64,
     /// Numbers >= next_expected known lost via previous-on-path links.
     known_lost: BTreeSet<u64>,
-    /// Recently skipped ranges [start, end), ascending, merged.
-    skipped: VecDeque<(u64, u64)>,
+    /// Recently skipped ranges [start, end), ascending, merged, with when
+    /// their gap was first seen if the loss timer skipped them.
+    skipped: VecDeque<(u64, u64, Option<Instant>)>,
     /// Numbers below this are older than the skip history: treat as late.
     history_floor: u64,
     paths: Box<[PathSlot; PATH_SLOTS]>,
@@ -133,6 +141,10 @@ pub struct Resequencer<P> {
     arrivals: VecDeque<(Instant, u64)>,
     /// Latest `now` seen by `handle_packet`/`handle_timeout`.
     last_now: Instant,
+    /// Measured gap-fill waits (`ReorderConfig::adaptive_hold`).
+    hold: HoldEstimator,
+    /// While the loss timer skips a gap: when that gap was first seen.
+    timer_seen: Option<Instant>,
     stats: ReorderStats,
 }
 
@@ -156,6 +168,8 @@ impl<P> Resequencer<P> {
             loss_deadline: None,
             arrivals: VecDeque::new(),
             last_now: Instant::ZERO,
+            hold: HoldEstimator::default(),
+            timer_seen: None,
             stats: ReorderStats::default(),
         }
     }
@@ -196,6 +210,10 @@ impl<P> Resequencer<P> {
         if seq < self.next_expected {
             if self.was_skipped(seq) {
                 self.stats.late += 1;
+                // Given up too early: measure how long it really took.
+                if let Some(seen) = self.skipped_seen_at(seq) {
+                    self.hold.on_sample(now, now.saturating_since(seen));
+                }
             } else {
                 self.stats.duplicates += 1;
             }
@@ -216,8 +234,9 @@ impl<P> Resequencer<P> {
         }
 
         // Previous-on-path link: on a FIFO path the predecessor would have
-        // arrived before this packet, so if it is still missing it is lost.
-        if let Some(n) = prev_on_path {
+        // arrived before this packet, so if it is still missing it is lost
+        // (unless its repair is awaited).
+        if let Some(n) = prev_on_path.filter(|_| !self.cfg.repair_wait) {
             if n >= self.next_expected && n < seq && !self.buf.contains_key(&n) {
                 self.known_lost.insert(n);
                 if self.known_lost.len() > MAX_KNOWN_LOST {
@@ -228,6 +247,11 @@ impl<P> Resequencer<P> {
         // It arrived after all (non-FIFO path): not lost.
         self.known_lost.remove(&seq);
 
+        // It fills a gap that packets above it were waiting on.
+        if let Some(seen) = self.first_seen_above(seq) {
+            self.stats.gaps_filled += 1;
+            self.hold.on_sample(now, now.saturating_since(seen));
+        }
         if seq == self.next_expected {
             self.next_expected = seq.saturating_add(1);
             self.push_ready(now, seq, len, payload);
@@ -236,6 +260,40 @@ impl<P> Resequencer<P> {
         }
         self.advance(now);
         self.rearm(now, ne_before);
+    }
+
+    /// The loss timer's value: measured with `adaptive_hold`, else fixed.
+    pub fn hold(&self) -> Duration {
+        if self.cfg.adaptive_hold {
+            self.hold
+                .hold(self.cfg.loss_timeout, self.cfg.min_hold, self.cfg.max_hold)
+        } else {
+            self.cfg.loss_timeout
+        }
+    }
+
+    /// When the gap at `seq` was first seen: the earliest arrival among the
+    /// packets buffered above it. `None` if nothing is buffered above it.
+    fn first_seen_above(&self, seq: u64) -> Option<Instant> {
+        let (&top, _) = self.buf.last_key_value()?;
+        if top <= seq {
+            return None;
+        }
+        self.arrivals
+            .iter()
+            .find(|&&(_, n)| n > seq && self.buf.contains_key(&n))
+            .map(|&(t, _)| t)
+    }
+
+    /// When the gap of a number the loss timer gave up was first seen.
+    fn skipped_seen_at(&self, seq: u64) -> Option<Instant> {
+        if seq < self.history_floor {
+            return None;
+        }
+        let i = self.skipped.partition_point(|&(s, _, _)| s <= seq);
+        (i > 0 && seq < self.skipped[i - 1].1)
+            .then(|| self.skipped[i - 1].2)
+            .flatten()
     }
 
     /// Runs timers due at `now` (loss timer). Extra calls are no-ops.
@@ -257,7 +315,9 @@ impl<P> Resequencer<P> {
                 if now >= deadline {
                     if let Some(first) = self.buf.keys().next().copied() {
                         let from = self.next_expected;
+                        self.timer_seen = self.first_seen_above(from);
                         self.skip_range(from, first, Cause::Timer);
+                        self.timer_seen = None;
                         self.next_expected = first;
                     }
                     self.loss_deadline = None;
@@ -270,6 +330,27 @@ impl<P> Resequencer<P> {
                 break;
             }
         }
+    }
+
+    /// The sender will not repair `seq`: stop holding its gap (it is
+    /// skipped as a known loss when it reaches the head). Numbers already
+    /// released, buffered or outside the span are ignored.
+    pub fn give_up(&mut self, now: Instant, seq: u64) {
+        self.last_now = self.last_now.max(now);
+        if self.cfg.mode == ReorderMode::Off
+            || seq < self.next_expected
+            || seq - self.next_expected > MAX_SPAN
+            || self.buf.contains_key(&seq)
+        {
+            return;
+        }
+        self.known_lost.insert(seq);
+        if self.known_lost.len() > MAX_KNOWN_LOST {
+            self.known_lost.pop_last();
+        }
+        let ne_before = self.next_expected;
+        self.advance(now);
+        self.rearm(now, ne_before);
     }
 
     /// Next packet to hand up at `now`, if one is due (pacing respected).
@@ -342,6 +423,14 @@ impl<P> Resequencer<P> {
 
     pub fn stats(&self) -> &ReorderStats {
         &self.stats
+    }
+
+    /// Counters, with the current hold filled in.
+    pub fn stats_now(&self) -> ReorderStats {
+        ReorderStats {
+            hold_ns: self.hold().as_nanos().min(u64::MAX as u128) as u64,
+            ..self.stats.clone()
+        }
     }
 
     /// Out-of-order packets waiting in the buffer that arrived on `path`,
@@ -468,12 +557,13 @@ impl<P> Resequencer<P> {
             Cause::Timer => self.stats.lost_timer += other,
             Cause::Overflow => self.stats.lost_overflow += other,
         }
+        let seen = self.timer_seen;
         match self.skipped.back_mut() {
-            Some(last) if last.1 == from => last.1 = to,
-            _ => self.skipped.push_back((from, to)),
+            Some(last) if last.1 == from && last.2 == seen => last.1 = to,
+            _ => self.skipped.push_back((from, to, seen)),
         }
         if self.skipped.len() > SKIP_HISTORY {
-            if let Some((_, end)) = self.skipped.pop_front() {
+            if let Some((_, end, _)) = self.skipped.pop_front() {
                 self.history_floor = self.history_floor.max(end);
             }
         }
@@ -484,7 +574,7 @@ impl<P> Resequencer<P> {
         if seq < self.history_floor {
             return true;
         }
-        let i = self.skipped.partition_point(|&(s, _)| s <= seq);
+        let i = self.skipped.partition_point(|&(s, _, _)| s <= seq);
         i > 0 && seq < self.skipped[i - 1].1
     }
 
@@ -597,7 +687,7 @@ impl<P> Resequencer<P> {
             let Some(&first) = self.buf.keys().next() else {
                 break;
             };
-            if self.cfg.comparison {
+            if self.cfg.comparison && !self.cfg.repair_wait {
                 if let Some(bound) = self.comparison_bound(now) {
                     let target = bound.min(first);
                     if target > ne {
@@ -632,7 +722,7 @@ impl<P> Resequencer<P> {
             _ => now,
         };
         if self.next_expected != ne_before || self.loss_deadline.is_none() {
-            self.loss_deadline = Some(seen.min(now) + self.cfg.loss_timeout);
+            self.loss_deadline = Some(seen.min(now) + self.hold());
         }
     }
 
@@ -642,7 +732,11 @@ impl<P> Resequencer<P> {
     /// is still active. Never earlier than the latest `now` seen, so a
     /// caller looping on `poll_timeout` cannot spin.
     fn comparison_deadline(&self) -> Option<Instant> {
-        if self.cfg.mode != ReorderMode::Bmp || !self.cfg.comparison || self.buf.is_empty() {
+        if self.cfg.mode != ReorderMode::Bmp
+            || !self.cfg.comparison
+            || self.cfg.repair_wait
+            || self.buf.is_empty()
+        {
             return None;
         }
         let ne = self.next_expected;

@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 
 use crate::path::{EstimatorConfig, PathId, PathParams, PathState, MAX_PATHS};
+use crate::repair::{LossClassifier, RepairConfig};
 use crate::sched::{PacketInfo, PairRole, Scheduler};
 use crate::time::{tx_time, Duration, Instant};
 use crate::wire::{self, DataFlags, DataHeader, FeedbackEntry};
@@ -108,6 +109,10 @@ pub struct SenderConfig {
     /// estimate stayed unused for up to 3 s after the transfer started
     /// (PET keeps a pair open this long on such a path: `max_pair_gap`).
     pub pair_hold: Duration,
+    /// Repair of path losses inside the tunnel (ARQ): off by default (the
+    /// simulator reproduces the papers without it); the tunnel turns it
+    /// on (`ConnConfig::repair`). See [`crate::repair`].
+    pub repair: RepairConfig,
 }
 
 impl Default for SenderConfig {
@@ -125,6 +130,7 @@ impl Default for SenderConfig {
             pacing_max_backlog: Duration::from_millis(300),
             pacing_min_pair_len: 1000,
             pair_hold: Duration::from_millis(5),
+            repair: RepairConfig::default(),
         }
     }
 }
@@ -159,6 +165,19 @@ pub struct SenderStats {
     pub pacing_drops: u64,
     /// First packets of pairs held for their partner (`SenderConfig::pair_hold`).
     pub pair_holds: u64,
+    /// Packets declared lost because a NACK named them.
+    pub lost_nack: u64,
+    /// Repair copies sent (ARQ).
+    pub repairs_sent: u64,
+    /// Lost packets not repaired because the loss came with a rising
+    /// delay trend (congestion: the inner transport must see it).
+    pub repairs_skipped_congestion: u64,
+    /// Lost packets given up: too old, too many attempts, or their payload
+    /// was no longer retained.
+    pub repairs_abandoned: u64,
+    /// Feedback entries reporting a copy on another path than the one the
+    /// packet was last sent on (the original arrived after all, or the repair did).
+    pub feedback_other_copy: u64,
 }
 
 /// What [`Sender::send_paced`] did with a packet.
@@ -201,6 +220,12 @@ struct Record {
     /// The scheduler's predicted delivery time.
     eta_ns: Option<i64>,
     fate: Fate,
+    /// When the packet was first sent (repairs keep it; `sent_at` moves).
+    first_sent_at: Instant,
+    /// Repair copies sent so far.
+    attempts: u8,
+    /// Waiting in the repair queue.
+    repair_queued: bool,
 }
 
 pub struct Sender {
@@ -224,7 +249,29 @@ pub struct Sender {
     pace_ok: [bool; MAX_PATHS],
     /// The latest full-size pair samples of each path and their median.
     pair_samples: [PairSamples; MAX_PATHS],
+    /// Lost packets waiting for a repair copy, oldest loss first.
+    repair_queue: VecDeque<u64>,
+    /// Lost packets that will not be repaired, to tell the receiver.
+    unrepaired: Vec<u64>,
+    /// Per path slot: congestion or random loss (R-MTP §3.2).
+    classifier: [LossClassifier; MAX_PATHS],
+    /// Per path slot repair counters.
+    path_repair: [PathRepairStats; MAX_PATHS],
     stats: SenderStats,
+}
+
+/// Repair counters of one path.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct PathRepairStats {
+    /// Losses of this path that were repaired (a copy was sent).
+    pub losses_repaired: u64,
+    /// Losses of this path taken for congestion and left to the inner transport.
+    pub losses_congestion: u64,
+    /// Repair copies this path carried.
+    pub repairs_carried: u64,
+    /// The latest loss rate the peer's receiver reported for this path
+    /// (NACK frames; loss events per packet).
+    pub peer_loss_rate: f64,
 }
 
 fn slot(id: PathId) -> usize {
@@ -248,6 +295,10 @@ impl Sender {
             last_release: [None; MAX_PATHS],
             pace_ok: [false; MAX_PATHS],
             pair_samples: [PairSamples::default(); MAX_PATHS],
+            repair_queue: VecDeque::new(),
+            unrepaired: Vec::new(),
+            classifier: [LossClassifier::default(); MAX_PATHS],
+            path_repair: [PathRepairStats::default(); MAX_PATHS],
             stats: SenderStats::default(),
         }
     }
@@ -271,7 +322,8 @@ impl Sender {
 
     /// Removes a path; its packets in flight count as lost.
     pub fn remove_path(&mut self, now: Instant, id: PathId) {
-        self.declare_lost_through(id, u64::MAX, now, LossCause::Timeout);
+        let n = self.unacked[slot(id)].len();
+        self.declare_lost_front(id, n, now, LossCause::Timeout);
         self.paths.retain(|p| p.id != id);
         self.last_on_path[slot(id)] = None;
         self.open_pair[slot(id)] = None;
@@ -280,6 +332,7 @@ impl Sender {
         self.last_release[slot(id)] = None;
         self.pace_ok[slot(id)] = false;
         self.pair_samples[slot(id)] = PairSamples::default();
+        self.classifier[slot(id)] = LossClassifier::default();
         self.sched.paths_changed(&self.paths);
     }
 
@@ -423,7 +476,9 @@ impl Sender {
         if let Some(old) = self.ring[idx] {
             if old.fate == Fate::InFlight {
                 self.stats.lost_evicted += 1;
-                self.declare_lost_through(old.path, old.seq, now, LossCause::Evicted);
+                if let Some(i) = self.position(old.path, old.seq) {
+                    self.declare_lost_front(old.path, i + 1, now, LossCause::Evicted);
+                }
             }
         }
         self.ring[idx] = Some(Record {
@@ -435,6 +490,9 @@ impl Sender {
             partner,
             eta_ns: d.eta_ns,
             fate: Fate::InFlight,
+            first_sent_at: now,
+            attempts: 0,
+            repair_queued: false,
         });
         self.unacked[s].push_back(seq);
         self.stats.sent += 1;
@@ -479,11 +537,27 @@ impl Sender {
         entries: impl IntoIterator<Item = FeedbackEntry>,
     ) {
         for e in entries {
-            self.on_entry(now, e);
+            self.on_entry(now, None, e);
         }
     }
 
-    fn on_entry(&mut self, now: Instant, e: FeedbackEntry) {
+    /// Processes the entries of one feedback frame that reports arrivals
+    /// on `path` (the frame's path field). With repair a packet may have
+    /// copies on two paths; an entry from another path than the packet's
+    /// latest copy acknowledges it without applying the FIFO rule or
+    /// taking delay samples on the wrong path.
+    pub fn handle_feedback_on(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        entries: impl IntoIterator<Item = FeedbackEntry>,
+    ) {
+        for e in entries {
+            self.on_entry(now, Some(path), e);
+        }
+    }
+
+    fn on_entry(&mut self, now: Instant, on: Option<PathId>, e: FeedbackEntry) {
         let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
         let Some(rec) = self.record_mut(seq).copied() else {
             self.stats.feedback_unmatched += 1;
@@ -493,16 +567,17 @@ impl Sender {
             self.stats.feedback_unmatched += 1;
             return;
         }
+        if on.is_some_and(|p| p != rec.path) {
+            self.ack_other_copy(seq, rec, e.rx_time_ns);
+            return;
+        }
         let was_in_flight = rec.fate == Fate::InFlight;
         if was_in_flight {
             // Paths are FIFO: anything sent before this on the same path and
-            // still unreported was lost.
-            if seq > 0 {
-                self.declare_lost_through(rec.path, seq - 1, now, LossCause::Fifo);
-            }
-            let q = &mut self.unacked[slot(rec.path)];
-            if q.front() == Some(&seq) {
-                q.pop_front();
+            // still unreported was lost (PRISM §5.2.3, threshold 1).
+            if let Some(i) = self.position(rec.path, seq) {
+                self.declare_lost_front(rec.path, i, now, LossCause::Fifo);
+                self.unacked[slot(rec.path)].pop_front();
             }
         } else {
             // Given up too early (the path is slower than its timeout
@@ -527,6 +602,10 @@ impl Sender {
         p.acked_packets += 1;
         p.acked_bytes += rec.len as u64;
         p.last_feedback = Some(now);
+        if rec.attempts > 0 {
+            // Karn: a repaired packet's report may belong to either copy.
+            return;
+        }
         p.rtt.update(now.saturating_since(rec.sent_at));
         // Relative one-way delay: receiver clock minus sender clock, less
         // this packet's own serialisation so that D_l is the wireline part.
@@ -538,6 +617,8 @@ impl Sender {
             now,
             e.rx_time_ns as i64 - rec.sent_at.as_nanos() as i64 - ser,
         );
+        let queueing = p.owd.queueing_delay();
+        self.classifier[slot(rec.path)].on_queueing_sample(queueing);
         if let Some(eta) = rec.eta_ns {
             // Arrival in the scheduler's frame (relative delays): receiver
             // clock minus the smallest base offset of any path.
@@ -592,33 +673,48 @@ impl Sender {
         }
     }
 
-    /// Marks every in-flight packet of `path` with sequence number <= `upto` lost.
-    fn declare_lost_through(&mut self, path: PathId, upto: u64, _now: Instant, cause: LossCause) {
+    /// Where `seq` stands in the path's queue of unreported packets (send order).
+    fn position(&self, path: PathId, seq: u64) -> Option<usize> {
+        self.unacked[slot(path)].iter().position(|&x| x == seq)
+    }
+
+    /// Takes the first `n` entries of the path's queue of unreported
+    /// packets (send order) and declares those still in flight lost.
+    fn declare_lost_front(&mut self, path: PathId, n: usize, now: Instant, cause: LossCause) {
         let s = slot(path);
-        while let Some(&front) = self.unacked[s].front() {
-            if front > upto {
+        for _ in 0..n {
+            let Some(front) = self.unacked[s].pop_front() else {
                 break;
-            }
-            self.unacked[s].pop_front();
-            let idx = (front as usize) & (self.ring.len() - 1);
-            let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == front) else {
-                continue;
             };
-            if r.fate != Fate::InFlight {
-                continue;
-            }
-            r.fate = Fate::Lost;
-            let len = r.len;
-            match cause {
-                LossCause::Fifo => self.stats.lost_fifo += 1,
-                LossCause::Timeout => self.stats.lost_timeout += 1,
-                LossCause::Evicted => {}
-            }
-            if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
-                p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
-                p.in_flight_bytes = p.in_flight_bytes.saturating_sub(len as u64);
-                p.loss.on_lost(1);
-            }
+            self.mark_lost(path, front, now, cause);
+        }
+    }
+
+    /// Declares one packet lost if it is still in flight on `path`, and
+    /// queues its repair when that is allowed.
+    fn mark_lost(&mut self, path: PathId, seq: u64, now: Instant, cause: LossCause) {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+            return;
+        };
+        if r.fate != Fate::InFlight || r.path != path {
+            return;
+        }
+        r.fate = Fate::Lost;
+        let len = r.len;
+        match cause {
+            LossCause::Fifo => self.stats.lost_fifo += 1,
+            LossCause::Timeout => self.stats.lost_timeout += 1,
+            LossCause::Nack => self.stats.lost_nack += 1,
+            LossCause::Evicted => {}
+        }
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
+            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(len as u64);
+            p.loss.on_lost(1);
+        }
+        if cause != LossCause::Evicted {
+            self.consider_repair(path, seq, now);
         }
     }
 
@@ -636,11 +732,21 @@ impl Sender {
     }
 
     /// The oldest in-flight packet of a path and when it times out.
+    ///
+    /// A packet still in the path's pacing queue has not left: its
+    /// timeout starts when it does (`Instant::FAR_FUTURE` until then).
+    /// Counting from when it was queued declared packets behind a long
+    /// pacing queue on a far path lost while they were still on their
+    /// way, and with repair each such packet was sent twice.
     fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant)> {
-        let q = &self.unacked[slot(p.id)];
+        let s = slot(p.id);
+        let q = &self.unacked[s];
         let &seq = q.front()?;
         let idx = (seq as usize) & (self.ring.len() - 1);
         let r = self.ring[idx].filter(|r| r.seq == seq)?;
+        if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
+            return Some((seq, Instant::FAR_FUTURE));
+        }
         Some((seq, r.sent_at + self.loss_timeout(p)))
     }
 
@@ -650,9 +756,9 @@ impl Sender {
             loop {
                 let p = &self.paths[i];
                 match self.oldest_deadline(p) {
-                    Some((seq, deadline)) if deadline <= now => {
+                    Some((_, deadline)) if deadline <= now => {
                         let id = p.id;
-                        self.declare_lost_through(id, seq, now, LossCause::Timeout);
+                        self.declare_lost_front(id, 1, now, LossCause::Timeout);
                     }
                     Some(_) => break,
                     None => {
@@ -677,6 +783,7 @@ impl Sender {
         self.paths
             .iter()
             .filter_map(|p| self.oldest_deadline(p).map(|(_, d)| d))
+            .filter(|&d| d != Instant::FAR_FUTURE)
             .chain(pacing)
             .min()
     }
@@ -687,8 +794,11 @@ enum LossCause {
     Fifo,
     Timeout,
     Evicted,
+    /// The peer's receiver reported it (NACK).
+    Nack,
 }
 
 mod pacing;
+mod repair;
 #[cfg(test)]
 mod tests;

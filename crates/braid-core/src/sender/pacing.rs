@@ -103,6 +103,20 @@ pub(super) struct PairSamples {
 }
 
 impl PairSamples {
+    /// Multiplies every sample (and the median) by `factor`: a loss the
+    /// classifier takes for congestion lowers the path's rate (R-MTP §3.2).
+    pub(super) fn scale(&mut self, factor: f64) {
+        let f = if factor.is_finite() {
+            factor.clamp(0.1, 1.0)
+        } else {
+            1.0
+        };
+        for v in &mut self.samples {
+            *v *= f;
+        }
+        self.median = self.median.map(|m| m * f);
+    }
+
     pub(super) fn push(&mut self, sample: f64) {
         self.samples[self.count % PACING_SAMPLES] = sample;
         self.count += 1;

@@ -357,3 +357,28 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     let bound = s.pacing_bound();
     assert!(bound >= Duration::from_millis(150), "{bound:?}");
 }
+
+#[test]
+fn a_packet_in_the_pacing_queue_does_not_time_out() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    let sent = (0..10)
+        .filter(|_| matches!(s.send_paced(now, &pkt()), SendOutcome::Transmit(_)))
+        .count();
+    assert_eq!(sent, 2);
+    // Long past any timeout, nothing released from the queue yet: only
+    // the two packets that left are lost.
+    let later = now + Duration::from_secs(5);
+    s.handle_timeout(later);
+    assert_eq!(s.stats().lost_timeout, 2, "{:?}", s.stats());
+    // The queued ones time out from when they leave.
+    let mut left = 0;
+    while s.poll_transmit(later).is_some() {
+        left += 1;
+    }
+    assert_eq!(left, 8);
+    s.handle_timeout(later + Duration::from_millis(100));
+    assert_eq!(s.stats().lost_timeout, 2);
+    s.handle_timeout(later + Duration::from_secs(5));
+    assert_eq!(s.stats().lost_timeout, 10);
+}

@@ -10,6 +10,7 @@
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
 //! CONTROL   0x05 | kind u8 | body...                   (session control, see [`Control`])
+//! NACK      0x06 | version u8 | nranges u8 | nrates u8 | ... (loss report, see [`nack`])
 //! ```
 //! All integers big-endian.
 //!
@@ -27,11 +28,16 @@
 //! control messages can be added without a version bump.
 
 pub mod feedback;
+pub mod nack;
 pub mod seq;
 
 pub use feedback::{
     emit_feedback, feedback_len, feedback_max_len, FeedbackEntries, FeedbackEntry, FeedbackView,
     MAX_FEEDBACK_ENTRIES,
+};
+pub use nack::{
+    emit_nack, nack_len, NackRange, NackRate, NackView, MAX_NACK_RANGES, MAX_NACK_RATES,
+    NACK_VERSION,
 };
 
 use crate::path::PathId;
@@ -104,6 +110,10 @@ pub enum WireError {
     /// not in its shortest form.
     #[error("malformed varint in a feedback entry")]
     BadVarint,
+    /// A versioned frame (NACK) carries a layout version this code does
+    /// not know.
+    #[error("unknown frame version {0}")]
+    UnknownVersion(u8),
 }
 
 /// Frame type bytes.
@@ -116,6 +126,8 @@ pub const TYPE_KEEPALIVE: u8 = 0x03;
 pub const TYPE_KEEPALIVE_ACK: u8 = 0x04;
 /// Frame type byte of a control message.
 pub const TYPE_CONTROL: u8 = 0x05;
+/// Frame type byte of a loss report.
+pub const TYPE_NACK: u8 = 0x06;
 
 /// Flags of a data frame.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -130,8 +142,12 @@ impl DataFlags {
     pub const RETRANSMIT: u8 = 0x04;
     /// Sent to keep an unused path's estimate fresh.
     pub const PROBE: u8 = 0x08;
+    /// A copy of a packet reported lost, resent by the tunnel's own
+    /// repair (ARQ). Its `prev_delta` is 0: it is not part of the path's
+    /// chain of previous-on-path links.
+    pub const REPAIR: u8 = 0x10;
     /// All defined bits.
-    pub const ALL: u8 = 0x0f;
+    pub const ALL: u8 = 0x1f;
     /// Whether any bit of `bit` is set.
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -256,6 +272,12 @@ impl<'a> Control<'a> {
     /// for the silence to tell it. Body: the path id (1 byte). Sent on the
     /// paths still up.
     pub const PATH_DOWN: u8 = 0x02;
+    /// The sender will not repair these packets (their loss was taken for
+    /// congestion, or they are too old): the receiver's resequencer should
+    /// stop holding their gaps. Body: the low 32 bits of each tunnel
+    /// sequence number, big-endian, 4 bytes each (a partial last one is
+    /// ignored).
+    pub const SKIP: u8 = 0x03;
     /// Bytes of a control frame's fixed part (type and kind).
     pub const HEADER_LEN: usize = 2;
 
@@ -293,6 +315,8 @@ pub enum Frame<'a> {
     KeepaliveAck(Keepalive),
     /// A session control message.
     Control(Control<'a>),
+    /// A loss report.
+    Nack(NackView<'a>),
 }
 
 /// Decodes one frame. Never panics, never allocates.
@@ -308,6 +332,8 @@ pub enum Frame<'a> {
 ///   [`MAX_FEEDBACK_ENTRIES`] (checked before the length of the entries);
 /// - [`WireError::BadVarint`]: a feedback entry's delta is malformed;
 /// - [`WireError::TrailingBytes`]: bytes after a feedback or keepalive frame.
+/// - NACK frames: [`WireError::UnknownVersion`], then the count, length,
+///   trailing-byte and range-flag checks of [`nack`].
 pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
     let ty = *buf
         .first()
@@ -336,6 +362,7 @@ pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
                 body: &buf[field::CTRL_BODY..],
             }))
         }
+        TYPE_NACK => Ok(Frame::Nack(nack::parse(buf)?)),
         other => Err(WireError::UnknownType(other)),
     }
 }

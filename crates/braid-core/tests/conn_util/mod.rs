@@ -18,7 +18,7 @@ use braid_core::crypto::{PrivateKey, PublicKey};
 use braid_core::path::PathId;
 use braid_core::time::{Duration, Instant};
 use braid_net::{Link, LinkParams};
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// Wall clock at `Instant::ZERO` for handshake timestamps.
@@ -65,6 +65,9 @@ struct LinkState {
     spec: LinkSpec,
     /// Drop everything in both directions.
     blackhole: bool,
+    /// Drop each datagram with this probability, both directions
+    /// (Bernoulli, from the pair's seeded RNG).
+    loss: f64,
     /// The two directions (up, down).
     dirs: [Link; 2],
 }
@@ -79,6 +82,7 @@ impl LinkState {
             ],
             spec,
             blackhole: false,
+            loss: 0.0,
         }
     }
 }
@@ -107,6 +111,8 @@ pub struct Pair {
     pub client_events: Vec<(Instant, Event)>,
     pub server_events: Vec<(Instant, Event)>,
     pub swallowed: Vec<Swallowed>,
+    /// Datagrams dropped by random loss (`set_loss`).
+    pub lost_random: u64,
     /// Every datagram the client sent, if capturing: (path, bytes).
     pub capture: Option<Vec<(usize, Vec<u8>)>>,
     /// What the server's daemon would say about load (passed to
@@ -214,6 +220,7 @@ impl Pair {
             client_events: Vec::new(),
             server_events: Vec::new(),
             swallowed: Vec::new(),
+            lost_random: 0,
             capture: None,
             server_under_load: false,
             to_others: Vec::new(),
@@ -245,6 +252,12 @@ impl Pair {
         self.links[path].blackhole = on;
     }
 
+    /// Random loss on a path: each datagram, either way, is dropped with
+    /// probability `p` after it was serialised (it used the link's time).
+    pub fn set_loss(&mut self, path: usize, p: f64) {
+        self.links[path].loss = p;
+    }
+
     /// Adds a link (the caller adds the path to the client).
     pub fn add_link(&mut self, spec: LinkSpec) -> usize {
         let i = self.links.len() as u64;
@@ -269,6 +282,13 @@ impl Pair {
         else {
             return; // the model has no loss or limit here; kept for clarity
         };
+        if link.loss > 0.0 {
+            let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            if u < link.loss {
+                self.lost_random += 1;
+                return;
+            }
+        }
         self.flights.insert((at, self.next_id), flight);
         self.next_id += 1;
     }
@@ -423,6 +443,15 @@ impl Pair {
         self.drain();
     }
 
+    /// Sends numbered packet `n` of `len` bytes up only.
+    pub fn send_up_sized(&mut self, n: u64, len: usize) {
+        let me = self.client_address();
+        let far = Ipv4Addr::new(198, 51, 100, 7);
+        self.client
+            .send_packet(self.now, &dummy_sized(me, far, n, len));
+        self.drain();
+    }
+
     /// Sends packets `range` both ways, one each way every `gap`.
     pub fn stream(&mut self, range: std::ops::Range<u64>, gap: Duration) {
         for n in range {
@@ -442,6 +471,15 @@ pub fn dummy(src: Ipv4Addr, dst: Ipv4Addr, n: u64) -> Vec<u8> {
     p[12..16].copy_from_slice(&src.octets());
     p[16..20].copy_from_slice(&dst.octets());
     p[28..36].copy_from_slice(&n.to_be_bytes());
+    p
+}
+
+/// A dummy IPv4/UDP packet of `len` (at least 36) bytes numbered `n`.
+pub fn dummy_sized(src: Ipv4Addr, dst: Ipv4Addr, n: u64, len: usize) -> Vec<u8> {
+    let mut p = dummy(src, dst, n);
+    p.resize(len.max(36), 0);
+    let total = p.len() as u16;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
     p
 }
 

@@ -174,6 +174,10 @@ pub struct TuningFile {
     pub reorder: Option<bool>,
     pub reorder_loss_timeout_ms: Option<u64>,
     pub reorder_max_buffer_bytes: Option<usize>,
+    /// Repair of path losses inside the tunnel: "arq" (default) or "off".
+    pub repair: Option<String>,
+    /// Longest the resequencer holds a gap (its hold adapts below this).
+    pub reorder_max_hold_ms: Option<u64>,
 }
 
 fn default_scheduler() -> String {
@@ -508,6 +512,17 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
         60_000,
     )? {
         reorder.loss_timeout = d;
+        // A timer the user chose is kept fixed.
+        c.reorder_adaptive_hold = false;
+    }
+    if let Some(d) = ms("reorder_max_hold_ms", t.reorder_max_hold_ms, 10, 60_000)? {
+        reorder.max_hold = d;
+        reorder.min_hold = reorder.min_hold.min(d);
+    }
+    if let Some(r) = &t.repair {
+        c.repair = braid_core::repair::RepairMode::parse(r).ok_or_else(|| {
+            anyhow!("`tuning.repair`: unknown mode `{r}`; use \"arq\" (resend path losses inside the tunnel) or \"off\"")
+        })?;
     }
     if let Some(b) = t.reorder_max_buffer_bytes {
         if !(65_536..=(1 << 30)).contains(&b) {

@@ -124,6 +124,14 @@ fn errors_name_the_key() {
             server_toml("[tuning]\nkeepalive = 5"),
             "unknown field `keepalive`",
         ),
+        (
+            server_toml("[tuning]\nrepair = \"fast\""),
+            "`tuning.repair`: unknown mode `fast`",
+        ),
+        (
+            server_toml("[tuning]\nreorder_max_hold_ms = 5"),
+            "`tuning.reorder_max_hold_ms`",
+        ),
     ];
     for (text, want) in cases_server {
         let e = server_err(&d.0, &text);

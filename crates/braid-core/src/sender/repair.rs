@@ -1,0 +1,278 @@
+//! Repair of path losses by retransmission inside the tunnel (ARQ).
+//!
+//! Why: every loss on a path otherwise reaches the inner TCP as a
+//! congestion signal, so one TCP flow over the bond runs at the rate its
+//! loss response allows for the combined loss (Mathis et al.), far below
+//! the paths' sum. The tunnel knows which path lost a packet and why; it
+//! repairs what the paths lose and passes on only what it cannot or must
+//! not repair.
+//!
+//! - A packet is declared lost by the FIFO rule on feedback (PRISM §5.2.3:
+//!   a later packet on the same path was reported; threshold 1), by a NACK
+//!   from the receiver (which sees the gap one reverse trip earlier than
+//!   batched feedback would), or by its path's timeout (tail losses).
+//! - A lost packet is queued for repair unless the loss looks like
+//!   congestion (R-MTP §3.2, [`crate::repair::LossClassifier`]), it was
+//!   first sent more than `RepairConfig::max_age` ago, or it has had
+//!   `max_attempts` copies. The tunnel's own pacing-queue drops never get
+//!   here: they are dropped before they are numbered.
+//! - The caller drains [`Sender::next_repair`] at once, ahead of new data
+//!   (PRISM ADAS rule 1), and [`Sender::resend`] puts each copy on the
+//!   path that delivers it earliest, ahead of that path's pacing queue.
+//!
+//! The copy keeps the packet's tunnel sequence number, so the receiver's
+//! resequencer fills the gap the moment it arrives.
+
+use super::{slot, Fate, LossCause, PathRepairStats, Sender, Transmit};
+use crate::path::{PathId, MAX_PATHS};
+use crate::repair::RepairMode;
+use crate::time::{tx_time, Duration, Instant};
+use crate::wire::{self, DataFlags, DataHeader, NackRange, NackRate};
+
+/// Most entries of the repair queue; older ones are given up beyond it.
+const MAX_REPAIR_QUEUE: usize = 1 << 14;
+/// Most unrepaired losses waiting to be announced (one control frame's worth).
+const MAX_UNREPAIRED: usize = 256;
+
+impl Sender {
+    /// Queues a just-lost packet for repair if the configuration and the
+    /// loss classification allow.
+    pub(super) fn consider_repair(&mut self, path: PathId, seq: u64, now: Instant) {
+        if self.cfg.repair.mode == RepairMode::Off {
+            return;
+        }
+        let s = slot(path);
+        let min_rtt = self
+            .path(path)
+            .and_then(|p| p.rtt.min_rtt())
+            .unwrap_or(Duration::from_millis(100));
+        if self.cfg.repair.classify && self.classifier[s].on_loss(now, min_rtt) {
+            // Congestion: the inner transport must see this loss.
+            self.stats.repairs_skipped_congestion += 1;
+            self.path_repair[s].losses_congestion += 1;
+            if self.classifier[s].cut_at(now) {
+                self.pair_samples[s].scale(self.cfg.repair.congestion_rate_factor);
+            }
+            self.note_unrepaired(seq);
+            return;
+        }
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let cfg = &self.cfg.repair;
+        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+            return;
+        };
+        if r.repair_queued {
+            return;
+        }
+        if r.attempts >= cfg.max_attempts || now.saturating_since(r.first_sent_at) > cfg.max_age {
+            self.stats.repairs_abandoned += 1;
+            self.note_unrepaired(seq);
+            return;
+        }
+        r.repair_queued = true;
+        self.path_repair[s].losses_repaired += 1;
+        self.repair_queue.push_back(seq);
+        if self.repair_queue.len() > MAX_REPAIR_QUEUE {
+            self.repair_queue.pop_front();
+            self.stats.repairs_abandoned += 1;
+        }
+    }
+
+    /// The next lost packet to resend, oldest loss first: the caller looks
+    /// up its payload and calls [`Sender::resend`], or
+    /// [`Sender::abandon_repair`] if it no longer has it. Call until
+    /// `None` after every `handle_*` call, before sending new data.
+    pub fn next_repair(&mut self) -> Option<u64> {
+        while let Some(seq) = self.repair_queue.pop_front() {
+            let Some(r) = self.record_mut(seq) else {
+                continue;
+            };
+            r.repair_queued = false;
+            if r.fate == Fate::Lost {
+                return Some(seq);
+            }
+        }
+        None
+    }
+
+    /// Whether lost packets wait in the repair queue.
+    pub fn has_repairs(&self) -> bool {
+        !self.repair_queue.is_empty()
+    }
+
+    /// The caller no longer holds the payload of `seq`: give it up.
+    pub fn abandon_repair(&mut self, seq: u64) {
+        self.stats.repairs_abandoned += 1;
+        self.note_unrepaired(seq);
+    }
+
+    /// Remembers a loss that will not be repaired, for [`Sender::take_unrepaired`].
+    fn note_unrepaired(&mut self, seq: u64) {
+        if self.unrepaired.len() < MAX_UNREPAIRED {
+            self.unrepaired.push(seq);
+        }
+    }
+
+    /// Lost packets that will not be repaired since the last call: the
+    /// caller tells the receiver (`Control::SKIP`) so that its
+    /// resequencer stops holding their gaps and the inner transport sees
+    /// the loss at once. If the notice is lost, the hold still ends.
+    pub fn take_unrepaired(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.unrepaired)
+    }
+
+    /// Sends a copy of lost packet `seq` now on the path expected to
+    /// deliver it earliest; `None` if no path is usable or the packet is
+    /// not lost (any more).
+    ///
+    /// Earliest: the path's relative one-way delay, plus its serialisation
+    /// of the packet, plus the chance of losing the copy times the
+    /// path's smoothed RTT (a lost copy costs another round). The copy
+    /// goes ahead of the path's pacing queue but is charged to its pacer,
+    /// so the path's rate is kept.
+    pub fn resend(&mut self, now: Instant, seq: u64) -> Option<Transmit> {
+        let rec = *self.record_mut(seq)?;
+        if rec.fate != Fate::Lost || seq >= self.next_seq {
+            return None;
+        }
+        let delays = crate::sched::Pet::relative_delays(&self.paths);
+        let cost = |p: &crate::path::PathState| {
+            let d = delays[slot(p.id)]
+                .unwrap_or_else(|| p.rtt.srtt() / 2)
+                .as_secs_f64();
+            let ser =
+                p.bw.estimate_bps()
+                    .map_or(0.0, |r| tx_time(rec.len, r).as_secs_f64());
+            d + ser + p.loss.rate() * p.rtt.srtt().as_secs_f64()
+        };
+        let i = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.usable)
+            .min_by(|a, b| cost(a.1).total_cmp(&cost(b.1)))?
+            .0;
+        let p = &mut self.paths[i];
+        let id = p.id;
+        let s = slot(id);
+        p.in_flight_packets += 1;
+        p.in_flight_bytes += rec.len as u64;
+        p.sent_packets += 1;
+        p.sent_bytes += rec.len as u64;
+        p.last_sent = Some(now);
+        if let Some(r) = self.record_mut(seq) {
+            r.path = id;
+            r.sent_at = now;
+            r.fate = Fate::InFlight;
+            r.attempts = r.attempts.saturating_add(1);
+            r.pair = crate::sched::PairRole::None;
+            r.partner = None;
+            r.eta_ns = None;
+        }
+        // On the wire it goes before the packets still in the pacing queue.
+        let at = match self.paced[s].front() {
+            Some(q) => self.position(id, q.tx.seq),
+            None => None,
+        };
+        match at {
+            Some(i) => self.unacked[s].insert(i, seq),
+            None => self.unacked[s].push_back(seq),
+        }
+        self.charge_pacer(now, id, rec.len as usize);
+        self.stats.repairs_sent += 1;
+        self.path_repair[s].repairs_carried += 1;
+        Some(Transmit {
+            path: id,
+            seq,
+            header: DataHeader {
+                flags: DataFlags(DataFlags::REPAIR),
+                path: id,
+                prev_delta: 0,
+                seq: seq as u32,
+            },
+        })
+    }
+
+    /// A report of `seq` from a path other than the one its latest copy
+    /// went on: the packet arrived (that copy, or an earlier one after all).
+    pub(super) fn ack_other_copy(&mut self, seq: u64, rec: super::Record, rx_ns: u64) {
+        self.stats.feedback_other_copy += 1;
+        if rec.fate == Fate::InFlight {
+            if let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) {
+                p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+                p.in_flight_bytes = p.in_flight_bytes.saturating_sub(rec.len as u64);
+            }
+        } else {
+            self.stats.spurious_losses += 1;
+        }
+        if let Some(r) = self.record_mut(seq) {
+            r.fate = Fate::Acked { rx_ns };
+        }
+        self.stats.acked += 1;
+    }
+
+    /// Processes a loss report from the peer's receiver: every range
+    /// names a run of packets one path lost (see [`crate::wire::nack`]).
+    /// Repeated reports are harmless: packets already declared lost,
+    /// repaired or acknowledged are left alone.
+    pub fn handle_nack(
+        &mut self,
+        now: Instant,
+        ranges: impl IntoIterator<Item = NackRange>,
+        rates: impl IntoIterator<Item = NackRate>,
+    ) {
+        let top = self.next_seq.saturating_sub(1);
+        for r in ranges {
+            let path = r.path;
+            if (path.0 as usize) >= MAX_PATHS || self.path(path).is_none() {
+                continue;
+            }
+            let upto = wire::seq::extend(r.upto, top);
+            let after = r.after.map(|a| wire::seq::extend(a, top));
+            // Originals go on a path in increasing sequence order, so the
+            // run is the path's originals numbered after `after` up to
+            // `upto`. Repair copies are not in the receiver's
+            // previous-on-path chain, so the range says nothing about
+            // them (a NACK repeated after a repair went on the same path
+            // must not reach back over it): the FIFO rule on feedback
+            // judges them.
+            let s = slot(path);
+            let run: Vec<u64> = self.unacked[s]
+                .iter()
+                .copied()
+                .filter(|&q| q <= upto && !matches!(after, Some(a) if q <= a))
+                .filter(|&q| {
+                    let idx = (q as usize) & (self.ring.len() - 1);
+                    self.ring[idx].is_some_and(|r| r.seq == q && r.attempts == 0)
+                })
+                .collect();
+            if run.is_empty() {
+                continue;
+            }
+            self.unacked[s].retain(|q| !run.contains(q));
+            for seq in run {
+                self.mark_lost(path, seq, now, LossCause::Nack);
+            }
+        }
+        for r in rates {
+            if (r.path.0 as usize) < MAX_PATHS {
+                self.path_repair[slot(r.path)].peer_loss_rate = r.fraction();
+            }
+        }
+    }
+
+    /// Whether the payload of `seq` is no longer needed for repair: it was
+    /// acknowledged, or its record is gone.
+    pub fn is_acked(&self, seq: u64) -> bool {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        match self.ring[idx] {
+            Some(r) if r.seq == seq => matches!(r.fate, Fate::Acked { .. }),
+            _ => true,
+        }
+    }
+
+    /// Repair counters of one path.
+    pub fn path_repair_stats(&self, path: PathId) -> PathRepairStats {
+        self.path_repair[slot(path)]
+    }
+}
