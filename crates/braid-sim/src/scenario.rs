@@ -30,10 +30,14 @@ pub enum Scheme {
     Pet,
     /// MPTCP's default scheduler (lowest RTT) with BMP.
     MinRttBmp,
+    /// PRISM's ADAS scheduler without ACK control or resequencing.
+    Adas,
+    /// ADAS with BMP at the client.
+    AdasBmp,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -43,6 +47,8 @@ impl Scheme {
         Scheme::PetBmp,
         Scheme::Pet,
         Scheme::MinRttBmp,
+        Scheme::Adas,
+        Scheme::AdasBmp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +62,8 @@ impl Scheme {
             Scheme::PetBmp => "PET-BMP",
             Scheme::Pet => "PET",
             Scheme::MinRttBmp => "MINRTT-BMP",
+            Scheme::Adas => "ADAS",
+            Scheme::AdasBmp => "ADAS-BMP",
         }
     }
 

@@ -31,7 +31,7 @@ pub enum LabCmd {
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, rr, edpf, single).
+        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single).
         #[arg(
             long,
             value_delimiter = ',',
@@ -92,7 +92,7 @@ fn require_lab_environment() -> anyhow::Result<()> {
 fn braid_mode(name: &str) -> anyhow::Result<Mode> {
     let sched = name.strip_prefix("braid-").unwrap_or(name);
     let kind = braid_core::sched::SchedulerKind::parse(sched).with_context(|| {
-        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, single")
+        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, adas, single")
     })?;
     braid::labtunnel::mode(
         name,
