@@ -190,4 +190,11 @@ mod tests {
         // 1500 - 62 (tunnel) - 52 (TCP/IP with timestamps) = 1386.
         assert!((super::ceiling_share() - 1386.0 / 1500.0).abs() < 1e-12);
     }
+
+    #[test]
+    fn bench_modes_name_every_scheduler() {
+        assert!(super::braid_mode("braid-adas").is_ok());
+        let err = super::braid_mode("braid-adaz").err().unwrap().to_string();
+        assert!(err.contains("adaz") && err.contains("adas"), "{err}");
+    }
 }
