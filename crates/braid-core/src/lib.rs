@@ -12,7 +12,8 @@
 //! - [`path`]: per-path estimators (RTT, packet-pair bandwidth, relative
 //!   one-way delay, loss) bundled in [`path::PathState`].
 //! - [`sched`]: the [`sched::Scheduler`] trait and the schedulers of the
-//!   papers (RoundRobin, WeightedRoundRobin, EDPF, PET, MinRtt, Single).
+//!   papers (RoundRobin, WeightedRoundRobin, EDPF, PET, MinRtt, Single,
+//!   and PRISM's ADAS).
 //! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.

@@ -37,10 +37,14 @@ pub enum Scheme {
     Srr,
     /// The same striping with braid's BMP resequencer at the client.
     SrrBmp,
+    /// PRISM's ADAS scheduler without ACK control or resequencing.
+    Adas,
+    /// ADAS with BMP at the client.
+    AdasBmp,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 11] = [
+    pub const ALL: [Scheme; 13] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -52,6 +56,8 @@ impl Scheme {
         Scheme::MinRttBmp,
         Scheme::Srr,
         Scheme::SrrBmp,
+        Scheme::Adas,
+        Scheme::AdasBmp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +73,8 @@ impl Scheme {
             Scheme::MinRttBmp => "MINRTT-BMP",
             Scheme::Srr => "SRR",
             Scheme::SrrBmp => "SRR-BMP",
+            Scheme::Adas => "ADAS",
+            Scheme::AdasBmp => "ADAS-BMP",
         }
     }
 

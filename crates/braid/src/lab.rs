@@ -31,7 +31,7 @@ pub enum LabCmd {
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, rr, edpf, single).
+        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single).
         #[arg(
             long,
             value_delimiter = ',',
@@ -100,7 +100,7 @@ fn require_lab_environment(mptcp: bool) -> anyhow::Result<()> {
 fn braid_mode(name: &str) -> anyhow::Result<Mode> {
     let sched = name.strip_prefix("braid-").unwrap_or(name);
     let kind = braid_core::sched::SchedulerKind::parse(sched).with_context(|| {
-        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, single")
+        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, adas, single")
     })?;
     braid::labtunnel::mode(
         name,
@@ -267,5 +267,12 @@ mod tests {
     fn ceiling_counts_every_header() {
         // 1500 - 62 (tunnel) - 52 (TCP/IP with timestamps) = 1386.
         assert!((super::ceiling_share() - 1386.0 / 1500.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bench_modes_name_every_scheduler() {
+        assert!(super::braid_mode("braid-adas").is_ok());
+        let err = super::braid_mode("braid-adaz").err().unwrap().to_string();
+        assert!(err.contains("adaz") && err.contains("adas"), "{err}");
     }
 }

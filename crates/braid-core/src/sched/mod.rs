@@ -16,6 +16,7 @@
 /// packet). A TCP ACK of 40 to 80 bytes is small to both.
 pub const SMALL_PACKET_BYTES: u32 = 256;
 
+mod adas;
 mod edpf;
 mod minrtt;
 mod pet;
@@ -23,6 +24,7 @@ mod rr;
 mod single;
 mod wrr;
 
+pub use adas::{Adas, AdasConfig};
 pub use edpf::{Edpf, EdpfQueues};
 pub use minrtt::MinRtt;
 pub use pet::{Pet, PetConfig};
@@ -30,7 +32,7 @@ pub use rr::RoundRobin;
 pub use single::Single;
 pub use wrr::WeightedRoundRobin;
 
-use crate::path::PathState;
+use crate::path::{PathId, PathState};
 use crate::time::{Duration, Instant};
 
 /// What a scheduler may know about the packet to place.
@@ -90,6 +92,14 @@ pub trait Scheduler: Send {
     /// `eta_ns` arrived at `actual_ns` (sender clock frame, relative delays
     /// as in [`Pet::relative_delays`]).
     fn on_delivery(&mut self, _path: &PathState, _eta_ns: i64, _actual_ns: i64) {}
+    /// A loss was detected on `path` by a detector whose losses are not
+    /// counted in [`PathState::loss`] (those reach a scheduler through the
+    /// path state it is given). Call it where such a detector identifies the
+    /// loss, once per loss event: for PRISM's reverse-path controller, where
+    /// it finds a hole on one link from the inner TCP's SACK blocks (PRISM
+    /// Section 5.2.3). ADAS halves the link's weight (Section 4.2.3); the
+    /// other schedulers ignore it.
+    fn on_loss(&mut self, _path: PathId) {}
 }
 
 /// The schedulers by name, as scenario files and configs spell them.
@@ -101,16 +111,18 @@ pub enum SchedulerKind {
     Pet,
     MinRtt,
     Single,
+    Adas,
 }
 
 impl SchedulerKind {
-    pub const ALL: [SchedulerKind; 6] = [
+    pub const ALL: [SchedulerKind; 7] = [
         SchedulerKind::RoundRobin,
         SchedulerKind::WeightedRoundRobin,
         SchedulerKind::Edpf,
         SchedulerKind::Pet,
         SchedulerKind::MinRtt,
         SchedulerKind::Single,
+        SchedulerKind::Adas,
     ];
 
     /// Lower-case name used in configuration files and CLI flags.
@@ -122,6 +134,7 @@ impl SchedulerKind {
             SchedulerKind::Pet => "pet",
             SchedulerKind::MinRtt => "minrtt",
             SchedulerKind::Single => "single",
+            SchedulerKind::Adas => "adas",
         }
     }
 
@@ -140,6 +153,7 @@ impl SchedulerKind {
             SchedulerKind::Pet => Box::new(Pet::new(PetConfig::default())),
             SchedulerKind::MinRtt => Box::new(MinRtt::default()),
             SchedulerKind::Single => Box::new(Single),
+            SchedulerKind::Adas => Box::new(Adas::default()),
         }
     }
 }

@@ -212,6 +212,8 @@ impl World {
             Scheme::MinRttBmp => (SchedulerKind::MinRtt, true),
             Scheme::Srr => (SchedulerKind::WeightedRoundRobin, false),
             Scheme::SrrBmp => (SchedulerKind::WeightedRoundRobin, true),
+            Scheme::Adas => (SchedulerKind::Adas, false),
+            Scheme::AdasBmp => (SchedulerKind::Adas, true),
             Scheme::Mtcp | Scheme::Asi | Scheme::Hbi => unreachable!("not tunnelled"),
         };
         let b = &sc.braid;
@@ -229,7 +231,13 @@ impl World {
         let mut sender = Sender::new(scfg, sched);
         for (i, p) in paths.iter().enumerate() {
             // Only the idealised schemes are told the truth; PET must estimate.
+            // ADAS is given the nominal rates it weighs links by (PRISM
+            // Section 4.2.1), but not the delays: its hRTT is measured.
             let params = match kind {
+                SchedulerKind::Adas => PathParams {
+                    rate_bps: Some(kbps_to_bps(p.rate_kbps)),
+                    delay: None,
+                },
                 SchedulerKind::Edpf | SchedulerKind::WeightedRoundRobin => PathParams {
                     rate_bps: Some(kbps_to_bps(p.rate_kbps)),
                     delay: Some(ms(p.wired_delay_ms)),
