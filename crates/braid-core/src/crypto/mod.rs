@@ -19,6 +19,10 @@
 //! ```text
 //! client                                       server
 //! Initiator::new(..) -> msg1  ---------------> PacketType::of == HandshakeInit
+//!   (Cookie::stamp(msg1) with a fresh cookie)  Responder::gate_init(msg1, from, under_load, ..)
+//!                         <------------------- Gate::CookieReply (under load, no valid MAC2)
+//! CookieOpener::open(reply, index, mac1)       (no DH spent; the client retries with MAC2)
+//!                                              Gate::Proceed:
 //!                                              Responder::read_init(msg1, allowed, ..)
 //!                                              PendingInit::accept(reply) -> msg2
 //!                                              PeerSessions::install(session)   (as `next`)

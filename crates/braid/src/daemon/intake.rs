@@ -490,3 +490,99 @@ async fn recv_batch(sock: &UdpSocket, b: &mut Batch, out: &mut Vec<Meta>) -> io:
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Datagrams queued in `rx` now.
+    fn drain(rx: &mut mpsc::Receiver<Datagram>) -> Vec<Datagram> {
+        let mut v = Vec::new();
+        while let Ok(d) = rx.try_recv() {
+            v.push(d);
+        }
+        v
+    }
+
+    #[tokio::test]
+    async fn initiations_admitted_per_source_data_apart_and_drops_mean_load() {
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = sock.local_addr().unwrap();
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(sock, clock);
+        assert!(!intake.under_load(clock.now()));
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut init = vec![0u8; 160];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        for _ in 0..100 {
+            tx.send_to(&init, addr).unwrap();
+        }
+        let data = [0x10u8; 40];
+        for _ in 0..5 {
+            tx.send_to(&data, addr).unwrap();
+        }
+        let mut got = (Vec::new(), Vec::new());
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            got.0.extend(drain(&mut intake.data));
+            got.1.extend(drain(&mut intake.handshakes));
+            let dropped = intake.drops().handshake_queue;
+            if got.0.len() == 5 && got.1.len() as u64 + dropped == 100 {
+                break;
+            }
+        }
+        // Every data datagram in the data queue, in order, with its source.
+        assert_eq!(got.0.len(), 5);
+        assert!(got
+            .0
+            .iter()
+            .all(|d| d.bytes == data && d.from == tx.local_addr().unwrap()));
+        // One source: a burst of initiations admitted, the rest dropped and
+        // counted at the cost of a read.
+        let admitted = got.1.len() as u64;
+        assert!(
+            (ADMIT_BURST..=ADMIT_BURST + 2).contains(&admitted),
+            "{admitted} admitted"
+        );
+        assert_eq!(intake.drops().handshake_queue, 100 - admitted);
+        // Dropping initiations puts the server under load for a while.
+        let now = clock.now();
+        assert!(intake.under_load(now));
+        assert!(intake.under_load(now + Duration::from_millis(900)));
+        assert!(!intake.under_load(now + UNDER_LOAD_FOR + Duration::from_millis(1)));
+        // The kernel dropped nothing here.
+        assert_eq!(intake.drops().kernel_rxq, 0);
+    }
+
+    #[tokio::test]
+    async fn stale_datagrams_are_dropped_and_counted() {
+        use braid_core::conn::{Ipv4Net, ServerConfig};
+        use braid_core::crypto::PrivateKey;
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        let cfg = ServerConfig::new(Ipv4Net::parse("10.77.0.0/24").unwrap(), vec![]);
+        let mut server = Server::new(cfg, PrivateKey::generate(&mut rng), &mut rng).unwrap();
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(sock, clock);
+        let from: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        let datagram = |at| Datagram {
+            from,
+            bytes: vec![0x10; 40],
+            at,
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        // Received at the clock's origin, 150 ms ago: past the bound.
+        intake.serve_data(datagram(Instant::ZERO), &mut server);
+        assert_eq!(intake.drops().stale, 1);
+        assert_eq!(server.status(clock.now()).counters.rx_datagrams, 0);
+        intake.serve_data(datagram(clock.now()), &mut server);
+        assert_eq!(intake.drops().stale, 1);
+        assert_eq!(server.status(clock.now()).counters.rx_datagrams, 1);
+        // The same for initiations, with their longer bound.
+        let mut init = datagram(Instant::ZERO);
+        init.bytes[0] = TYPE_HANDSHAKE_INIT;
+        intake.serve_handshakes(init, &mut server);
+        assert_eq!(intake.drops().stale, 1, "150 ms is within 500 ms");
+    }
+}
