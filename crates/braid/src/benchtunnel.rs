@@ -35,6 +35,10 @@ pub struct Measured {
     pub bytes: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Tunnel only: inner packets the client's sender dropped from a full
+    /// pacing queue, and those it put in a pacing queue at all.
+    pub pacing_drops: u64,
+    pub paced: u64,
 }
 
 impl Measured {
@@ -63,6 +67,8 @@ fn measure(run: impl FnOnce() -> anyhow::Result<u64>) -> anyhow::Result<Measured
         bytes,
         wall_s: t0.elapsed().as_secs_f64(),
         cpu_s: (cpu_seconds() - c0).max(1e-3),
+        pacing_drops: 0,
+        paced: 0,
     })
 }
 
@@ -116,10 +122,13 @@ fn inner_packet(src: Ipv4Addr, size: usize, n: u64) -> Vec<u8> {
     p
 }
 
-/// The braid tunnel on one path: client thread sends `packets` inner
+/// The braid tunnel on `paths` loopback paths (one client socket each,
+/// all to the server's one socket): client thread sends `packets` inner
 /// packets of `size` bytes; the server thread decrypts, resequences and
-/// counts them.
-pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
+/// counts them. With the tunnel CPU-bound, a second path adds no capacity,
+/// so two paths should move as much as one: the difference is the cost of
+/// striping itself (per-path timers, feedback, pacing, resequencing).
+pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measured> {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let server_key = PrivateKey::generate(&mut rng);
     let client_key = PrivateKey::generate(&mut rng);
@@ -136,10 +145,17 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
     let mut server = Server::new(cfg, server_key, &mut rng).map_err(|e| anyhow::anyhow!("{e}"))?;
 
     let srv_sock = UdpSocket::bind("127.0.0.1:0")?;
-    let cli_sock = UdpSocket::bind("127.0.0.1:0")?;
+    let cli_socks: Vec<UdpSocket> = (0..paths.max(1))
+        .map(|_| UdpSocket::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()?;
     let srv_addr = srv_sock.local_addr()?;
     srv_sock.set_read_timeout(Some(StdDuration::from_millis(1)))?;
-    cli_sock.set_nonblocking(true)?;
+    for c in &cli_socks {
+        c.set_nonblocking(true)?;
+    }
+    let path_list: Vec<(PathId, std::net::SocketAddr)> = (0..cli_socks.len())
+        .map(|i| (PathId(i as u8), srv_addr))
+        .collect();
     let start = StdInstant::now();
     let now = move || Instant::from_nanos(start.elapsed().as_nanos() as u64);
     let unix = std::time::SystemTime::now()
@@ -149,7 +165,7 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
         ConnConfig::default(),
         client_key,
         server_pub,
-        &[(PathId(0), srv_addr)],
+        &path_list,
         unix,
         now(),
         &mut rng,
@@ -183,14 +199,26 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
         Ok(bytes)
     });
 
+    let mut pacing = (0, 0);
     let result = measure(|| {
         let mut buf = vec![0u8; 65536];
         let mut src = None;
         let mut sent = 0u64;
         let deadline = StdInstant::now() + StdDuration::from_secs(120);
         let (mut last, mut last_change) = (0, StdInstant::now());
+        // Packets the tunnel dropped on purpose (a pacing queue too long,
+        // as TCP would be told) never arrive: once nothing arrived for
+        // 20 ms with the window full, the outstanding ones are written off
+        // so the window refills.
+        let mut written_off = 0u64;
         loop {
             let d = delivered.load(Ordering::Acquire);
+            if sent.saturating_sub(d).saturating_sub(written_off) >= WINDOW
+                && last_change.elapsed() > StdDuration::from_millis(20)
+            {
+                written_off = sent - d.min(sent);
+                last_change = StdInstant::now();
+            }
             if d >= packets {
                 break;
             }
@@ -203,14 +231,16 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
                 StdInstant::now() < deadline,
                 "tunnel bench stalled: {d} of {packets} delivered"
             );
-            while let Ok(n) = cli_sock.recv(&mut buf) {
-                client.handle_datagram(now(), PathId(0), &buf[..n]);
+            for (i, sock) in cli_socks.iter().enumerate() {
+                while let Ok(n) = sock.recv(&mut buf) {
+                    client.handle_datagram(now(), PathId(i as u8), &buf[..n]);
+                }
             }
             client.handle_timeout(now());
             if let Some(a) = src {
                 let mut k = 0;
                 while sent < packets
-                    && sent - delivered.load(Ordering::Acquire).min(sent) < WINDOW
+                    && sent - delivered.load(Ordering::Acquire).min(sent) < WINDOW + written_off
                     && k < 32
                 {
                     client.send_packet(now(), &inner_packet(a, size, sent));
@@ -221,13 +251,18 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
             while let Some(o) = client.poll_output() {
                 match o {
                     Output::Transmit(t) => {
-                        let _ = cli_sock.send_to(&t.bytes, t.dest);
+                        let i = t.path.map_or(0, |p| p.0 as usize);
+                        if let Some(sock) = cli_socks.get(i) {
+                            let _ = sock.send_to(&t.bytes, t.dest);
+                        }
                     }
                     Output::Event(Event::Established { params }) => src = Some(params.address),
                     _ => {}
                 }
             }
         }
+        let st = client.status(now()).tunnel.sender;
+        pacing = (st.pacing_drops, st.paced);
         Ok(0)
     });
     stop.store(true, Ordering::Release);
@@ -236,6 +271,7 @@ pub fn tunnel(packets: u64, size: usize) -> anyhow::Result<Measured> {
         .map_err(|_| anyhow::anyhow!("server thread panicked"))??;
     let mut m = result?;
     m.bytes = bytes;
+    (m.pacing_drops, m.paced) = pacing;
     Ok(m)
 }
 
@@ -245,24 +281,35 @@ pub fn run(packets: u64, size: usize) -> anyhow::Result<()> {
         "--size must be between 28 and 1438 bytes (the tunnel's inner MTU)"
     );
     let plain = plain_udp(packets, size).context("plain UDP forwarding")?;
-    let braid = tunnel(packets, size).context("braid tunnel")?;
-    println!("{packets} packets of {size} bytes over 127.0.0.1, one path");
-    println!("{:<22} {:>12} {:>16}", "", "Gbit/s", "Gbit/s per core");
+    let braid = tunnel(packets, size, 1).context("braid tunnel")?;
+    let two = tunnel(packets, size, 2).context("braid tunnel, two paths")?;
+    println!("{packets} packets of {size} bytes over 127.0.0.1");
+    println!("{:<26} {:>12} {:>16}", "", "Gbit/s", "Gbit/s per core");
+    for (name, m) in [
+        ("plain UDP forwarding", &plain),
+        ("braid tunnel, one path", &braid),
+        ("braid tunnel, two paths", &two),
+    ] {
+        println!(
+            "{:<26} {:>12.3} {:>16.3}",
+            name,
+            m.gbps_wall(),
+            m.gbps_per_core()
+        );
+    }
     println!(
-        "{:<22} {:>12.3} {:>16.3}",
-        "plain UDP forwarding",
-        plain.gbps_wall(),
-        plain.gbps_per_core()
-    );
-    println!(
-        "{:<22} {:>12.3} {:>16.3}",
-        "braid tunnel",
-        braid.gbps_wall(),
-        braid.gbps_per_core()
-    );
-    println!(
-        "braid / plain (per core): {:.2}",
+        "braid / plain (per core, one path): {:.2}",
         braid.gbps_per_core() / plain.gbps_per_core()
     );
+    println!(
+        "two paths / one path (per core): {:.2}",
+        two.gbps_per_core() / braid.gbps_per_core()
+    );
+    for (name, m) in [("one path", &braid), ("two paths", &two)] {
+        println!(
+            "{name}: {} packets paced, {} dropped from a full pacing queue",
+            m.paced, m.pacing_drops
+        );
+    }
     Ok(())
 }
