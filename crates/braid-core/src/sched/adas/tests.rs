@@ -290,7 +290,7 @@ fn sender_detected_loss_shifts_traffic() {
         );
     }
     let mut now = Instant::ZERO;
-    let mut send = |s: &mut Sender, now: Instant| s.send(now, &DATA).unwrap();
+    let send = |s: &mut Sender, now: Instant| s.send(now, &DATA).unwrap();
     let first: Vec<_> = (0..4).map(|_| send(&mut s, now)).collect();
     let on: Vec<u8> = first.iter().map(|t| t.path.0).collect();
     assert_eq!(on, vec![0, 1, 0, 1], "equal weights alternate");
