@@ -270,3 +270,54 @@ proptest! {
         }
     }
 }
+
+/// Through the real [`Sender`](crate::sender::Sender): its FIFO loss
+/// detection on feedback reaches ADAS through the path state, without any
+/// call, and the halved link takes one packet where it took two.
+#[test]
+fn sender_detected_loss_shifts_traffic() {
+    use crate::path::PathParams;
+    use crate::sender::{Sender, SenderConfig};
+    use crate::wire::FeedbackEntry;
+    let mut s = Sender::new(SenderConfig::default(), Box::new(Adas::default()));
+    for i in 0..2 {
+        s.add_path(
+            PathId(i),
+            PathParams {
+                rate_bps: Some(1e6),
+                delay: None,
+            },
+        );
+    }
+    let mut now = Instant::ZERO;
+    let send = |s: &mut Sender, now: Instant| s.send(now, &DATA).unwrap();
+    let first: Vec<_> = (0..4).map(|_| send(&mut s, now)).collect();
+    let on: Vec<u8> = first.iter().map(|t| t.path.0).collect();
+    assert_eq!(on, vec![0, 1, 0, 1], "equal weights alternate");
+    // Packet 0 (path 0) is lost: path 0's later packet 2 is reported.
+    now = Instant::from_millis(100);
+    let fb = [1, 2, 3].map(|i: usize| FeedbackEntry {
+        seq: first[i].seq as u32,
+        rx_time_ns: 50_000_000 + i as u64,
+    });
+    s.handle_feedback(now, fb);
+    assert_eq!(s.stats().lost_fifo, 1);
+    // Weights 0.5 : 1 now: U0 = floor(1 / 0.5) = 2 after one packet.
+    let next: Vec<u8> = (0..6).map(|_| send(&mut s, now).path.0).collect();
+    assert_eq!(next, vec![0, 1, 1, 0, 1, 1], "path 0 halved");
+    // All six delivered: the first identified ACK on path 0 takes its
+    // weight 0.5 + 1/0.5 past the original 1, so it is back at 1 and, with
+    // nothing in flight, the split alternates again. Path 1 goes first: its
+    // four 20 ms samples against path 0's two gave it the smaller hRTT.
+    let fb: Vec<FeedbackEntry> = (4..10)
+        .map(|seq| FeedbackEntry {
+            seq,
+            rx_time_ns: 60_000_000 + seq as u64,
+        })
+        .collect();
+    s.handle_feedback(Instant::from_millis(120), fb);
+    assert_eq!(s.path(PathId(0)).unwrap().in_flight_packets, 0);
+    assert_eq!(s.path(PathId(1)).unwrap().in_flight_packets, 0);
+    let again: Vec<u8> = (0..4).map(|_| send(&mut s, now).path.0).collect();
+    assert_eq!(again, vec![1, 0, 1, 0]);
+}
