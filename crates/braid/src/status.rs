@@ -531,7 +531,13 @@ pub fn counter_help(name: &str) -> &'static str {
         "drop_expired" => "Datagrams dropped: on an expired session.",
         "drop_bad_frame" => "Datagrams dropped: authenticated, but not a valid frame (another braid version?).",
         "drop_bad_path" => "Datagrams dropped: naming a path this side does not have.",
-        "handshake_failed" => "Handshake messages that failed: wrong server key, corruption, version mismatch.",
+        "handshake_failed" => "Handshake messages that failed after MAC1 checked out: wrong server key, corruption, version mismatch.",
+        "handshake_bad_mac" => "Server: handshake initiations with a wrong MAC1 (the sender does not know the server's public key); each costs one hash.",
+        "handshake_cookie" => "Cookie replies: sent by the server under load instead of a handshake; received by the client.",
+        "handshake_rate_limited" => "Server: initiations with a valid cookie dropped under load by the per-address limit.",
+        "drop_handshake_queue" => "Server: initiations dropped before the handshake queue (queue full, or the source over its admission rate).",
+        "drop_stale" => "Server: datagrams that waited in the daemon's queue too long (100 ms; initiations 500 ms).",
+        "drop_kernel_rxq" => "Server: datagrams the kernel dropped because the socket's receive buffer was full (SO_RXQ_OVFL).",
         "handshake_unknown_client" => "Handshake initiations from a key not in the server's client list.",
         "handshake_replay" => "Handshake initiations replayed or too frequent (a client sends one per path; all but the first count here).",
         "drop_spoofed" => "Inner packets dropped on the server: a client's packet with a source address not its own.",
@@ -937,7 +943,7 @@ mod tests {
     #[test]
     fn every_counter_is_explained_and_documented() {
         let doc = include_str!("../../../docs/DEPLOY.md");
-        let daemon = ["stray_datagrams", "udp_receive_errors", "icmp_errors"];
+        let daemon = ["udp_receive_errors", "icmp_errors"];
         let core = Counters::default();
         let names = core.fields().map(|(n, _)| n);
         for name in names.iter().chain(daemon.iter()) {

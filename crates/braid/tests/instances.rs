@@ -4,7 +4,7 @@
 //! with "in use by another process" before it creates a TUN device; SIGHUP
 //! stops a server as cleanly as SIGTERM (table and socket removed) and
 //! leaves the other's state alone; `braid up` / `braid down` start and
-//! stop an instance. Run under `flock /tmp/braid-lab.lock`.
+//! stop an instance.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,6 +1,5 @@
 //! docs/DEPLOY.md's two-namespace lab runs as written: `docs/recipe.sh`
-//! with this build's binary (root, ip, ping, iperf3; run under `flock
-//! /tmp/braid-lab.lock`). The script itself checks the handshake, pings,
+//! with this build's binary (root, ip, ping, iperf3). The script itself checks the handshake, pings,
 //! an upload through both paths and one during a link cut, and tears down
 //! what it created.
 

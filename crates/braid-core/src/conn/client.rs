@@ -236,9 +236,10 @@ impl Connection {
     }
 
     /// Datagrams from an address other than the server's arrived on a
-    /// path's socket (the daemon filters them; counted as `drop_stray`).
+    /// path's socket (counted as `stray_datagrams`; the daemon still hands
+    /// them in, and they count only if they authenticate).
     pub fn count_stray(&mut self, n: u64) {
-        self.tunnel.counters.drop_stray += n;
+        self.tunnel.counters.stray_datagrams += n;
     }
 
     /// Starts a handshake attempt; `after_cookie` names the attempt it

@@ -350,8 +350,8 @@ pub struct Counters {
     /// full (`SO_RXQ_OVFL`).
     pub drop_kernel_rxq: u64,
     /// Client: datagrams from an address other than the server's on a
-    /// path's socket.
-    pub drop_stray: u64,
+    /// path's socket (accepted only if they authenticate).
+    pub stray_datagrams: u64,
 }
 
 impl Counters {
@@ -391,7 +391,7 @@ impl Counters {
             drop_handshake_queue,
             drop_stale,
             drop_kernel_rxq,
-            drop_stray
+            stray_datagrams
         );
     }
 
@@ -428,7 +428,7 @@ impl Counters {
             ("drop_handshake_queue", self.drop_handshake_queue),
             ("drop_stale", self.drop_stale),
             ("drop_kernel_rxq", self.drop_kernel_rxq),
-            ("drop_stray", self.drop_stray),
+            ("stray_datagrams", self.stray_datagrams),
         ]
     }
 }

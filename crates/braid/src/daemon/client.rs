@@ -291,7 +291,6 @@ impl<F: TunFactory> ClientDaemon<F> {
                 }
                 Some(reply) = self.status_rx.recv() => {
                     let mut r = StatusReport::from_client(&self.conn.status(self.clock.now()), &self.path_names, self.clock.uptime());
-                    r.counters.insert("stray_datagrams".into(), self.stray);
                     r.counters.insert("udp_receive_errors".into(), self.counts.recv_errors.load(Ordering::Relaxed));
                     r.counters.insert("icmp_errors".into(), self.counts.icmp_errors.load(Ordering::Relaxed));
                     r.problem = self.problem.clone();
