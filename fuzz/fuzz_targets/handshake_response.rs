@@ -37,7 +37,11 @@ fn check(pending: &mut (Initiator, Vec<u8>, u32), data: &[u8]) {
     }
     let accepted = match initiator.handle_response(&packet, T0) {
         Ok(_) => {
-            assert_eq!(&packet[9..], &genuine[9..], "a forged response was accepted");
+            assert_eq!(
+                &packet[9..],
+                &genuine[9..],
+                "a forged response was accepted"
+            );
             true
         }
         Err(_) => {

@@ -194,7 +194,10 @@ fn wait_listening(ns: &str, port: u16, server: &mut NsProcess) -> anyhow::Result
         if let Some(st) = server.try_wait() {
             bail!("iperf3 server exited early ({st})");
         }
-        let out = ns_run(ns, &["ss", "-Hlnt", &filter]).unwrap_or_default();
+        // A failure to run `ss` is reported as such, never as "not listening".
+        let out = ns_run(ns, &["ss", "-Hlnt", &filter]).context(
+            "checking for iperf3's listening socket with `ss` (apt-get install iproute2)",
+        )?;
         if !out.trim().is_empty() {
             return Ok(());
         }
