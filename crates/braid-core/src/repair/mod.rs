@@ -76,7 +76,11 @@ pub struct RepairConfig {
     /// Most repair copies of one packet.
     pub max_attempts: u8,
     /// The factor a path's pacing rate is multiplied by at a loss taken
-    /// for congestion (at most once per path round trip).
+    /// for congestion (at most once per path round trip). 1 by default:
+    /// the unrepaired loss already makes the inner TCP back off, and in
+    /// the lab (`cellular`) 0.9 gave the same goodput with 324 inner
+    /// retransmissions instead of 3, as the lowered rate overflowed the
+    /// pacing queue.
     pub congestion_rate_factor: f64,
     /// Tell congestion from random loss (R-MTP §3.2) and leave congestion
     /// losses unrepaired; off, every path loss is repaired.
