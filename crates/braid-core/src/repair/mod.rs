@@ -19,8 +19,9 @@
 //!   the repair arrives.
 //! - Congestion or random loss ([`LossClassifier`], R-MTP §3.2): a loss
 //!   that comes with a rising one-way-delay trend is congestion; it is not
-//!   repaired (the inner TCP must back off) and the path's pacing rate is
-//!   lowered. The tunnel's pacing-queue drops are never numbered, so they
+//!   repaired (the inner TCP must back off), the receiver is told so at once
+//!   (`Control::SKIP`), and optionally the path's pacing rate is lowered
+//!   (`RepairConfig::congestion_rate_factor`). The tunnel's pacing-queue drops are never numbered, so they
 //!   are never repaired either.
 //!
 //! Not built: the erasure-coded repair of MPLOT (block FEC, eqs 9-12).
