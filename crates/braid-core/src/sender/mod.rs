@@ -724,11 +724,19 @@ impl Sender {
             // the default RTT (a 1 s satellite hop); wait the longest.
             return self.cfg.max_loss_timeout;
         }
-        p.rtt.rto(
+        let rto = p.rtt.rto(
             Duration::from_millis(1),
             self.cfg.min_loss_timeout,
             self.cfg.max_loss_timeout,
-        )
+        );
+        if self.cfg.repair.mode == crate::repair::RepairMode::Off {
+            return rto;
+        }
+        // With repair a spurious timeout costs a copy of the packet on
+        // another path, and the receiver's NACKs find every loss that a
+        // later packet on the path reveals: the timeout is left for tail
+        // losses, with half the RTT more margin against feedback jitter.
+        (rto + p.rtt.srtt() / 2).min(self.cfg.max_loss_timeout)
     }
 
     /// The oldest in-flight packet of a path and when it times out.
