@@ -5,13 +5,11 @@
 //!
 //! Runs are 60 simulated seconds with the first 2 left out. The lab ran
 //! 15 s; in 15 s the simulated braid-pet share on fast-slow and
-//! three-paths is lower (0.83, 0.86) because of the start: slow start
-//! overshoots into the tunnel's pacing-queue bound, the model's RFC 6675
-//! recovery loses retransmissions and times out, and CUBIC then plateaus
-//! near its reduced W_max (about 85 packets) for seconds, below the ~110
-//! packets in flight at which EDPF starts using the far path. Linux
-//! recovers lost retransmissions with RACK-TLP, which the model lacks;
-//! the README lists this with the figures.
+//! three-paths is lower (0.84, 0.86) because of the start: slow start
+//! overshoots into the tunnel's pacing-queue bound at about 100 packets
+//! and CUBIC then plateaus near that W_max for seconds, below the ~110
+//! packets in flight at which EDPF starts using the far path. The README
+//! lists this with the figures and what remains to check in the lab.
 
 use std::path::PathBuf;
 

@@ -87,6 +87,12 @@ pub struct TcpConfig {
     /// for them as for a loss, without retransmitting. Off in the paper
     /// and in Linux's default (it only accepts ECN when asked).
     pub ecn: bool,
+    /// Lost retransmissions are detected by time, as Linux's RACK
+    /// (RFC 8985 Section 6.2) does: in SACK recovery, a retransmission
+    /// neither acknowledged nor SACKed 1.25 smoothed RTTs after it was
+    /// sent counts as lost again and is resent, instead of waiting for the
+    /// retransmission timer. Needs `timestamps` or CUBIC (for send times).
+    pub rack: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -120,6 +126,7 @@ impl Default for TcpConfig {
             hystart: false,
             timestamps: false,
             ecn: false,
+            rack: false,
         }
     }
 }
@@ -153,6 +160,7 @@ impl TcpConfig {
             hystart: true,
             timestamps: true,
             ecn: false,
+            rack: true,
         }
     }
 }

@@ -707,3 +707,38 @@ fn ecn_echo_reduces_once_per_window_without_retransmitting() {
     let cwr_sent = out.iter().filter(|p| p.cwr).count();
     assert_eq!(cwr_sent, 1, "{out:?}");
 }
+
+/// RACK's time-based detection (RFC 8985 Section 6.2): a retransmission
+/// still missing 1.25 SRTT later is sent again on the next ACK, without
+/// waiting for the retransmission timer; without it RFC 6675 recovery
+/// never resends it.
+#[test]
+fn rack_resends_a_lost_retransmission() {
+    for rack in [false, true] {
+        let c = TcpConfig {
+            sack: true,
+            timestamps: true,
+            rack,
+            ..cfg(10, 0)
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(ms(0), &mut out);
+        s.on_ack(ms(100), &ack(1), &mut out); // SRTT 100 ms
+        out.clear();
+        // Packet 1 lost; 2, 3, 4 SACKed: recovery retransmits 1.
+        for (k, hi) in [3u64, 4, 5].into_iter().enumerate() {
+            s.on_ack(ms(200 + k as u64), &sack_ack(1, &[(2, hi)]), &mut out);
+        }
+        assert_eq!(out.iter().filter(|p| p.seq == 1).count(), 1);
+        out.clear();
+        // The retransmission is lost too; later SACKs keep coming.
+        s.on_ack(ms(250), &sack_ack(1, &[(2, 6)]), &mut out);
+        assert!(out.iter().all(|p| p.seq != 1), "too early: {out:?}");
+        // Most of the window is SACKed now, so pipe leaves room.
+        s.on_ack(ms(340), &sack_ack(1, &[(2, 10)]), &mut out);
+        let again = out.iter().filter(|p| p.seq == 1).count();
+        assert_eq!(again, usize::from(rack), "rack {rack}: {out:?}");
+        assert_eq!(s.stats().timeouts, 0);
+    }
+}

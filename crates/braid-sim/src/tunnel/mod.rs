@@ -10,9 +10,10 @@
 //! Modes are those of `braid lab bench`: `single-best` (TCP alone on the
 //! best path), `braid-<scheduler>` (TCP through the tunnel), and `mptcp`,
 //! here a simple model of uncoupled subflows (one CUBIC connection per
-//! path), which kernel MPTCP's default (uncoupled "lia"-less) scheduler
-//! approaches. The report has the lab bench's JSON shape plus what only a
-//! simulation can count exactly.
+//! path; upstream Linux MPTCP also runs each subflow's own congestion
+//! control, but shares one receive buffer and scheduler, which this model
+//! leaves out). The report has the lab bench's JSON shape plus what only
+//! a simulation can count exactly.
 //!
 //! Measurement follows the lab bench: the transfer runs `duration_s`
 //! seconds from its start (the end of the handshake through the tunnel),
