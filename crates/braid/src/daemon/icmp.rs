@@ -77,6 +77,7 @@ pub fn drain(sock: &UdpSocket) -> Vec<Report> {
     let fd = sock.as_raw_fd();
     let mut out = Vec::new();
     for _ in 0..64 {
+        // SAFETY: all-zero bytes are a valid sockaddr_storage (plain data).
         let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut data = [0u8; 64];
         let mut iov = libc::iovec {

@@ -504,12 +504,16 @@ mod tests {
         v
     }
 
+    fn test_errors() -> RecvErrors {
+        RecvErrors::new("UDP receive failed".into(), Arc::new(AtomicU64::new(0)))
+    }
+
     #[tokio::test]
     async fn initiations_admitted_per_source_data_apart_and_drops_mean_load() {
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = sock.local_addr().unwrap();
         let clock = Clock::new();
-        let mut intake = Intake::spawn(sock, clock);
+        let mut intake = Intake::spawn(sock, clock, test_errors());
         assert!(!intake.under_load(clock.now()));
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut init = vec![0u8; 160];
@@ -564,25 +568,27 @@ mod tests {
         let mut server = Server::new(cfg, PrivateKey::generate(&mut rng), &mut rng).unwrap();
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let clock = Clock::new();
-        let mut intake = Intake::spawn(sock, clock);
+        let mut intake = Intake::spawn(sock, clock, test_errors());
+        let mut replies = ReplySources::default();
         let from: SocketAddr = "192.0.2.1:1".parse().unwrap();
         let datagram = |at| Datagram {
             from,
+            local: None,
             bytes: vec![0x10; 40],
             at,
         };
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         // Received at the clock's origin, 150 ms ago: past the bound.
-        intake.serve_data(datagram(Instant::ZERO), &mut server);
+        intake.serve_data(datagram(Instant::ZERO), &mut server, &mut replies);
         assert_eq!(intake.drops().stale, 1);
         assert_eq!(server.status(clock.now()).counters.rx_datagrams, 0);
-        intake.serve_data(datagram(clock.now()), &mut server);
+        intake.serve_data(datagram(clock.now()), &mut server, &mut replies);
         assert_eq!(intake.drops().stale, 1);
         assert_eq!(server.status(clock.now()).counters.rx_datagrams, 1);
         // The same for initiations, with their longer bound.
         let mut init = datagram(Instant::ZERO);
         init.bytes[0] = TYPE_HANDSHAKE_INIT;
-        intake.serve_handshakes(init, &mut server);
+        intake.serve_handshakes(init, &mut server, &mut replies);
         assert_eq!(intake.drops().stale, 1, "150 ms is within 500 ms");
     }
 }
