@@ -5,12 +5,7 @@
 /// Seeds that fail for a reason found by the swarm and not yet fixed in
 /// the core; each must still fail (so that a fix shows up here), and no
 /// other seed may.
-const KNOWN: &[(u64, &str)] = &[(
-    154,
-    "one loss-free path with corrupted, duplicated and reordered datagrams and a rekey \
-     every 4.8 s: after the rekey at 42.2 s the server drops every client transport \
-     packet as drop_unknown_index until the client's handshake retry 6 s later",
-)];
+const KNOWN: &[(u64, &str)] = &[];
 
 #[test]
 fn swarm_200_seeds() {

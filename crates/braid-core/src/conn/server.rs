@@ -334,6 +334,9 @@ impl Server {
                 return;
             }
             Err(e) => {
+                // A wrong MAC1 is also how a client configured with
+                // another server key shows up: recorded for the log.
+                self.note_rejection(now, from, &e, None);
                 self.count_handshake_error(e);
                 return;
             }
