@@ -1,0 +1,147 @@
+//! Rendering of status reports: table, Prometheus text, JSON round trip,
+//! and the counter documentation check.
+
+use super::*;
+
+fn report() -> StatusReport {
+    let path = PathReport {
+        id: 0,
+        name: Some("wlan".into()),
+        up: true,
+        remote: Some("192.0.2.1:51820".into()),
+        rtt_ms: Some(21.5),
+        min_rtt_ms: Some(20.0),
+        bandwidth_bps: Some(9.5e6),
+        loss_rate: 0.01,
+        lost_packets: 3,
+        in_flight_packets: 2,
+        tx_packets: 100,
+        tx_bytes: 150_000,
+        rx_packets: 90,
+        rx_bytes: 4_000,
+        data_tx_packets: 95,
+        data_rx_packets: 1,
+        last_rx_ago_ms: Some(12.0),
+        reorder_buffered_packets: 3,
+        reorder_buffered_bytes: 4200,
+        waiting: None,
+        repair: PathRepairReport {
+            repaired_arq: 5,
+            residual: 1,
+            repairs_carried: 4,
+            peer_loss_rate: 0.02,
+            rx_loss_rate: 0.01,
+        },
+    };
+    StatusReport {
+        role: "client".into(),
+        version: "0.1.0".into(),
+        uptime_s: 75.0,
+        tunnels: vec![TunnelReport {
+            peer: Some("lap\"top".into()),
+            public_key: None,
+            address: Some("10.77.0.2/24".into()),
+            established: true,
+            handshaking: false,
+            session_age_s: Some(30.0),
+            scheduler: "PET".into(),
+            reorder_buffered_packets: 3,
+            reorder_buffered_bytes: 4200,
+            reorder_max_buffered_bytes: 9000,
+            reorder_released: 95,
+            reorder_lost: 1,
+            reorder_late: 0,
+            reorder_duplicates: 0,
+            pacing_drops: 7,
+            repair: TunnelRepairReport {
+                repairs_sent: 5,
+                hold_ms: 120.0,
+                ..Default::default()
+            },
+            paths: vec![path],
+            counters: BTreeMap::new(),
+        }],
+        counters: [
+            ("drop_replay".to_string(), 2u64),
+            ("rx_bytes".to_string(), 5),
+        ]
+        .into_iter()
+        .collect(),
+        problem: None,
+    }
+}
+
+#[test]
+fn table_shows_paths_and_drops() {
+    let t = report().to_table();
+    assert!(t.contains("up 1m15s"), "{t}");
+    assert!(t.contains("reorder buffer 3 pkts / 4.2 kB"), "{t}");
+    assert!(t.contains("wlan"), "{t}");
+    assert!(t.contains("21.5 ms"), "{t}");
+    assert!(t.contains("9.5 Mbit/s"), "{t}");
+    assert!(t.contains("1.0%"), "{t}");
+    assert!(t.contains("drops: drop_replay=2"), "{t}");
+    assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
+    assert!(t.contains("pacing drops 7"), "{t}");
+    assert!(t.contains("repair: 5 copies sent"), "{t}");
+    assert!(t.contains("hold 120 ms"), "{t}");
+    assert!(t.contains("repaired 5, residual 1"), "{t}");
+    assert!(t.contains("latest handshake 30s ago"), "{t}");
+}
+
+/// Every counter the daemons export has a HELP text of its own and a
+/// row in docs/DEPLOY.md's counter table.
+#[test]
+fn every_counter_is_explained_and_documented() {
+    let doc = include_str!("../../../../docs/DEPLOY.md");
+    let daemon = ["udp_receive_errors", "icmp_errors"];
+    let core = Counters::default();
+    let names = core.fields().map(|(n, _)| n);
+    for name in names.iter().chain(daemon.iter()) {
+        assert!(
+            !counter_help(name).starts_with("A braid counter"),
+            "no HELP text for {name}"
+        );
+        assert!(
+            doc.contains(&format!("| `{name}` |")),
+            "{name} is missing from docs/DEPLOY.md's counter table"
+        );
+    }
+}
+
+#[test]
+fn prometheus_format() {
+    let m = report().to_prometheus();
+    assert!(m.contains("# TYPE braid_path_rtt_seconds gauge"), "{m}");
+    assert!(
+        m.contains("braid_path_rtt_seconds{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 0.0215"),
+        "{m}"
+    );
+    assert!(m.contains("braid_drop_replay_total 2"), "{m}");
+    assert!(
+        m.contains("braid_pacing_drops_total{peer=\"lap\\\"top\"} 7"),
+        "{m}"
+    );
+    assert!(
+        m.contains(
+            "braid_path_reorder_buffered_bytes{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 4200"
+        ),
+        "{m}"
+    );
+    assert_eq!(m.matches("# TYPE braid_path_up").count(), 1);
+    assert!(
+        m.contains("braid_path_repaired_arq_total{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 5"),
+        "{m}"
+    );
+    assert!(
+        m.contains("braid_reorder_hold_seconds{peer=\"lap\\\"top\"} 0.12"),
+        "{m}"
+    );
+}
+
+#[test]
+fn json_round_trip() {
+    let r = report();
+    let j = serde_json::to_string(&r).unwrap();
+    assert_eq!(serde_json::from_str::<StatusReport>(&j).unwrap(), r);
+}
