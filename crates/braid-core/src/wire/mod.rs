@@ -114,6 +114,12 @@ pub enum WireError {
     /// not know.
     #[error("unknown frame version {0}")]
     UnknownVersion(u8),
+    /// A field that its flags mark as absent is not zero (a NACK range
+    /// without `AFTER_KNOWN` whose `after` bytes are set): decoding is
+    /// canonical, so such a frame is refused rather than re-encoded
+    /// differently.
+    #[error("non-zero bytes in a field marked absent")]
+    NonCanonical,
 }
 
 /// Frame type bytes.

@@ -193,6 +193,11 @@ pub(super) fn parse(buf: &[u8]) -> Result<NackView<'_>, WireError> {
         if r[1] & !NackRange::AFTER_KNOWN != 0 {
             return Err(WireError::BadFlags(r[1] & !NackRange::AFTER_KNOWN));
         }
+        // Without AFTER_KNOWN the `after` field is absent and emitted as
+        // zero; anything else would decode and re-encode differently.
+        if r[1] & NackRange::AFTER_KNOWN == 0 && r[2..6] != [0; 4] {
+            return Err(WireError::NonCanonical);
+        }
     }
     Ok(NackView {
         nranges,
@@ -205,6 +210,18 @@ pub(super) fn parse(buf: &[u8]) -> Result<NackView<'_>, WireError> {
 mod tests {
     use super::*;
     use crate::wire::{decode, Frame};
+
+    /// Found by the `wire_decode` fuzz target: a range without
+    /// `AFTER_KNOWN` but with `after` bytes set decoded, and re-encoded
+    /// with them cleared.
+    #[test]
+    fn absent_after_must_be_zero() {
+        let frame = [6, 1, 1, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0, 239];
+        assert_eq!(parse(&frame).err(), Some(WireError::NonCanonical));
+        let mut ok = frame;
+        ok[9] = 0;
+        assert!(parse(&ok).is_ok());
+    }
 
     fn sample() -> (Vec<NackRange>, Vec<NackRate>) {
         (
