@@ -85,16 +85,9 @@ pub fn drain(sock: &UdpSocket) -> Vec<Report> {
             iov_len: data.len(),
         };
         let mut cmsg = [0u64; 32];
-        // SAFETY: msghdr is plain data; the pointers set below refer to
-        // live locals of the stated sizes.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = &mut addr as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
-        // SAFETY: as above; MSG_ERRQUEUE never blocks.
+        let mut msg = super::net::recv_header(&mut addr, &mut iov, &mut cmsg);
+        // SAFETY: msg's pointers refer to the live locals above, of the
+        // stated sizes; MSG_ERRQUEUE never blocks.
         let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
         if n < 0 {
             break;

@@ -420,15 +420,8 @@ async fn recv_batch(sock: &UdpSocket, b: &mut Batch, out: &mut Vec<Meta>) -> io:
                 iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,
                 iov_len: b.bufs[i].len(),
             };
-            // SAFETY: an all-zero msghdr is valid; the pointers set below
-            // refer to the batch's buffers, alive for the call.
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_name = &mut b.addrs[i] as *mut _ as *mut libc::c_void;
-            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_iov = &mut b.iovs[i];
-            h.msg_iovlen = 1;
-            h.msg_control = b.cmsgs[i].as_mut_ptr() as *mut libc::c_void;
-            h.msg_controllen = std::mem::size_of::<[u64; 16]>() as _;
+            // The pointers refer to the batch's buffers, alive for the call.
+            let h = super::net::recv_header(&mut b.addrs[i], &mut b.iovs[i], &mut b.cmsgs[i]);
             b.hdrs[i] = libc::mmsghdr {
                 msg_hdr: h,
                 msg_len: 0,

@@ -123,15 +123,7 @@ pub async fn recv_from_stamped(
             iov_len: buf.len(),
         };
         let mut cmsg = [0u64; 16];
-        // SAFETY: all-zero bytes are a valid msghdr (null pointers, zero
-        // lengths); the fields are set below.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = &mut addr as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
+        let mut msg = recv_header(&mut addr, &mut iov, &mut cmsg);
         // SAFETY: every pointer in msg refers to a live local buffer of the given size.
         let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
         if n < 0 {
@@ -171,6 +163,26 @@ pub(crate) fn age_of(ts: libc::timespec) -> std::time::Duration {
     } else {
         std::time::Duration::ZERO
     }
+}
+
+/// A `msghdr` for one `recvmsg`: the datagram into `iov`, its source
+/// address into `addr`, control messages into `cmsg`. The pointers refer
+/// to the caller's buffers, which must outlive the call that uses it.
+pub(crate) fn recv_header(
+    addr: &mut libc::sockaddr_storage,
+    iov: &mut libc::iovec,
+    cmsg: &mut [u64],
+) -> libc::msghdr {
+    // SAFETY: all-zero bytes are a valid msghdr (null pointers, zero
+    // lengths); the fields are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = addr as *mut _ as *mut libc::c_void;
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(cmsg) as _;
+    msg
 }
 
 pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> {
