@@ -23,52 +23,20 @@
 //! targets while other work runs; see docs/DEPLOY.md for measured
 //! figures).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod ns_util;
+use ns_util::{ok, sh, Lab};
+
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-
-fn sh(args: &[&str]) -> std::process::Output {
-    Command::new(args[0]).args(&args[1..]).output().unwrap()
-}
-
-fn ok(args: &[&str]) {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Namespaces, daemons and files of one run; removed on drop.
-struct Lab {
-    ns: [String; 3],
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = sh(&["kill", &c.id().to_string()]);
-        }
-        for c in &mut self.children {
-            let _ = c.wait();
-        }
-        for ns in &self.ns {
-            let _ = sh(&["ip", "netns", "del", ns]);
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn can_run() -> Result<(), String> {
@@ -221,11 +189,7 @@ fn server_survives_handshake_floods() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let ns = [format!("bfc{id}"), format!("bfs{id}"), format!("bfa{id}")];
-    let mut lab = Lab {
-        ns: ns.clone(),
-        dir: dir.clone(),
-        children: Vec::new(),
-    };
+    let mut lab = Lab::new(ns.to_vec(), dir.clone());
     let [cli, srv, atk] = &ns;
     for n in &ns {
         ok(&["ip", "netns", "add", n]);

@@ -10,39 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod ns_util;
+use ns_util::{ok, sh, Lab};
+
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-
-fn sh(args: &[&str]) -> std::process::Output {
-    Command::new(args[0]).args(&args[1..]).output().unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// The namespace, daemons and files of one run; removed on drop.
-struct Lab {
-    ns: String,
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = sh(&["kill", &c.id().to_string()]);
-            let _ = c.wait();
-        }
-        let _ = sh(&["ip", "netns", "del", &self.ns]);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -106,12 +77,8 @@ fn two_servers_coexist_and_sighup_cleans_up() {
     let dir = std::env::temp_dir().join(format!("braid-instances-{id}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut lab = Lab {
-        ns: format!("brinst{id}"),
-        dir: dir.clone(),
-        children: Vec::new(),
-    };
-    let ns = lab.ns.clone();
+    let ns = format!("brinst{id}");
+    let mut lab = Lab::new(vec![ns.clone()], dir.clone());
     ok(&["ip", "netns", "add", &ns]);
     ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
     let key = |name: &str| -> String {

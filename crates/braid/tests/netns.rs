@@ -6,46 +6,14 @@
 //! `.ci/run` runs it as root with `--include-ignored`, where anything
 //! missing fails it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod ns_util;
+use ns_util::{ok, sh, Lab};
+
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-
-fn sh(args: &[&str]) -> std::process::Output {
-    Command::new(args[0]).args(&args[1..]).output().unwrap()
-}
-
-fn ok(args: &[&str]) {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Namespaces, daemons and files of one run; removed on drop.
-struct Lab {
-    cli: String,
-    srv: String,
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = sh(&["kill", &c.id().to_string()]);
-        }
-        for c in &mut self.children {
-            let _ = c.wait();
-        }
-        let _ = sh(&["ip", "netns", "del", &self.cli]);
-        let _ = sh(&["ip", "netns", "del", &self.srv]);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn can_run() -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
@@ -104,13 +72,8 @@ fn real_tun_in_network_namespaces() {
     let dir = std::env::temp_dir().join(format!("braid-netns-{id}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut lab = Lab {
-        cli: format!("brt-c{id}"),
-        srv: format!("brt-s{id}"),
-        dir: dir.clone(),
-        children: Vec::new(),
-    };
-    let (cli, srv) = (lab.cli.clone(), lab.srv.clone());
+    let (cli, srv) = (format!("brt-c{id}"), format!("brt-s{id}"));
+    let mut lab = Lab::new(vec![cli.clone(), srv.clone()], dir.clone());
     ok(&["ip", "netns", "add", &cli]);
     ok(&["ip", "netns", "add", &srv]);
     for ns in [&cli, &srv] {
