@@ -28,7 +28,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod ns_util;
-use ns_util::{ok, sh, Lab};
+use ns_util::{keygen, ok, sh, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 
@@ -248,11 +248,7 @@ fn server_survives_handshake_floods() {
             &format!("net.ipv4.conf.{key}.rp_filter=0"),
         ]);
     }
-    let key = |name: &str| -> String {
-        let o = sh(&[BRAID, "keygen", "--out", dir.join(name).to_str().unwrap()]);
-        assert!(o.status.success());
-        String::from_utf8(o.stdout).unwrap().trim().to_string()
-    };
+    let key = |name: &str| keygen(BRAID, &dir, name);
     let (spub, cpub) = (key("server.key"), key("client.key"));
     let d = dir.display();
     std::fs::write(

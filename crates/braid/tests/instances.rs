@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod ns_util;
-use ns_util::{ok, sh, Lab};
+use ns_util::{keygen, ok, sh, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 
@@ -81,10 +81,7 @@ fn two_servers_coexist_and_sighup_cleans_up() {
     let mut lab = Lab::new(vec![ns.clone()], dir.clone());
     ok(&["ip", "netns", "add", &ns]);
     ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
-    let key = |name: &str| -> String {
-        let o = ok(&[BRAID, "keygen", "--out", dir.join(name).to_str().unwrap()]);
-        o.trim().to_string()
-    };
+    let key = |name: &str| keygen(BRAID, &dir, name);
     key("server.key");
     let client = key("client.key");
     let start = |name: &str, port: u16| -> Child {

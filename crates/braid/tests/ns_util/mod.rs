@@ -25,6 +25,14 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Writes a new private key to `dir/name` with `braid keygen` (this
+/// build's binary `braid`) and returns the public key.
+pub fn keygen(braid: &str, dir: &std::path::Path, name: &str) -> String {
+    ok(&[braid, "keygen", "--out", dir.join(name).to_str().unwrap()])
+        .trim()
+        .to_string()
+}
+
 /// Namespaces, daemons and files of one run; removed on drop.
 pub struct Lab {
     pub namespaces: Vec<String>,
