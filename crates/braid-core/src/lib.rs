@@ -24,6 +24,7 @@
 
 pub mod conn;
 pub mod crypto;
+pub mod fec;
 pub mod flow;
 pub mod path;
 pub mod receiver;
