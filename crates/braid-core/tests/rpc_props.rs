@@ -83,7 +83,7 @@ fn run(
     let cap = cfg.capacity;
     let mut r: Rpc<()> = Rpc::new(cfg);
     for (s, &l) in links.iter().enumerate() {
-        r.on_data_sent(s as u64, PathId(l));
+        r.on_data_sent(Instant::ZERO, s as u64, PathId(l));
     }
     let mut sink = Sink::default();
     let mut out = Vec::new();

@@ -58,3 +58,33 @@ fn explore() {
     }
     let _ = (g, ideal);
 }
+
+#[test]
+#[ignore]
+fn debug_series() {
+    let name = std::env::var("PRISM_FIG").unwrap_or_else(|_| "prism-fig7".into());
+    let x: f64 = std::env::var("PRISM_X")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.001);
+    let mut sc = load(&name, 60.0);
+    sc.schemes = vec!["PRISM".into()];
+    let (s, _, _) = ratio::at_x(&sc, x);
+    let out = braid_sim::sweep::run(&s, &SweepOptions::default());
+    let r = &out.runs[0][0][0];
+    eprintln!(
+        "{:?}",
+        r.goodput_series_kbps
+            .iter()
+            .map(|v| *v as i64)
+            .collect::<Vec<_>>()
+    );
+    eprintln!(
+        "{:?}",
+        r.series_kbps
+            .iter()
+            .map(|p| p.iter().map(|v| *v as i64).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+    eprintln!("{:?} {:?}", r.rpc, r.sender.as_ref().map(|s| s.clone()));
+}

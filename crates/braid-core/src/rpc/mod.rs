@@ -119,11 +119,12 @@ pub struct LossInfo {
     /// The window factor: the product of `1 − B_i / (2 ΣB)` over the
     /// distinct links the NACKed segments were lost on (each further
     /// congested link applies the reduction again, Section 6.2.2). A link
-    /// is charged once per loss episode (from leaving NORMAL to coming
-    /// back), as TCP reduces once per window: further losses on it in the
-    /// same episode are NACKed with a factor of 1. The paper does not say;
-    /// charging every NACK cut the window several times for one queue
-    /// overflow and held PRISM at 0.85 of ideal in Fig 13.
+    /// is charged once per window, as TCP reduces once per window: a loss
+    /// of a segment sent before the link's last charge is NACKed with a
+    /// factor of 1. The paper does not say; charging every NACK cut the
+    /// window many times for one queue overflow (a slow-start overshoot
+    /// loses dozens of packets on a link) and held PRISM at 0.85 of ideal
+    /// in Fig 13 and far lower after a timeout in Fig 7.
     pub p: f64,
 }
 
@@ -185,6 +186,12 @@ pub struct RpcConfig {
     /// only (Fig 13's partial RPC).
     pub loss_detection: bool,
     /// Longest an ACK is held (module docs); `None` = until the hole fills.
+    /// The bound used is the larger of this and an RTO-style
+    /// `SRTT + 4·RTTVAR` of the round trips the controller measures itself
+    /// (a segment's departure to the ACK that identifies it, RFC 6298's
+    /// smoothing): reordering between links never lasts longer than the
+    /// slowest link's round trip, so holding for less than that turns
+    /// reordering into false losses on long-delay links.
     pub max_hold: Option<Duration>,
 }
 
@@ -221,6 +228,7 @@ struct SentOn {
     link: u8,
     /// Send order on that link.
     idx: u64,
+    at: Instant,
 }
 
 /// The reverse-path controller of one TCP connection; see the module docs.
@@ -248,11 +256,18 @@ pub struct Rpc<T> {
     loss_high: Option<u64>,
     /// Lost segments not yet NACKed, with their links.
     pending_nack: VecDeque<(u64, u8)>,
-    /// Links whose `p` the sender has been given in this loss episode.
-    charged: [bool; MAX_PATHS],
+    /// Per link, the segment from which a loss charges `p` again: one past
+    /// the highest segment sent when the link was last charged.
+    charged_until: [u64; MAX_PATHS],
+    /// One past the highest segment sent.
+    high_sent: u64,
     out: VecDeque<Release<T>>,
     events: VecDeque<RpcEvent>,
     scratch: Vec<u64>,
+    /// Round trips measured from departures to identification.
+    rtt: crate::path::RttEstimator,
+    /// Time of the ACK being processed.
+    now: Instant,
     stats: RpcStats,
 }
 
@@ -273,10 +288,13 @@ impl<T> Rpc<T> {
             hold_order: VecDeque::new(),
             loss_high: None,
             pending_nack: VecDeque::new(),
-            charged: [false; MAX_PATHS],
+            charged_until: [0; MAX_PATHS],
+            high_sent: 0,
             out: VecDeque::new(),
             events: VecDeque::new(),
             scratch: Vec::new(),
+            rtt: crate::path::RttEstimator::new(Duration::ZERO),
+            now: Instant::ZERO,
             stats: RpcStats::default(),
             cfg,
         }
@@ -328,7 +346,7 @@ impl<T> Rpc<T> {
 
     /// Segment `seq` left on `link` (a retransmission too). Segments below
     /// the cumulative ACK or beyond the tracked window are not recorded.
-    pub fn on_data_sent(&mut self, seq: u64, link: PathId) {
+    pub fn on_data_sent(&mut self, now: Instant, seq: u64, link: PathId) {
         let l = usize::from(link.0);
         if l >= MAX_PATHS || !self.tracked(seq) {
             return;
@@ -338,6 +356,7 @@ impl<T> Rpc<T> {
             // stale entries); the oldest entry is forgotten.
             self.history[l].pop_front();
         }
+        self.high_sent = self.high_sent.max(seq + 1);
         let idx = self.next_idx[l];
         self.next_idx[l] += 1;
         self.history[l].push_back((seq, idx));
@@ -346,6 +365,7 @@ impl<T> Rpc<T> {
             seq,
             link: link.0,
             idx,
+            at: now,
         });
         // A retransmission of a segment whose arrival was recorded (it
         // cannot be: the receiver would not need it) leaves `meta` as is.
@@ -356,6 +376,7 @@ impl<T> Rpc<T> {
     /// [`Self::poll_event`] afterwards.
     pub fn handle_ack(&mut self, now: Instant, view: &AckView, inner: T) {
         self.stats.acks_in += 1;
+        self.now = now;
         let prev_cum = self.meta_cum;
         if view.ack < prev_cum {
             // Older than what was already seen (reordered on the way back):
@@ -383,7 +404,6 @@ impl<T> Rpc<T> {
             }
             State::Normal | State::OutOfLoss => {
                 self.state = State::Normal;
-                self.charged = [false; MAX_PATHS];
                 if new_cum > prev_cum {
                     self.release_covered(prev_cum, causing, inner, view.ack);
                 } else if let Some(s) = causing.filter(|&s| s >= self.meta_cum) {
@@ -398,15 +418,24 @@ impl<T> Rpc<T> {
     /// When [`Self::handle_timeout`] is next due: the oldest held ACK's
     /// hold bound.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let bound = self.cfg.max_hold?;
+        let bound = self.hold_bound()?;
         self.hold_order.front().map(|&(t, _)| t + bound)
+    }
+
+    /// The hold bound in force ([`RpcConfig::max_hold`]).
+    pub fn hold_bound(&self) -> Option<Duration> {
+        let floor = self.cfg.max_hold?;
+        if !self.rtt.has_samples() {
+            return Some(floor);
+        }
+        Some(floor.max(self.rtt.srtt() + self.rtt.rttvar() * 4))
     }
 
     /// The hold bound: when the oldest held ACK has waited `max_hold`, the
     /// hole at `meta_cum` is presumed lost and every held ACK is released
     /// in its original form (module docs). Extra calls are no-ops.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let Some(bound) = self.cfg.max_hold else {
+        let Some(bound) = self.hold_bound() else {
             return;
         };
         self.skip_released_holds();
@@ -492,6 +521,11 @@ impl<T> Rpc<T> {
                     seq: s,
                     link: PathId(e.link),
                 });
+                if causing == Some(s) {
+                    // One round-trip sample per ACK, from the segment whose
+                    // arrival caused it.
+                    self.rtt.update(self.now.saturating_since(e.at));
+                }
                 self.fifo_losses(e);
             }
         }
@@ -673,9 +707,9 @@ impl<T> Rpc<T> {
             info.lost[usize::from(info.n)] = seq;
             info.n += 1;
             let l = usize::from(link) % MAX_PATHS;
-            if !links_seen[l] && !self.charged[l] {
+            if !links_seen[l] && seq >= self.charged_until[l] {
                 links_seen[l] = true;
-                self.charged[l] = true;
+                self.charged_until[l] = self.high_sent;
                 info.p *= self.share_factor(PathId(link));
             }
         }

@@ -28,10 +28,10 @@ fn rpc(loss_detection: bool, max_hold: Option<Duration>) -> Rpc<u32> {
 #[test]
 fn reordering_gives_the_sender_an_in_order_ack_stream() {
     let mut r = rpc(true, None);
-    r.on_data_sent(0, L0);
-    r.on_data_sent(1, L1);
-    r.on_data_sent(2, L0);
-    r.on_data_sent(3, L0);
+    r.on_data_sent(Instant::ZERO, 0, L0);
+    r.on_data_sent(Instant::ZERO, 1, L1);
+    r.on_data_sent(Instant::ZERO, 2, L0);
+    r.on_data_sent(Instant::ZERO, 3, L0);
     // Arrivals 0, 2, 3, 1.
     r.handle_ack(at(1), &AckView::new(1, &[]), 0);
     assert_eq!(values(&drain(&mut r)), vec![1]);
@@ -64,7 +64,7 @@ fn a_fifo_gap_on_one_link_is_nacked_and_the_state_machine_cycles() {
     r.set_link_rate(L0, Some(360e3));
     r.set_link_rate(L1, Some(1080e3));
     for s in 0..4 {
-        r.on_data_sent(s, L0);
+        r.on_data_sent(Instant::ZERO, s, L0);
     }
     r.handle_ack(at(1), &AckView::new(1, &[]), 0);
     drain(&mut r);
@@ -87,7 +87,7 @@ fn a_fifo_gap_on_one_link_is_nacked_and_the_state_machine_cycles() {
     assert_eq!(values(&out), vec![1]);
     assert!(out[0].original && out[0].loss.is_none());
     // The retransmission, on the other link, fills the hole.
-    r.on_data_sent(1, L1);
+    r.on_data_sent(Instant::ZERO, 1, L1);
     r.handle_ack(at(4), &AckView::new(4, &[]), 3);
     assert_eq!(values(&drain(&mut r)), vec![4]);
     assert_eq!(r.state(), State::Normal);
@@ -116,7 +116,7 @@ fn share_factor_matches_the_paper() {
 fn partial_rpc_holds_until_the_bound_then_releases_originals() {
     let mut r = rpc(false, Some(Duration::from_millis(300)));
     for s in 0..5 {
-        r.on_data_sent(s, L0);
+        r.on_data_sent(Instant::ZERO, s, L0);
     }
     r.handle_ack(at(0), &AckView::new(1, &[]), 0);
     drain(&mut r);
@@ -141,9 +141,9 @@ fn partial_rpc_holds_until_the_bound_then_releases_originals() {
 #[test]
 fn the_hold_bound_nacks_a_tail_loss() {
     let mut r = rpc(true, Some(Duration::from_millis(200)));
-    r.on_data_sent(0, L1); // lost, last on its link
-    r.on_data_sent(1, L0);
-    r.on_data_sent(2, L0);
+    r.on_data_sent(Instant::ZERO, 0, L1); // lost, last on its link
+    r.on_data_sent(Instant::ZERO, 1, L0);
+    r.on_data_sent(Instant::ZERO, 2, L0);
     r.handle_ack(at(5), &AckView::new(0, &[(1, 2)]), 0);
     r.handle_ack(at(6), &AckView::new(0, &[(1, 3)]), 1);
     assert!(drain(&mut r).is_empty());
@@ -158,8 +158,8 @@ fn the_hold_bound_nacks_a_tail_loss() {
 #[test]
 fn without_a_bound_nothing_times_out() {
     let mut r = rpc(false, None);
-    r.on_data_sent(0, L1);
-    r.on_data_sent(1, L0);
+    r.on_data_sent(Instant::ZERO, 0, L1);
+    r.on_data_sent(Instant::ZERO, 1, L0);
     r.handle_ack(at(5), &AckView::new(0, &[(1, 2)]), 0);
     assert_eq!(r.poll_timeout(), None);
     r.handle_timeout(at(1_000_000));
@@ -172,14 +172,14 @@ fn without_a_bound_nothing_times_out() {
 #[test]
 fn a_retransmitted_segment_is_not_declared_lost_twice() {
     let mut r = rpc(true, None);
-    r.on_data_sent(0, L0);
-    r.on_data_sent(1, L0); // lost
-    r.on_data_sent(2, L0);
+    r.on_data_sent(Instant::ZERO, 0, L0);
+    r.on_data_sent(Instant::ZERO, 1, L0); // lost
+    r.on_data_sent(Instant::ZERO, 2, L0);
     r.handle_ack(at(1), &AckView::new(1, &[]), 0);
     r.handle_ack(at(2), &AckView::new(1, &[(2, 3)]), 1);
     assert_eq!(r.stats().losses_detected, 1);
-    r.on_data_sent(1, L1); // retransmission
-    r.on_data_sent(3, L0);
+    r.on_data_sent(Instant::ZERO, 1, L1); // retransmission
+    r.on_data_sent(Instant::ZERO, 3, L0);
     r.handle_ack(at(3), &AckView::new(1, &[(2, 4)]), 2);
     assert_eq!(r.stats().losses_detected, 1);
     r.handle_ack(at(4), &AckView::new(4, &[]), 3);
@@ -192,8 +192,8 @@ fn a_retransmitted_segment_is_not_declared_lost_twice() {
 #[test]
 fn out_of_window_input_is_bounded() {
     let mut r = rpc(true, Some(Duration::from_millis(10)));
-    r.on_data_sent(u64::MAX - 1, L0);
-    r.on_data_sent(1 << 40, PathId(200));
+    r.on_data_sent(Instant::ZERO, u64::MAX - 1, L0);
+    r.on_data_sent(Instant::ZERO, 1 << 40, PathId(200));
     r.handle_ack(
         at(1),
         &AckView::new(0, &[(5, u64::MAX), (u64::MAX - 3, 2)]),

@@ -132,6 +132,10 @@ pub struct TcpSender {
     /// (once per window of data), and CWR to set on the next new packet.
     ecn_recover: u64,
     cwr_pending: bool,
+    /// TCP-PRISM: `snd_max` at the last timeout. A NACK naming only packets
+    /// sent before it retransmits but does not reduce the window again: the
+    /// timeout already answered that congestion.
+    rto_recover: u64,
     stats: TcpSenderStats,
 }
 
@@ -178,6 +182,7 @@ impl TcpSender {
             sent_base: 0,
             ecn_recover: 0,
             cwr_pending: false,
+            rto_recover: 0,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -277,6 +282,7 @@ impl TcpSender {
         // timeout is acknowledged (RFC 6582 Section 3.2 step 1, RFC 6675
         // Section 5.1).
         self.recover = self.snd_max;
+        self.rto_recover = self.snd_max;
         self.had_congestion = true;
         self.rto.back_off(); // RFC 6298 (5.5)
         self.rtx_deadline = Some(now + self.rto.rto()); // (5.6)
@@ -783,6 +789,7 @@ impl TcpSender {
     fn prism_nack(&mut self, now: Instant, nack: &super::Nack, out: &mut Vec<Segment>) {
         let p = nack.p().clamp(0.0, 1.0);
         let mut any = false;
+        let mut after_rto = false;
         for &seq in nack.seqs() {
             let sacked = self.sb.as_ref().is_some_and(|sb| sb.sacked.get(seq));
             if seq < self.snd_una || seq >= self.snd_max || sacked {
@@ -790,14 +797,17 @@ impl TcpSender {
             }
             self.output(now, seq, out);
             any = true;
+            after_rto |= seq >= self.rto_recover;
         }
         if !any {
             return; // a stale NACK: everything it names has arrived
         }
         self.stats.nacks += 1;
         self.stats.fast_retransmits += 1;
-        self.cwnd = (self.cwnd * p).max(1.0);
-        self.ssthresh = (self.cwnd as u64).max(2);
+        if after_rto {
+            self.cwnd = (self.cwnd * p).max(1.0);
+            self.ssthresh = (self.cwnd as u64).max(2);
+        }
         self.had_congestion = true;
         self.timed = None;
         if !self.in_recovery {

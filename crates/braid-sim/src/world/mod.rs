@@ -442,7 +442,7 @@ impl World {
                 let mut hdr = [0u8; DataHeader::LEN];
                 tx.header.emit(&mut hdr).expect("header fits");
                 if let Some(r) = b.rpc.as_mut() {
-                    r.on_data_sent(seg.seq, tx.path);
+                    r.on_data_sent(now, seg.seq, tx.path);
                 }
                 let route = b.down[tx.path.0 as usize];
                 let tag = tx.path.0;
