@@ -36,55 +36,169 @@ fn ideal(r: &RatioReport, x: f64) -> f64 {
         .unwrap_or_else(|| panic!("ideal at {x}"))
 }
 
-#[test]
-fn explore() {
-    let name = std::env::var("PRISM_FIG").unwrap_or_else(|_| "prism-fig13".into());
-    let d: f64 = std::env::var("PRISM_DUR")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60.0);
-    let r = swept(&name, d);
-    for row in &r.rows {
-        eprintln!(
-            "{} x={} g={:.1} ideal={:?} buf={:.2} to={} fr={}",
-            row.scheme,
-            row.x,
-            row.goodput_kbps,
-            row.ideal_kbps,
-            row.mean_buffer_pkts,
-            row.timeouts,
-            row.fast_retransmits
-        );
-    }
-    let _ = (g, ideal);
+fn all_x(r: &RatioReport) -> Vec<f64> {
+    let mut xs: Vec<f64> = r.rows.iter().map(|row| row.x).collect();
+    xs.dedup();
+    xs
 }
 
+/// Fig 10: PRISM stays within 0.9 of the ideal sum from 2 to 5 members;
+/// WRR striping without ACK control falls below the best member alone from
+/// 3 members on. (With 2 members, 614 and 1805 kbit/s, WRR's reordering
+/// stays under TCP's duplicate-ACK threshold and it beats the best member:
+/// the paper's "N >= 2" holds here from N = 3; see the scenario's notes.)
 #[test]
-#[ignore]
-fn debug_series() {
-    let name = std::env::var("PRISM_FIG").unwrap_or_else(|_| "prism-fig7".into());
-    let x: f64 = std::env::var("PRISM_X")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.001);
-    let mut sc = load(&name, 60.0);
-    sc.schemes = vec!["PRISM".into()];
-    let (s, _, _) = ratio::at_x(&sc, x);
-    let out = braid_sim::sweep::run(&s, &SweepOptions::default());
-    let r = &out.runs[0][0][0];
-    eprintln!(
-        "{:?}",
-        r.goodput_series_kbps
+fn fig10_prism_scales_with_members_and_wrr_collapses() {
+    let r = swept("prism-fig10", 60.0);
+    for n in 2..=5 {
+        let x = f64::from(n);
+        assert!(
+            g(&r, "PRISM", x) >= 0.9 * ideal(&r, x),
+            "N {n}: PRISM {} ideal {}",
+            g(&r, "PRISM", x),
+            ideal(&r, x)
+        );
+    }
+    for n in 3..=5 {
+        let x = f64::from(n);
+        assert!(g(&r, "WRR", x) < g(&r, "HBI", x), "N {n}");
+        assert!(g(&r, "WRR", x) < g(&r, "NO-PROXY", x), "N {n}");
+    }
+}
+
+/// Fig 11: without the reverse-path controller every scheduler stays
+/// below half the ideal sum, and ADAS does not fall as the disparity grows.
+/// (The paper's "ADAS >= WRR and RR for d >= 30 %" does not hold here: all
+/// three sit at 0.08-0.11 of ideal, within each other's noise; notes.)
+#[test]
+fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
+    let r = swept("prism-fig11", 60.0);
+    for x in all_x(&r) {
+        for s in ["ADAS", "WRR", "RR"] {
+            assert!(g(&r, s, x) < 0.5 * ideal(&r, x), "{s} at d = {x} %");
+        }
+    }
+    assert!(g(&r, "ADAS", 70.0) >= g(&r, "ADAS", 0.0));
+}
+
+/// Fig 12: at the largest burst time ADAS is the best scheduler, U-only
+/// lies between 0.8 and 1.0 of it and hRTT-only is the worst. (The paper's
+/// margin of 1.1 x over the next scheme is not reached: U-only is within
+/// 1-3 % of ADAS here; notes.)
+#[test]
+fn fig12_adas_leads_under_bursty_background() {
+    let r = swept("prism-fig12", 60.0);
+    let x = *all_x(&r).last().expect("values");
+    let adas = g(&r, "ADAS", x);
+    for s in ["WRR", "RANDOM", "HRTT-ONLY", "U-ONLY"] {
+        assert!(adas >= g(&r, s, x), "{s} beats ADAS at burst {x} s");
+    }
+    let u = g(&r, "U-ONLY", x) / adas;
+    assert!((0.8..=1.0).contains(&u), "U-only / ADAS = {u}");
+    for s in ["ADAS", "WRR", "RANDOM", "U-ONLY"] {
+        assert!(
+            g(&r, "HRTT-ONLY", x) < g(&r, s, x),
+            "hRTT-only not below {s}"
+        );
+    }
+}
+
+/// Fig 13: full RPC >= 0.9 x ideal > partial RPC > no RPC, and no RPC
+/// below half of ideal, at every disparity.
+#[test]
+fn fig13_each_part_of_the_controller_counts() {
+    let r = swept("prism-fig13", 60.0);
+    for x in all_x(&r) {
+        let (full, partial, none) = (
+            g(&r, "PRISM", x),
+            g(&r, "PRISM-PARTIAL", x),
+            g(&r, "ADAS", x),
+        );
+        let ideal = ideal(&r, x);
+        assert!(full >= 0.9 * ideal, "d {x}: full {full} ideal {ideal}");
+        assert!(
+            full > partial && partial > none,
+            "d {x}: {full} {partial} {none}"
+        );
+        assert!(none < 0.5 * ideal, "d {x}: none {none} ideal {ideal}");
+    }
+}
+
+/// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s
+/// and no less than WRR. (The paper's 1.1 x throughput margin and 1.2 x
+/// smaller buffer are not reached: the two are within 2 % here and ADAS's
+/// buffer is the larger; notes.)
+#[test]
+fn fig14_adas_fills_the_four_members() {
+    let r = swept("prism-fig14", 60.0);
+    let (adas, wrr) = (g(&r, "ADAS", 4.0), g(&r, "WRR", 4.0));
+    assert!(adas >= 0.9 * 2920.0, "ADAS {adas}");
+    assert!(adas >= wrr, "ADAS {adas} WRR {wrr}");
+    for s in ["ADAS", "WRR"] {
+        let b = r.row(s, 4.0).expect("row").mean_buffer_pkts;
+        assert!(b > 0.0 && b < 256.0, "{s} buffer {b}");
+    }
+}
+
+/// Fig 6: PRISM keeps at least twice vanilla TCP-SACK's goodput at every
+/// delay disparity (the paper: from 200 ms on) and most of the aggregate
+/// while the disparity is small. (0.9 of 2.4 Mbit/s is not reached: after
+/// the slow-start overshoot TCP grows one packet per 1-2 s round trip;
+/// 0.83 in the full 120 s run; notes.)
+#[test]
+fn fig6_prism_survives_delay_disparity() {
+    let r = swept("prism-fig6", 60.0);
+    for x in all_x(&r) {
+        assert!(
+            g(&r, "PRISM", x) >= 2.0 * g(&r, "VANILLA", x),
+            "disparity {x} ms"
+        );
+    }
+    for x in [0.0, 100.0] {
+        assert!(g(&r, "PRISM", x) >= 0.6 * 2400.0, "disparity {x} ms");
+    }
+}
+
+/// Fig 7: PRISM keeps most of 1.44 Mbit/s up to 0.8 % loss on the slow
+/// member and at least three times vanilla's goodput. (Its lead does not
+/// grow with loss here: vanilla is held at ~0.2 of the aggregate by
+/// reordering alone at every loss rate; notes.)
+#[test]
+fn fig7_prism_survives_loss_on_one_member() {
+    let r = swept("prism-fig7", 60.0);
+    for x in all_x(&r) {
+        let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
+        assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
+        if x <= 0.8 {
+            assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");
+        }
+    }
+}
+
+/// Fig 8: members join and leave; PRISM moves at least twice vanilla's
+/// data over 0-40 s and over 60-90 s.
+#[test]
+fn fig8_prism_follows_membership_changes() {
+    let sc = load("prism-fig8", 90.0);
+    let out = braid_sim::sweep::run(&sc, &SweepOptions::default());
+    eprintln!("{}", out.report.to_table());
+    let window = |scheme: &str, a: usize, b: usize| -> f64 {
+        let k = out
+            .schemes
             .iter()
-            .map(|v| *v as i64)
-            .collect::<Vec<_>>()
-    );
-    eprintln!(
-        "{:?}",
-        r.series_kbps
+            .position(|s| s.name() == scheme)
+            .expect("scheme");
+        out.runs[k][0][0].goodput_series_kbps[a..b]
             .iter()
-            .map(|p| p.iter().map(|v| *v as i64).collect::<Vec<_>>())
-            .collect::<Vec<_>>()
-    );
-    eprintln!("{:?} {:?}", r.rpc, r.sender.as_ref().map(|s| s.clone()));
+            .sum::<f64>()
+            / (b - a) as f64
+    };
+    for (a, b) in [(0, 40), (60, 90)] {
+        let (p, v) = (window("PRISM", a, b), window("VANILLA", a, b));
+        eprintln!(
+            "{a}-{b} s: PRISM {p:.1} VANILLA {v:.1} PET-BMP {:.1}",
+            window("PET-BMP", a, b)
+        );
+        assert!(p >= 2.0 * v, "{a}-{b} s: PRISM {p} vanilla {v}");
+    }
 }
