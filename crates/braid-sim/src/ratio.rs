@@ -163,13 +163,25 @@ impl RatioReport {
         );
         let _ = writeln!(
             s,
-            "{:<9} {:>5} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8}",
-            "scheme", "x", "kbit/s", "share", "fast", "fast rtx", "rtx %", "timeouts"
+            "{:<13} {:>6} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>7}",
+            "scheme",
+            "x",
+            "kbit/s",
+            "share",
+            "fast",
+            "fast rtx",
+            "rtx %",
+            "timeouts",
+            "ideal",
+            "buffer"
         );
         for r in &self.rows {
+            let ideal = r
+                .ideal_kbps
+                .map_or_else(|| "-".to_string(), |k| format!("{k:.1}"));
             let _ = writeln!(
                 s,
-                "{:<9} {:>5} {:>10.1} {:>7.3} {:>7.3} {:>9.1} {:>8.2} {:>8.1}",
+                "{:<13} {:>6} {:>10.1} {:>7.3} {:>7.3} {:>9.1} {:>8.2} {:>8.1} {:>9} {:>7.2}",
                 r.scheme,
                 r.x,
                 r.goodput_kbps,
@@ -177,7 +189,9 @@ impl RatioReport {
                 r.faster_path_share,
                 r.fast_retransmits,
                 r.fast_retransmit_pct,
-                r.timeouts
+                r.timeouts,
+                ideal,
+                r.mean_buffer_pkts
             );
         }
         if !self.notes.is_empty() {
