@@ -125,18 +125,27 @@ fn fig13_each_part_of_the_controller_counts() {
 }
 
 /// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s
-/// and no less than WRR. (The paper's 1.1 x throughput margin and 1.2 x
-/// smaller buffer are not reached: the two are within 2 % here and ADAS's
-/// buffer is the larger; notes.)
+/// and no less than WRR; in the full 300 s run WRR's mean re-sequencing
+/// buffer is at least 1.2 x ADAS's (not in the first 60 s). (The paper's
+/// 1.1 x throughput margin is not reached: the two are within 2 % here;
+/// notes.)
 #[test]
 fn fig14_adas_fills_the_four_members() {
     let r = swept("prism-fig14", 60.0);
     let (adas, wrr) = (g(&r, "ADAS", 4.0), g(&r, "WRR", 4.0));
     assert!(adas >= 0.9 * 2920.0, "ADAS {adas}");
     assert!(adas >= wrr, "ADAS {adas} WRR {wrr}");
+    let buf = |s: &str| r.row(s, 4.0).expect("row").mean_buffer_pkts;
     for s in ["ADAS", "WRR"] {
-        let b = r.row(s, 4.0).expect("row").mean_buffer_pkts;
-        assert!(b > 0.0 && b < 256.0, "{s} buffer {b}");
+        assert!(buf(s) > 0.0 && buf(s) < 256.0, "{s} buffer {}", buf(s));
+    }
+    if std::env::var_os("BRAID_FULL_REPRO").is_some() {
+        assert!(
+            buf("WRR") >= 1.2 * buf("ADAS"),
+            "buffers: WRR {} ADAS {}",
+            buf("WRR"),
+            buf("ADAS")
+        );
     }
 }
 

@@ -73,11 +73,17 @@ pub enum SimCmd {
     },
 }
 
-/// A lab file has `[[path]]` tables; a scenario file has none.
+/// A lab file has `[[path]]` tables and no `schemes`; a scenario file
+/// lists its `schemes` (and may have `[[path]]` tables too).
 fn is_lab_file(file: &Path) -> anyhow::Result<bool> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    Ok(text.lines().any(|l| l.trim() == "[[path]]"))
+    let schemes = text.lines().any(|l| {
+        l.trim_start()
+            .strip_prefix("schemes")
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    });
+    Ok(!schemes && text.lines().any(|l| l.trim() == "[[path]]"))
 }
 
 /// Parses `--modes` for a lab file.
