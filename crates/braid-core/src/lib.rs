@@ -15,6 +15,8 @@
 //!   papers (RoundRobin, WeightedRoundRobin, EDPF, PET, MinRtt, Single,
 //!   and PRISM's ADAS).
 //! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
+//! - [`rpc`]: PRISM's reverse-path ACK controller, the alternative to
+//!   resequencing the data: it holds and rewrites the inner TCP's ACKs.
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
@@ -30,6 +32,7 @@ pub mod path;
 pub mod receiver;
 pub mod reorder;
 pub mod repair;
+pub mod rpc;
 pub mod sched;
 pub mod sender;
 pub mod time;

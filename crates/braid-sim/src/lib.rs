@@ -18,6 +18,7 @@ pub mod event;
 pub mod link;
 pub mod packet;
 pub mod plot;
+pub mod prism;
 pub mod ratio;
 pub mod report;
 pub mod rng;

@@ -35,6 +35,8 @@ pub enum Dst {
     Proxy,
     /// The braid client (tunnelled data).
     Client,
+    /// Background traffic's sink: the packet is discarded on arrival.
+    Drop,
 }
 
 /// Largest feedback frame carried inline (4 entries).
@@ -47,6 +49,8 @@ pub enum Body {
     /// A tunnelled segment with its braid data header as it is on the wire.
     Tunnel([u8; DataHeader::LEN], Segment),
     Feedback([u8; FEEDBACK_INLINE], u8),
+    /// Background (UDP on/off) payload; nobody reads it.
+    Filler,
 }
 
 #[derive(Clone, Debug)]

@@ -4,7 +4,10 @@
 //!   over time, 1 s bins (PET/BMP Figs. 4 and 6);
 //! - `<scenario>-total.svg`: total throughput over time per scheme (Fig. 5);
 //! - `<scenario>-schemes.svg`, with cross traffic: mean goodput of every
-//!   scheme per cross-traffic scenario, scenarios sorted by MTCP (Figs. 7-9).
+//!   scheme per cross-traffic scenario, scenarios sorted by MTCP (Figs. 7-9);
+//! - `<scenario>-sweep.svg`, for a swept scenario: goodput of every scheme
+//!   against the swept value, with the ideal sum where the scenario runs
+//!   MTCP (PRISM Figs 6, 7 and 10-14, Phatak et al. Figs 4-6).
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +70,34 @@ fn line_chart(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// Writes the figure of a swept scenario into `dir`: goodput against x
+/// per scheme, and the ideal sum where there is one. Returns the file.
+pub fn write_sweep(
+    r: &crate::ratio::RatioReport,
+    dir: &Path,
+) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(dir)?;
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for row in &r.rows {
+        match series.iter_mut().find(|(n, _)| *n == row.scheme) {
+            Some((_, pts)) => pts.push((row.x, row.goodput_kbps)),
+            None => series.push((row.scheme.clone(), vec![(row.x, row.goodput_kbps)])),
+        }
+    }
+    let mut ideal: Vec<(f64, f64)> = r
+        .rows
+        .iter()
+        .filter_map(|row| row.ideal_kbps.map(|k| (row.x, k)))
+        .collect();
+    ideal.dedup_by(|a, b| a.0 == b.0);
+    if !ideal.is_empty() {
+        series.push(("ideal".into(), ideal));
+    }
+    let f = dir.join(format!("{}-sweep.svg", r.scenario));
+    line_chart(&f, &format!("{}: goodput", r.scenario), &r.param, &series)?;
+    Ok(f)
 }
 
 /// Writes the figures for `out` into `dir`; returns the files written.

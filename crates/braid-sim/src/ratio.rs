@@ -32,6 +32,12 @@ pub struct Row {
     pub fast_retransmit_pct: f64,
     pub timeouts: f64,
     pub dupacks: f64,
+    /// The sum of one TCP per path (MTCP at the same x), where the scenario
+    /// runs MTCP: PRISM's "Ideal".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ideal_kbps: Option<f64>,
+    /// PRISM Fig 14's mean re-sequencing buffer at the TCP receiver.
+    pub mean_buffer_pkts: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -55,6 +61,41 @@ pub fn at_ratio(sc: &Scenario, r: f64, total_kbps: f64) -> Scenario {
     s
 }
 
+/// The scenario at `x` of its `[sweep]` (see [`crate::scenario::SweepSpec`]
+/// for what each parameter changes), with the raw rate of its paths and
+/// the faster path's share of it.
+pub fn at_x(sc: &Scenario, x: f64) -> (Scenario, f64, f64) {
+    let sw = sc.sweep.as_ref().expect("scenario has a [sweep]");
+    let mut s = sc.clone();
+    s.sweep = None;
+    let path = sw.path.unwrap_or(1).min(s.paths.len() - 1);
+    match sw.param.as_str() {
+        "bandwidth_ratio" | "total_rate_kbps" => {
+            let (total, r) = sw.at(x);
+            return (at_ratio(sc, r, total), total, r / (r + 1.0));
+        }
+        "links" => s.paths.truncate((x as usize).clamp(1, sc.paths.len())),
+        "disparity_pct" => {
+            let last = s.paths.len() - 1;
+            s.paths[0].rate_kbps *= 1.0 + x / 100.0;
+            if last > 0 {
+                s.paths[last].rate_kbps *= 1.0 - x / 100.0;
+            }
+        }
+        "delay_disparity_ms" => s.paths[path].wired_delay_ms += x,
+        "loss_pct" => s.paths[path].loss = x / 100.0,
+        "burst_s" => {
+            for o in &mut s.onoff {
+                o.on_mean_s = x;
+            }
+        }
+        _ => {}
+    }
+    let raw: f64 = s.paths.iter().map(|p| p.rate_kbps).sum();
+    let fastest = s.paths.iter().map(|p| p.rate_kbps).fold(0.0, f64::max);
+    (s, raw, fastest / raw)
+}
+
 /// Runs every value of the scenario's `[sweep]`. Panics if it has none
 /// (callers check [`Scenario::sweep`]).
 pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
@@ -63,10 +104,10 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
     let mut rows = Vec::new();
     let mut seeds = 0;
     for &x in &sw.values {
-        let (total, r) = sw.at(x);
-        let s = at_ratio(sc, r, total);
+        let (s, total, faster_share) = at_x(sc, x);
         let out = sweep::run(&s, opts);
         seeds = out.report.seeds;
+        let ideal_kbps = out.report.result("MTCP").map(|m| m.goodput_kbps);
         for row in &out.report.results {
             let slow_kbps = row.per_path_kbps.get(1).copied().unwrap_or(0.0);
             let slow_path_packets = slow_kbps * 1000.0 * sc.duration_s / 8.0 / mss;
@@ -76,7 +117,7 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
                 goodput_kbps: row.goodput_kbps,
                 raw_kbps: total,
                 goodput_share: row.goodput_kbps / total,
-                faster_path_share: r / (r + 1.0),
+                faster_path_share: faster_share,
                 fast_retransmits: row.fast_retransmits,
                 slow_path_packets,
                 fast_retransmit_pct: if slow_path_packets > 0.0 {
@@ -86,6 +127,8 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
                 },
                 timeouts: row.timeouts,
                 dupacks: row.dupacks,
+                ideal_kbps,
+                mean_buffer_pkts: row.mean_buffer_pkts,
             });
         }
     }
@@ -120,13 +163,25 @@ impl RatioReport {
         );
         let _ = writeln!(
             s,
-            "{:<9} {:>5} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8}",
-            "scheme", "x", "kbit/s", "share", "fast", "fast rtx", "rtx %", "timeouts"
+            "{:<13} {:>6} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>7}",
+            "scheme",
+            "x",
+            "kbit/s",
+            "share",
+            "fast",
+            "fast rtx",
+            "rtx %",
+            "timeouts",
+            "ideal",
+            "buffer"
         );
         for r in &self.rows {
+            let ideal = r
+                .ideal_kbps
+                .map_or_else(|| "-".to_string(), |k| format!("{k:.1}"));
             let _ = writeln!(
                 s,
-                "{:<9} {:>5} {:>10.1} {:>7.3} {:>7.3} {:>9.1} {:>8.2} {:>8.1}",
+                "{:<13} {:>6} {:>10.1} {:>7.3} {:>7.3} {:>9.1} {:>8.2} {:>8.1} {:>9} {:>7.2}",
                 r.scheme,
                 r.x,
                 r.goodput_kbps,
@@ -134,7 +189,9 @@ impl RatioReport {
                 r.faster_path_share,
                 r.fast_retransmits,
                 r.fast_retransmit_pct,
-                r.timeouts
+                r.timeouts,
+                ideal,
+                r.mean_buffer_pkts
             );
         }
         if !self.notes.is_empty() {

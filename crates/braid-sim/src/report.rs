@@ -33,6 +33,9 @@ pub struct SchemeSummary {
     pub bs_drops_queue: f64,
     pub bs_drops_loss: f64,
     pub events: u64,
+    /// PRISM Fig 14's mean re-sequencing buffer at the TCP receiver
+    /// (packets), mean over runs.
+    pub mean_buffer_pkts: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -106,6 +109,7 @@ pub fn summarise(scheme: &str, runs: &[Vec<RunResult>]) -> SchemeSummary {
         bs_drops_queue: mean(all.iter().map(|r| r.bs_drops_queue as f64)),
         bs_drops_loss: mean(all.iter().map(|r| r.bs_drops_loss as f64)),
         events: all.iter().map(|r| r.events).sum(),
+        mean_buffer_pkts: mean(all.iter().map(|r| r.mean_buffer_pkts)),
     }
 }
 

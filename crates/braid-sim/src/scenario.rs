@@ -41,10 +41,29 @@ pub enum Scheme {
     Adas,
     /// ADAS with BMP at the client.
     AdasBmp,
+    /// PRISM: ADAS, the full reverse-path controller and a TCP-PRISM
+    /// sender (PRISM Sections 4-6).
+    Prism,
+    /// ADAS with the reverse-path controller re-sequencing only (no loss
+    /// detection, no NACK) and a plain TCP-SACK sender: Fig 13's partial RPC.
+    PrismPartial,
+    /// TCP-SACK over ADAS striping without ACK control (PRISM Section 7's
+    /// vanilla TCP).
+    Vanilla,
+    /// Round robin.
+    Rr,
+    /// A uniformly random link per packet (PRISM Fig 12).
+    Random,
+    /// The link with the smallest expected arrival time hRTT alone (Fig 12).
+    HrttOnly,
+    /// ADAS's utilization rule alone, ties to the lowest index (Fig 12).
+    UOnly,
+    /// One link, no proxy: the first path's TCP of the MTCP run (Fig 10).
+    NoProxy,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 13] = [
+    pub const ALL: [Scheme; 21] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -58,6 +77,14 @@ impl Scheme {
         Scheme::SrrBmp,
         Scheme::Adas,
         Scheme::AdasBmp,
+        Scheme::Prism,
+        Scheme::PrismPartial,
+        Scheme::Vanilla,
+        Scheme::Rr,
+        Scheme::Random,
+        Scheme::HrttOnly,
+        Scheme::UOnly,
+        Scheme::NoProxy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +102,14 @@ impl Scheme {
             Scheme::SrrBmp => "SRR-BMP",
             Scheme::Adas => "ADAS",
             Scheme::AdasBmp => "ADAS-BMP",
+            Scheme::Prism => "PRISM",
+            Scheme::PrismPartial => "PRISM-PARTIAL",
+            Scheme::Vanilla => "VANILLA",
+            Scheme::Rr => "RR",
+            Scheme::Random => "RANDOM",
+            Scheme::HrttOnly => "HRTT-ONLY",
+            Scheme::UOnly => "U-ONLY",
+            Scheme::NoProxy => "NO-PROXY",
         }
     }
 
@@ -86,7 +121,15 @@ impl Scheme {
 
     /// Whether packets go through the braid tunnel (proxy + client core).
     pub fn tunnelled(self) -> bool {
-        !matches!(self, Scheme::Mtcp | Scheme::Asi | Scheme::Hbi)
+        !matches!(
+            self,
+            Scheme::Mtcp | Scheme::Asi | Scheme::Hbi | Scheme::NoProxy
+        )
+    }
+
+    /// Derived from the MTCP run rather than simulated on its own.
+    pub fn derived_from_mtcp(self) -> bool {
+        matches!(self, Scheme::Hbi | Scheme::NoProxy)
     }
 }
 
@@ -109,6 +152,10 @@ pub struct PathSpec {
     pub loss: f64,
     /// Uplink rate (client to base station), kbit/s; default = rate_kbps.
     pub uplink_rate_kbps: Option<f64>,
+    /// `[join_s, leave_s]`: the path (a PRISM community member) is
+    /// scheduled only in this interval of the run (PRISM Fig 8). Packets
+    /// already in flight when it leaves still arrive.
+    pub active_s: Option<[f64; 2]>,
 }
 
 fn default_wired_rate() -> f64 {
@@ -271,21 +318,119 @@ pub struct Scenario {
     pub cross: Option<CrossSpec>,
     /// Run the scenario once per value of a parameter ([`crate::ratio`]).
     pub sweep: Option<SweepSpec>,
+    /// PRISM's knobs ([`PrismSpec`]).
+    #[serde(default)]
+    pub prism: PrismSpec,
+    /// On/off background sources onto the paths' bottlenecks (PRISM Fig 12).
+    #[serde(default, rename = "onoff")]
+    pub onoff: Vec<OnOffSpec>,
 }
 
-/// A parameter swept over values, one run of every scheme per value, on
-/// two paths whose rates are `total · r/(r+1)` and `total/(r+1)`.
+/// How much of PRISM's reverse-path controller a scheme runs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpcMode {
+    /// No ACK control: the inner TCP's ACKs go straight to the server.
+    #[default]
+    Off,
+    /// Re-sequencing only (Fig 13's partial RPC).
+    Partial,
+    /// Re-sequencing, per-link loss detection and NACKs.
+    Full,
+}
+
+/// PRISM settings for the striping schemes without a resequencer (ADAS,
+/// WRR, RR, RANDOM, HRTT-ONLY, U-ONLY). `PRISM`, `PRISM-PARTIAL` and
+/// `VANILLA` fix their own ACK control and TCP; schemes with BMP never use
+/// the controller.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrismSpec {
+    /// The reverse-path controller for those schemes.
+    #[serde(default)]
+    pub rpc: RpcMode,
+    /// Their TCP sender is TCP-PRISM (acts on NACKs; only with `rpc = "full"`).
+    #[serde(default)]
+    pub tcp_prism: bool,
+    /// Longest an ACK is held by the controller, ms; 0 = until its hole
+    /// fills (the paper). `PRISM-PARTIAL` always uses 0.
+    #[serde(default = "default_max_hold")]
+    pub max_hold_ms: f64,
+    /// The path the receiver's ACKs return over (PRISM: "one of the WWAN
+    /// links"); default the one with the smallest wired delay.
+    pub ack_path: Option<usize>,
+}
+
+fn default_max_hold() -> f64 {
+    500.0
+}
+
+impl Default for PrismSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults parse")
+    }
+}
+
+/// A UDP on/off source sending onto one path's bottleneck (PRISM Section
+/// 8.3.2): `rate_kbps` while on, on-times Pareto with mean `on_mean_s`,
+/// off-times fixed `off_s`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnOffSpec {
+    pub path: usize,
+    pub rate_kbps: f64,
+    pub on_mean_s: f64,
+    #[serde(default = "default_off")]
+    pub off_s: f64,
+    /// Pareto shape of the on-times (the paper does not give it).
+    #[serde(default = "default_onoff_shape")]
+    pub shape: f64,
+    #[serde(default = "default_onoff_pkt")]
+    pub packet_bytes: u32,
+}
+
+fn default_off() -> f64 {
+    1.0
+}
+fn default_onoff_shape() -> f64 {
+    1.5
+}
+fn default_onoff_pkt() -> u32 {
+    1500
+}
+
+/// A parameter swept over values, one run of every scheme per value.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    /// What x is: `"bandwidth_ratio"` (r = x at a fixed
+    /// What x is. On two paths whose rates are `total · r/(r+1)` and
+    /// `total/(r+1)`: `"bandwidth_ratio"` (r = x at a fixed
     /// `total_rate_kbps`; Phatak et al. Figs 4 and 6) or
     /// `"total_rate_kbps"` (total = x at a fixed `bandwidth_ratio`; Fig 5).
+    /// For PRISM's figures: `"links"` (the first x `[[path]]` tables,
+    /// Fig 10), `"disparity_pct"` (the first path's rate up by x %, the
+    /// last's down by x %, Figs 11 and 13), `"delay_disparity_ms"` (x ms
+    /// added to path `path`'s wired delay, Fig 6), `"loss_pct"` (path
+    /// `path`'s loss at x %, Fig 7) and `"burst_s"` (every on/off source's
+    /// mean on-time, Fig 12).
     pub param: String,
     pub values: Vec<f64>,
     pub total_rate_kbps: Option<f64>,
     pub bandwidth_ratio: Option<f64>,
+    /// The path `delay_disparity_ms` and `loss_pct` change (default 1).
+    pub path: Option<usize>,
 }
+
+/// The sweepable parameters, as `[sweep] param` spells them.
+pub const SWEEP_PARAMS: [&str; 7] = [
+    "bandwidth_ratio",
+    "total_rate_kbps",
+    "links",
+    "disparity_pct",
+    "delay_disparity_ms",
+    "loss_pct",
+    "burst_s",
+];
 
 impl SweepSpec {
     /// The two paths' total rate (kbit/s) and bandwidth ratio at `x`.
@@ -454,35 +599,104 @@ impl Scenario {
                 );
             }
         }
-        if let Some(sw) = &self.sweep {
-            let (fixed, key) = match sw.param.as_str() {
-                "bandwidth_ratio" => (sw.total_rate_kbps, "sweep.total_rate_kbps"),
-                "total_rate_kbps" => (sw.bandwidth_ratio, "sweep.bandwidth_ratio"),
-                other => {
-                    return bad(
-                        "sweep.param",
-                        &format!(
-                            "{other:?} is not a sweepable parameter; use \"bandwidth_ratio\" or \"total_rate_kbps\""
-                        ),
-                    )
-                }
-            };
-            if self.paths.len() != 2 {
-                return bad("sweep", "needs exactly two [[path]] tables");
+        if let Some(p) = self.prism.ack_path {
+            if p >= self.paths.len() {
+                return bad("prism.ack_path", "must name a [[path]] (0-based index)");
             }
-            if sw.values.is_empty() || sw.values.iter().any(|v| !(v.is_finite() && *v >= 1.0)) {
+        }
+        if !(self.prism.max_hold_ms >= 0.0 && self.prism.max_hold_ms.is_finite()) {
+            return bad("prism.max_hold_ms", "must be >= 0 (0 = no bound)");
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            if let Some([a, b]) = p.active_s {
+                if !(a >= 0.0 && b > a) {
+                    return bad(
+                        &format!("path[{i}].active_s"),
+                        "is [join_s, leave_s] with 0 <= join_s < leave_s",
+                    );
+                }
+            }
+        }
+        for (i, o) in self.onoff.iter().enumerate() {
+            if o.path >= self.paths.len() {
                 return bad(
-                    "sweep.values",
-                    "must be a non-empty list of numbers >= 1 (ratios, or kbit/s)",
+                    &format!("onoff[{i}].path"),
+                    "must name a [[path]] (0-based index)",
                 );
             }
-            match fixed {
-                Some(v) if v.is_finite() && v >= 1.0 => {}
-                _ => {
+            if !(o.rate_kbps > 0.0 && o.on_mean_s > 0.0 && o.off_s >= 0.0 && o.shape > 1.0) {
+                return bad(
+                    &format!("onoff[{i}]"),
+                    "needs rate_kbps > 0, on_mean_s > 0, off_s >= 0 and shape > 1",
+                );
+            }
+        }
+        if let Some(sw) = &self.sweep {
+            if !SWEEP_PARAMS.contains(&sw.param.as_str()) {
+                return bad(
+                    "sweep.param",
+                    &format!(
+                        "{:?} is not a sweepable parameter; use one of {}",
+                        sw.param,
+                        SWEEP_PARAMS.join(", ")
+                    ),
+                );
+            }
+            if sw.values.is_empty() || sw.values.iter().any(|v| !v.is_finite()) {
+                return bad("sweep.values", "must be a non-empty list of numbers");
+            }
+            let path_ok = sw.path.unwrap_or(1) < self.paths.len();
+            let prism_check = match sw.param.as_str() {
+                "links" => sw
+                    .values
+                    .iter()
+                    .all(|&v| v >= 1.0 && v.fract() == 0.0 && v as usize <= self.paths.len())
+                    .then_some(())
+                    .ok_or("sweep.values: each a whole number of links, at most the [[path]] tables given"),
+                "disparity_pct" => sw
+                    .values
+                    .iter()
+                    .all(|&v| (0.0..100.0).contains(&v))
+                    .then_some(())
+                    .ok_or("sweep.values: percentages in [0, 100)"),
+                "delay_disparity_ms" => (path_ok && sw.values.iter().all(|&v| v >= 0.0))
+                    .then_some(())
+                    .ok_or("sweep: values >= 0 ms and `path` naming a [[path]]"),
+                "loss_pct" => (path_ok && sw.values.iter().all(|&v| (0.0..100.0).contains(&v)))
+                    .then_some(())
+                    .ok_or("sweep: values in [0, 100) % and `path` naming a [[path]]"),
+                "burst_s" => (!self.onoff.is_empty() && sw.values.iter().all(|&v| v > 0.0))
+                    .then_some(())
+                    .ok_or("sweep: burst_s needs [[onoff]] sources and values > 0 s"),
+                _ => Ok(()),
+            };
+            if let Err(msg) = prism_check {
+                let (key, msg) = msg.split_once(": ").unwrap_or(("sweep", msg));
+                return bad(key, msg);
+            }
+            let two_path = match sw.param.as_str() {
+                "bandwidth_ratio" => Some((sw.total_rate_kbps, "sweep.total_rate_kbps")),
+                "total_rate_kbps" => Some((sw.bandwidth_ratio, "sweep.bandwidth_ratio")),
+                _ => None,
+            };
+            if let Some((fixed, key)) = two_path {
+                if self.paths.len() != 2 {
+                    return bad("sweep", "needs exactly two [[path]] tables");
+                }
+                if sw.values.iter().any(|v| *v < 1.0) {
                     return bad(
-                        key,
-                        &format!("must be given (>= 1) when sweeping {}", sw.param),
-                    )
+                        "sweep.values",
+                        "must be a non-empty list of numbers >= 1 (ratios, or kbit/s)",
+                    );
+                }
+                match fixed {
+                    Some(v) if v.is_finite() && v >= 1.0 => {}
+                    _ => {
+                        return bad(
+                            key,
+                            &format!("must be given (>= 1) when sweeping {}", sw.param),
+                        )
+                    }
                 }
             }
         }

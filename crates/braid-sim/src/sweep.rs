@@ -39,6 +39,11 @@ fn hbi_from(mtcp: &RunResult) -> RunResult {
     let best = (0..mtcp.flow_goodput_kbps.len())
         .max_by(|&a, &b| mtcp.flow_goodput_kbps[a].total_cmp(&mtcp.flow_goodput_kbps[b]))
         .unwrap_or(0);
+    subflow_from(mtcp, best)
+}
+
+/// MTCP's subflow on path `best` as a run of its own (HBI, NO-PROXY).
+fn subflow_from(mtcp: &RunResult, best: usize) -> RunResult {
     let mut series =
         vec![vec![0.0; mtcp.series_kbps.first().map_or(0, |s| s.len())]; mtcp.series_kbps.len()];
     if let Some(s) = mtcp.series_kbps.get(best) {
@@ -62,9 +67,9 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> SweepOutput {
     let mut simulate: Vec<Scheme> = schemes
         .iter()
         .copied()
-        .filter(|s| *s != Scheme::Hbi)
+        .filter(|s| !s.derived_from_mtcp())
         .collect();
-    if schemes.contains(&Scheme::Hbi) && !simulate.contains(&Scheme::Mtcp) {
+    if schemes.iter().any(|s| s.derived_from_mtcp()) && !simulate.contains(&Scheme::Mtcp) {
         simulate.push(Scheme::Mtcp);
     }
     let mut jobs = Vec::new();
@@ -133,14 +138,21 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> SweepOutput {
     }
     let mut runs = Vec::new();
     for &scheme in &schemes {
-        let r = if scheme == Scheme::Hbi {
+        let r = if scheme.derived_from_mtcp() {
             let m = simulate
                 .iter()
                 .position(|s| *s == Scheme::Mtcp)
-                .expect("MTCP simulated for HBI");
+                .expect("MTCP simulated for HBI and NO-PROXY");
+            let derive = |r: &RunResult| {
+                if scheme == Scheme::Hbi {
+                    hbi_from(r)
+                } else {
+                    subflow_from(r, 0)
+                }
+            };
             runs_sim[m]
                 .iter()
-                .map(|c| c.iter().map(hbi_from).collect())
+                .map(|c| c.iter().map(derive).collect())
                 .collect()
         } else {
             let k = simulate

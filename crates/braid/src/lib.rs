@@ -7,6 +7,8 @@
 //! - [`daemon`]: the tokio runtime around `braid_core::conn` (sockets, TUN,
 //!   control socket, Prometheus endpoint);
 //! - [`keygen`]: `braid keygen`;
+//! - [`relay`]: `braid relay`, a neighbour's host forwarding a client's
+//!   tunnel datagrams over its uplink (PRISM's community relay);
 //! - [`status`]: `braid status` and the report both it and `/metrics` render.
 
 pub mod config;
@@ -14,6 +16,7 @@ pub mod daemon;
 pub mod instance;
 pub mod keygen;
 pub mod labtunnel;
+pub mod relay;
 pub mod status;
 
 use std::path::PathBuf;

@@ -66,6 +66,11 @@ enum Command {
     Keygen(braid::keygen::KeygenArgs),
     /// Show a running daemon's paths and counters.
     Status(braid::status::StatusArgs),
+    /// Lend this host's uplink to listed clients (PRISM's community relay):
+    /// forward their tunnel datagrams to the server and the replies back,
+    /// undecrypted, rate-limited per client. `braid relay --config relay.toml`
+    /// (see examples/relay.toml); a client path uses it with `via`.
+    Relay(braid::DaemonArgs),
 }
 
 /// Commands that print results die quietly on a closed pipe
@@ -82,7 +87,10 @@ fn default_sigpipe() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.cmd, Command::Server(_) | Command::Client(_)) {
+    if !matches!(
+        cli.cmd,
+        Command::Server(_) | Command::Client(_) | Command::Relay(_)
+    ) {
         default_sigpipe();
     }
     let r = match cli.cmd {
@@ -98,6 +106,7 @@ fn main() -> ExitCode {
         Command::Showconf(a) => braid::instance::showconf(a),
         Command::Keygen(a) => braid::keygen::run(a),
         Command::Status(a) => braid::status::run(a),
+        Command::Relay(a) => braid::relay::run_cmd(&a.file("relay"), a.check),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

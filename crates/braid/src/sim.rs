@@ -35,7 +35,8 @@ pub enum SimCmd {
         /// Number of seeds to average over (overrides the file's `seeds`).
         #[arg(long)]
         seeds: Option<u32>,
-        /// Write throughput-over-time plots (SVG) into this directory.
+        /// Write plots (SVG) into this directory: throughput over time, or for
+        /// a swept scenario ([sweep]) goodput against the swept value.
         #[arg(long)]
         plot: Option<PathBuf>,
         /// Worker threads (default: one per core).
@@ -72,11 +73,17 @@ pub enum SimCmd {
     },
 }
 
-/// A lab file has `[[path]]` tables; a scenario file has none.
+/// A lab file has `[[path]]` tables and no `schemes`; a scenario file
+/// lists its `schemes` (and may have `[[path]]` tables too).
 fn is_lab_file(file: &Path) -> anyhow::Result<bool> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    Ok(text.lines().any(|l| l.trim() == "[[path]]"))
+    let schemes = text.lines().any(|l| {
+        l.trim_start()
+            .strip_prefix("schemes")
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    });
+    Ok(!schemes && text.lines().any(|l| l.trim() == "[[path]]"))
 }
 
 /// Parses `--modes` for a lab file.
@@ -183,12 +190,8 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();
             if sc.sweep.is_some() {
-                // One run of every scheme per value of x (Phatak et al. Fig 4).
-                if plot.is_some() {
-                    anyhow::bail!(
-                        "--plot is not available for swept scenarios ([sweep]); use --format json"
-                    );
-                }
+                // One run of every scheme per value of x (Phatak et al. Fig 4,
+                // PRISM Figs 6, 7 and 10-14).
                 let r = braid_sim::ratio::run(
                     &sc,
                     &SweepOptions {
@@ -203,6 +206,12 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                 }
                 if !quiet {
                     eprintln!("{:.2} s wall time", start.elapsed().as_secs_f64());
+                }
+                if let Some(dir) = plot {
+                    let f = braid_sim::plot::write_sweep(&r, &dir)
+                        .map_err(|e| anyhow::anyhow!("{e}"))
+                        .with_context(|| format!("writing the plot to {}", dir.display()))?;
+                    eprintln!("wrote {}", f.display());
                 }
                 return Ok(());
             }

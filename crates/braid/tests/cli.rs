@@ -157,3 +157,59 @@ fn sim_run_lab_file_prints_the_lab_bench_shape() {
     let e = String::from_utf8_lossy(&bad.stderr);
     assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
 }
+
+/// A swept scenario file with `[[path]]` tables (PRISM's figures, Phatak
+/// et al.'s) runs as a scenario, not as a lab file, and prints one JSON row
+/// per scheme and swept value, with the ideal sum where MTCP runs.
+#[test]
+fn sim_run_swept_scenario_prints_rows_per_scheme_and_x() {
+    let dir = std::env::temp_dir().join(format!("braid-cli-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sweep.toml");
+    std::fs::write(
+        &file,
+        r#"name = "tiny-prism"
+duration_s = 5.0
+schemes = ["PRISM", "MTCP"]
+[sweep]
+param = "links"
+values = [1, 2]
+[tcp]
+sack = true
+[[path]]
+rate_kbps = 600
+wired_delay_ms = 40
+[[path]]
+rate_kbps = 1200
+wired_delay_ms = 60
+"#,
+    )
+    .unwrap();
+    let out = braid(
+        &[
+            "sim",
+            "run",
+            file.to_str().unwrap(),
+            "--format",
+            "json",
+            "-q",
+        ],
+        None,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["param"], "links");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert!(r["scheme"].is_string() && r["x"].is_number(), "{r}");
+        assert!(r["goodput_kbps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["ideal_kbps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["mean_buffer_pkts"].is_number(), "{r}");
+    }
+}

@@ -303,6 +303,13 @@ impl Sender {
         }
     }
 
+    /// A loss on `path` found by a detector outside the sender (PRISM's
+    /// reverse-path controller, `crate::rpc`), passed to the scheduler's
+    /// [`Scheduler::on_loss`] (ADAS halves the link's weight).
+    pub fn report_loss(&mut self, path: PathId) {
+        self.sched.on_loss(path);
+    }
+
     pub fn scheduler_name(&self) -> &'static str {
         self.sched.name()
     }

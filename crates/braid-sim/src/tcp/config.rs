@@ -93,6 +93,16 @@ pub struct TcpConfig {
     /// sent counts as lost again and is resent, instead of waiting for the
     /// retransmission timer. Needs `timestamps` or CUBIC (for send times).
     pub rack: bool,
+    /// TCP-PRISM (PRISM Section 6.2.2; SPECS.md §1.3), the sender-side
+    /// change PRISM pairs with its reverse-path controller. Needs `sack`.
+    /// An ACK carrying a NACK ([`super::Nack`]) retransmits exactly the
+    /// listed packets at once and sets cwnd ← p·cwnd (Additive Increase,
+    /// Proportional Decrease), ssthresh ← the new cwnd (SPECS.md's reading
+    /// where the paper is silent). The NACKed packets are the whole loss
+    /// scoreboard: duplicate ACKs never start a recovery and no other
+    /// un-SACKed hole is retransmitted; everything else, the RTO included,
+    /// is TCP-SACK.
+    pub prism: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -127,6 +137,7 @@ impl Default for TcpConfig {
             timestamps: false,
             ecn: false,
             rack: false,
+            prism: false,
         }
     }
 }
@@ -161,6 +172,7 @@ impl TcpConfig {
             timestamps: true,
             ecn: false,
             rack: true,
+            prism: false,
         }
     }
 }
@@ -180,6 +192,8 @@ impl TcpConfig {
         c.init_cwnd_pkts = c.init_cwnd_pkts.clamp(1, c.max_cwnd_pkts);
         c.init_ssthresh_pkts = c.init_ssthresh_pkts.clamp(2, c.max_cwnd_pkts.max(2));
         c.dupack_threshold = c.dupack_threshold.max(1);
+        // TCP-PRISM reads SACK blocks to know what has left the network.
+        c.sack |= c.prism;
         c.max_backoff = c.max_backoff.max(1);
         if c.tick.is_zero() {
             c.tick = Duration::from_nanos(1);

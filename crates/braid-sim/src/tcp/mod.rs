@@ -28,7 +28,8 @@
 //! - optional SACK recovery per RFC 6675 (scoreboard, IsLost, pipe,
 //!   NextSeg rules 1-3);
 //! - optional CUBIC (RFC 9438) with HyStart instead of NewReno's window
-//!   growth and decrease ([`cubic`], [`TcpConfig::linux`]).
+//!   growth and decrease ([`cubic`], [`TcpConfig::linux`]);
+//! - optional TCP-PRISM (PRISM Section 6.2.2, [`TcpConfig::prism`]).
 //!
 //! Receiver ([`TcpReceiver`]): in-order delivery, out-of-order buffering
 //! bounded by the window, optional delayed ACKs and RFC 2018 SACK blocks.
@@ -86,6 +87,37 @@ pub struct Ack {
     /// ECN-Echo: the receiver got a CE-marked packet and the sender has
     /// not yet said CWR (RFC 3168 Section 6.1.3).
     pub ece: bool,
+    /// PRISM's loss information, added on the way back by the reverse-path
+    /// controller (PRISM Section 6.2.1); only a TCP-PRISM sender
+    /// ([`TcpConfig::prism`]) reads it.
+    pub nack: Nack,
+}
+
+/// PRISM's NACK option: lost packets and the window factor `p`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Nack {
+    /// Lost packets; the first `n` are meaningful.
+    pub lost: [u64; 8],
+    pub n: u8,
+    /// `p` in millionths (kept integral so an ACK stays `Eq + Hash`).
+    pub p_ppm: u32,
+}
+
+impl Nack {
+    pub const NONE: Nack = Nack {
+        lost: [0; 8],
+        n: 0,
+        p_ppm: 0,
+    };
+
+    pub fn seqs(&self) -> &[u64] {
+        &self.lost[..usize::from(self.n.min(8))]
+    }
+
+    /// The window factor `p` (Section 6.2.1).
+    pub fn p(&self) -> f64 {
+        f64::from(self.p_ppm) / 1e6
+    }
 }
 
 impl Ack {
@@ -98,6 +130,7 @@ impl Ack {
             n_sack: 0,
             wire_bytes,
             ece: false,
+            nack: Nack::NONE,
         }
     }
 

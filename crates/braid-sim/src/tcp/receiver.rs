@@ -208,6 +208,7 @@ impl TcpReceiver {
             n_sack: 0,
             wire_bytes: self.header_bytes,
             ece: self.ecn_echo,
+            nack: super::Nack::NONE,
         };
         if !self.sack || self.n_ooo == 0 {
             self.n_recent = 0;

@@ -56,6 +56,8 @@ pub struct TcpSenderStats {
     pub timeouts: u64,
     /// Window reductions for ECN-Echo (RFC 3168 Section 6.1.2).
     pub ecn_reductions: u64,
+    /// TCP-PRISM: ACKs carrying a NACK acted on.
+    pub nacks: u64,
     /// Packets cumulatively acknowledged.
     pub packets_acked: u64,
     /// Congestion window now, packets.
@@ -130,6 +132,10 @@ pub struct TcpSender {
     /// (once per window of data), and CWR to set on the next new packet.
     ecn_recover: u64,
     cwr_pending: bool,
+    /// TCP-PRISM: `snd_max` at the last timeout. A NACK naming only packets
+    /// sent before it retransmits but does not reduce the window again: the
+    /// timeout already answered that congestion.
+    rto_recover: u64,
     stats: TcpSenderStats,
 }
 
@@ -176,6 +182,7 @@ impl TcpSender {
             sent_base: 0,
             ecn_recover: 0,
             cwr_pending: false,
+            rto_recover: 0,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -208,6 +215,9 @@ impl TcpSender {
         }
         if self.sb.is_some() {
             self.update_scoreboard(ack);
+        }
+        if self.cfg.prism && ack.nack.n > 0 {
+            self.prism_nack(now, &ack.nack, out);
         }
         if a > self.snd_una {
             self.stats.packets_acked += a - self.snd_una;
@@ -272,6 +282,7 @@ impl TcpSender {
         // timeout is acknowledged (RFC 6582 Section 3.2 step 1, RFC 6675
         // Section 5.1).
         self.recover = self.snd_max;
+        self.rto_recover = self.snd_max;
         self.had_congestion = true;
         self.rto.back_off(); // RFC 6298 (5.5)
         self.rtx_deadline = Some(now + self.rto.rto()); // (5.6)
@@ -584,7 +595,9 @@ impl TcpSender {
             // first hole at once. Without this, a small window may not
             // produce DupThresh SACKs above the hole before the RTO.
             // NextSeg rule 1 still skips it if it was already retransmitted.
-            sb.partial_lost = a + 1;
+            if !self.cfg.prism {
+                sb.partial_lost = a + 1;
+            }
             return; // the RFC 6675 pipe loop in sack_send does the rest
         }
         // RFC 6582 Section 3.2 step 5 / ns-2 partial_window_deflation_:
@@ -663,6 +676,9 @@ impl TcpSender {
         let Some(sb) = self.sb.as_ref() else {
             return self.snd_una;
         };
+        if self.cfg.prism {
+            return self.snd_una; // TCP-PRISM: only NACKs say what is lost
+        }
         let hint = sb.partial_lost.clamp(self.snd_una, self.snd_max);
         let mut hi = sb.high_sacked.min(self.snd_max);
         for _ in 0..self.cfg.dupack_threshold {
@@ -681,6 +697,11 @@ impl TcpSender {
             return self.snd_nxt - self.snd_una;
         };
         let (una, max) = (self.snd_una, self.snd_max);
+        if self.cfg.prism {
+            // A NACKed packet is lost and its retransmission is in flight
+            // instead: each unSACKed packet counts once.
+            return (max - una) - sb.sacked.count_ones(una, max);
+        }
         let lb = lost_below.clamp(una, max);
         let not_lost = (max - lb) - sb.sacked.count_ones(lb, max);
         let retx = sb.retx.fold_pair(&sb.sacked, una, max, |r, s| r & !s);
@@ -690,7 +711,7 @@ impl TcpSender {
     /// Duplicate ACK with SACK: RFC 6675 Section 5 entry into loss recovery
     /// when DupAcks >= DupThresh or IsLost(HighACK + 1).
     fn sack_dupack(&mut self, now: Instant, a: u64, out: &mut Vec<Segment>) {
-        if self.in_recovery || !self.fast_retransmit_allowed(a) {
+        if self.cfg.prism || self.in_recovery || !self.fast_retransmit_allowed(a) {
             return;
         }
         let thresh = u64::from(self.cfg.dupack_threshold);
@@ -742,7 +763,11 @@ impl TcpSender {
         if max < self.total && max < limit {
             return Some(max);
         }
-        // (3) an unSACKed packet below the highest SACKed one, lost or not.
+        // (3) an unSACKed packet below the highest SACKed one, lost or not
+        // (not for TCP-PRISM, which retransmits only what is NACKed).
+        if self.cfg.prism {
+            return None;
+        }
         let from = sb.high_rxt.max(una);
         let top = sb.high_sacked.min(max);
         if from < top {
@@ -753,6 +778,45 @@ impl TcpSender {
         }
         // (4) the optional rescue retransmission is not modeled.
         None
+    }
+
+    /// TCP-PRISM (PRISM Section 6.2.2): retransmit exactly the NACKed
+    /// packets still outstanding and not SACKed, at once and outside the
+    /// max-burst budget; then cwnd ← p·cwnd and ssthresh ← cwnd. The
+    /// sender stays in recovery (window by pipe, new data only) until
+    /// everything outstanding now is acknowledged; a further NACK, from
+    /// another congested link, reduces again.
+    fn prism_nack(&mut self, now: Instant, nack: &super::Nack, out: &mut Vec<Segment>) {
+        let p = nack.p().clamp(0.0, 1.0);
+        let mut any = false;
+        let mut after_rto = false;
+        for &seq in nack.seqs() {
+            let sacked = self.sb.as_ref().is_some_and(|sb| sb.sacked.get(seq));
+            if seq < self.snd_una || seq >= self.snd_max || sacked {
+                continue;
+            }
+            self.output(now, seq, out);
+            any = true;
+            after_rto |= seq >= self.rto_recover;
+        }
+        if !any {
+            return; // a stale NACK: everything it names has arrived
+        }
+        self.stats.nacks += 1;
+        self.stats.fast_retransmits += 1;
+        if after_rto {
+            self.cwnd = (self.cwnd * p).max(1.0);
+            self.ssthresh = (self.cwnd as u64).max(2);
+        }
+        self.had_congestion = true;
+        self.timed = None;
+        if !self.in_recovery {
+            self.in_recovery = true;
+            self.dupwnd = 0;
+            self.snd_nxt = self.snd_max;
+        }
+        self.recover = self.snd_max;
+        self.rtx_deadline = Some(now + self.rto.rto());
     }
 
     /// RFC 6675 Section 5 step (C): while cwnd - pipe >= 1 packet, send

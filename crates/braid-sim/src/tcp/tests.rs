@@ -742,3 +742,69 @@ fn rack_resends_a_lost_retransmission() {
         assert_eq!(s.stats().timeouts, 0);
     }
 }
+
+// ----- TCP-PRISM (PRISM Section 6.2.2) ----------------------------------------
+
+fn nack_ack(a: u64, blocks: &[(u64, u64)], lost: &[u64], p: f64) -> Ack {
+    let mut k = sack_ack(a, blocks);
+    k.nack.lost[..lost.len()].copy_from_slice(lost);
+    k.nack.n = lost.len() as u8;
+    k.nack.p_ppm = (p * 1e6).round() as u32;
+    k
+}
+
+#[test]
+fn tcp_prism_retransmits_exactly_the_nacked_packets_and_scales_cwnd_by_p() {
+    let c = TcpConfig {
+        prism: true,
+        ..cfg(10, 0)
+    };
+    let mut s = TcpSender::new(c, 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    assert_eq!(seqs(&out), (0..10).collect::<Vec<_>>());
+    out.clear();
+    // 0 arrived, 1 lost (NACKed with p = 0.75), 2 arrived.
+    s.on_ack(ms(100), &ack(1), &mut out);
+    let cwnd = s.cwnd();
+    out.clear();
+    s.on_ack(ms(101), &nack_ack(1, &[(2, 3)], &[1], 0.75), &mut out);
+    assert_eq!(out.first().map(|x| (x.seq, x.retransmit)), Some((1, true)));
+    assert!(
+        (s.cwnd() - 0.75 * cwnd).abs() < 1e-9,
+        "{} vs {cwnd}",
+        s.cwnd()
+    );
+    assert_eq!(s.ssthresh(), (0.75 * cwnd) as u64);
+    assert_eq!(s.stats().nacks, 1);
+    // Further duplicates with a growing SACK block never retransmit
+    // anything else, however many there are: only NACKs say what is lost.
+    out.clear();
+    for k in 3..9 {
+        s.on_ack(ms(100 + k), &sack_ack(1, &[(2, k + 1)]), &mut out);
+    }
+    assert!(out.iter().all(|x| !x.retransmit), "{:?}", seqs(&out));
+    assert_eq!(s.stats().retransmits, 1);
+    assert_eq!(s.stats().fast_retransmits, 1);
+    // The same NACK again, after the retransmission arrived, is stale.
+    s.on_ack(ms(120), &ack(9), &mut out);
+    let before = s.cwnd();
+    s.on_ack(ms(121), &nack_ack(9, &[], &[1], 0.5), &mut out);
+    assert_eq!(s.cwnd(), before);
+}
+
+#[test]
+fn a_plain_sack_sender_ignores_the_nack_option() {
+    let c = TcpConfig {
+        sack: true,
+        ..cfg(10, 0)
+    };
+    let mut s = TcpSender::new(c, 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    s.on_ack(ms(100), &ack(1), &mut out);
+    out.clear();
+    s.on_ack(ms(101), &nack_ack(1, &[(2, 3)], &[1], 0.5), &mut out);
+    assert!(out.iter().all(|x| !x.retransmit));
+    assert_eq!(s.stats().nacks, 0);
+}

@@ -5,6 +5,7 @@ use braid_core::flow::RetransmitDetector;
 use braid_core::path::{PathId, PathParams};
 use braid_core::receiver::{Receiver, ReceiverConfig};
 use braid_core::reorder::{ReorderConfig, ReorderMode};
+use braid_core::rpc::{Rpc, RpcConfig};
 use braid_core::sched::SchedulerKind;
 use braid_core::sender::{Sender, SenderConfig};
 use braid_core::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use crate::event::EventQueue;
 use crate::link::{Discipline, Link, LinkSpec};
 use crate::packet::{Dst, Packet, Route};
 use crate::rng::stream;
-use crate::scenario::{Scenario, Scheme};
+use crate::scenario::{RpcMode, Scenario, Scheme};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 fn kbps_to_bps(k: f64) -> f64 {
@@ -78,15 +79,22 @@ impl World {
             l_xin.push(add(fifo(10_000.0, cross_delay)));
             l_xout.push(add(fifo(10_000.0, cross_delay)));
         }
-        // TCP ACKs of the main connection return over the lowest-delay path.
-        let ack_path = (0..paths.len())
-            .min_by(|&a, &b| {
-                paths[a]
-                    .wired_delay_ms
-                    .total_cmp(&paths[b].wired_delay_ms)
-                    .then(paths[b].rate_kbps.total_cmp(&paths[a].rate_kbps))
-            })
-            .unwrap_or(0);
+        // TCP ACKs of the main connection return over the lowest-delay path
+        // unless the scenario names one.
+        let ack_path = sc
+            .prism
+            .ack_path
+            .filter(|&p| p < paths.len())
+            .unwrap_or_else(|| {
+                (0..paths.len())
+                    .min_by(|&a, &b| {
+                        paths[a]
+                            .wired_delay_ms
+                            .total_cmp(&paths[b].wired_delay_ms)
+                            .then(paths[b].rate_kbps.total_cmp(&paths[a].rate_kbps))
+                    })
+                    .unwrap_or(0)
+            });
 
         let mut flows = Vec::new();
         let mk_flow = |role: FlowRole,
@@ -109,18 +117,39 @@ impl World {
         if scheme.tunnelled() {
             let i = 0u32;
             let fwd = Route::new(&[l_sp], Dst::Proxy);
-            let rev = Route::new(&[l_wu[ack_path], l_bp[ack_path], l_ps], Dst::Src(i));
+            let (rpc_mode, tcp_prism) = prism_setup(sc, scheme);
+            let rev = if rpc_mode == RpcMode::Off {
+                Route::new(&[l_wu[ack_path], l_bp[ack_path], l_ps], Dst::Src(i))
+            } else {
+                // The controller at the proxy sees the ACKs first.
+                Route::new(&[l_wu[ack_path], l_bp[ack_path]], Dst::Proxy)
+            };
+            let mut main_tcp = tcp.clone();
+            main_tcp.prism = tcp_prism;
             flows.push(mk_flow(
                 FlowRole::Main { path: u8::MAX },
                 None,
                 fwd,
                 rev,
                 i,
-                &tcp,
+                &main_tcp,
             ));
-            braid = Some(Self::build_braid(
-                sc, scheme, &paths, &l_pb, &l_w, &l_wu, &l_bp,
-            ));
+            let mut b = Self::build_braid(sc, scheme, seed, &paths, &l_pb, &l_w, &l_wu, &l_bp);
+            b.to_src = Route::new(&[l_ps], Dst::Src(i));
+            if rpc_mode != RpcMode::Off {
+                let hold = sc.prism.max_hold_ms;
+                let mut r = Rpc::new(RpcConfig {
+                    capacity: (u64::from(tcp.max_cwnd_pkts) * 4).max(1024),
+                    loss_detection: rpc_mode == RpcMode::Full,
+                    max_hold: (hold > 0.0 && scheme != Scheme::PrismPartial).then(|| ms(hold)),
+                });
+                for (k, p) in paths.iter().enumerate() {
+                    let joined = p.active_s.is_none_or(|[a, _]| a <= 0.0);
+                    r.set_link_rate(PathId(k as u8), joined.then_some(kbps_to_bps(p.rate_kbps)));
+                }
+                b.rpc = Some(r);
+            }
+            braid = Some(b);
         } else {
             for (k, _) in paths.iter().enumerate() {
                 let i = flows.len() as u32;
@@ -164,6 +193,22 @@ impl World {
         }
         let n_nodes = 2 * flows.len() + 2;
         let n_paths = paths.len();
+        let onoff: Vec<super::prism::OnOff> = sc
+            .onoff
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.path < paths.len())
+            .map(|(k, o)| super::prism::OnOff {
+                route: World::onoff_route(l_w[o.path]),
+                rng: stream(seed, &[0x0F, k as u64]),
+                gap: braid_core::time::tx_time(o.packet_bytes, kbps_to_bps(o.rate_kbps)),
+                len: o.packet_bytes,
+                on_mean_s: o.on_mean_s,
+                shape: o.shape,
+                off: Duration::from_secs_f64(o.off_s),
+                on_until: None,
+            })
+            .collect();
         let mut w = World {
             q: EventQueue::default(),
             links,
@@ -178,7 +223,35 @@ impl World {
             scratch: Vec::with_capacity(64),
             cross_spec: sc.cross.clone(),
             mss: tcp.mss_bytes,
+            onoff,
+            path_rates_bps: paths.iter().map(|p| kbps_to_bps(p.rate_kbps)).collect(),
+            rcv_high: 0,
+            buffer_sum: 0.0,
+            buffer_samples: 0,
+            goodput_series: vec![0.0; sc.duration_s.ceil() as usize],
         };
+        for k in 0..w.onoff.len() {
+            // Each source starts with an off period.
+            let off = w.onoff[k].off;
+            w.q.push(Instant::ZERO + off, Ev::OnOff(k as u16));
+        }
+        if w.braid.is_some() {
+            for (k, p) in paths.iter().enumerate() {
+                let Some([join, leave]) = p.active_s else {
+                    continue;
+                };
+                if join > 0.0 {
+                    w.path_active(Instant::ZERO, k as u8, false);
+                    w.q.push(Instant::from_secs_f64(join), Ev::PathActive(k as u8, true));
+                }
+                if leave < sc.duration_s {
+                    w.q.push(
+                        Instant::from_secs_f64(leave),
+                        Ev::PathActive(k as u8, false),
+                    );
+                }
+            }
+        }
         for i in 0..w.flows.len() {
             let at = match (&w.flows[i].role, sc.cross.as_ref()) {
                 (FlowRole::Main { .. }, _) => Instant::ZERO,
@@ -194,9 +267,11 @@ impl World {
         w
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn build_braid(
         sc: &Scenario,
         scheme: Scheme,
+        seed: u64,
         paths: &[crate::scenario::PathSpec],
         l_pb: &[u16],
         l_w: &[u16],
@@ -214,7 +289,14 @@ impl World {
             Scheme::SrrBmp => (SchedulerKind::WeightedRoundRobin, true),
             Scheme::Adas => (SchedulerKind::Adas, false),
             Scheme::AdasBmp => (SchedulerKind::Adas, true),
-            Scheme::Mtcp | Scheme::Asi | Scheme::Hbi => unreachable!("not tunnelled"),
+            Scheme::Prism | Scheme::PrismPartial | Scheme::Vanilla => (SchedulerKind::Adas, false),
+            Scheme::Rr => (SchedulerKind::RoundRobin, false),
+            // The Fig 12 baselines are simulator schedulers (below); they
+            // are told the nominal rates as ADAS is.
+            Scheme::Random | Scheme::HrttOnly | Scheme::UOnly => (SchedulerKind::Adas, false),
+            Scheme::Mtcp | Scheme::Asi | Scheme::Hbi | Scheme::NoProxy => {
+                unreachable!("not tunnelled")
+            }
         };
         let b = &sc.braid;
         let mut scfg = SenderConfig::default();
@@ -226,6 +308,11 @@ impl World {
                     ..Default::default()
                 }))
             }
+            _ if scheme == Scheme::Random => {
+                Box::new(crate::prism::RandomLink::new(stream(seed, &[0x5C])))
+            }
+            _ if scheme == Scheme::HrttOnly => Box::new(crate::prism::HrttOnly),
+            _ if scheme == Scheme::UOnly => Box::new(crate::prism::UOnly),
             k => k.build(),
         };
         let mut sender = Sender::new(scfg, sched);
@@ -282,6 +369,27 @@ impl World {
             up: (0..paths.len())
                 .map(|i| Route::new(&[l_wu[i], l_bp[i]], Dst::Proxy))
                 .collect(),
+            rpc: None,
+            to_src: Route::new(&[], Dst::Proxy),
         }
+    }
+}
+
+/// The reverse-path controller and TCP a scheme runs (PRISM Sections 5-6).
+fn prism_setup(sc: &Scenario, scheme: Scheme) -> (RpcMode, bool) {
+    match scheme {
+        Scheme::Prism => (RpcMode::Full, true),
+        Scheme::PrismPartial => (RpcMode::Partial, false),
+        Scheme::Vanilla => (RpcMode::Off, false),
+        Scheme::Adas
+        | Scheme::Wrr
+        | Scheme::Rr
+        | Scheme::Random
+        | Scheme::HrttOnly
+        | Scheme::UOnly => {
+            let m = sc.prism.rpc;
+            (m, m == RpcMode::Full && sc.prism.tcp_prism)
+        }
+        _ => (RpcMode::Off, false),
     }
 }

@@ -22,6 +22,7 @@ use braid_core::wire::{self, DataHeader, Frame};
 use rand_chacha::ChaCha8Rng;
 
 mod build;
+mod prism;
 
 use crate::cross;
 use crate::event::EventQueue;
@@ -48,6 +49,10 @@ enum Ev {
     Timer(Node),
     /// Start (or restart, for web clients) flow `i`.
     Start(u32),
+    /// On/off background source `k` sends its next packet or turns.
+    OnOff(u16),
+    /// A path joins (`true`) or leaves the community (PRISM Fig 8).
+    PathActive(u8, bool),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -107,6 +112,14 @@ pub struct RunResult {
     pub bs_drops_queue: u64,
     pub bs_drops_loss: u64,
     pub events: u64,
+    /// Goodput of the main connection per second of the run, kbit/s.
+    pub goodput_series_kbps: Vec<f64>,
+    /// PRISM Fig 14's re-sequencing buffer at the TCP receiver of the main
+    /// connection, highest packet received + 1 − next expected, averaged
+    /// over the packets arriving there.
+    pub mean_buffer_pkts: f64,
+    /// The reverse-path controller's counters, when it ran.
+    pub rpc: Option<braid_core::rpc::RpcStats>,
 }
 
 struct Braid {
@@ -117,6 +130,11 @@ struct Braid {
     /// Wired+wireless route of each path from the proxy; uplink back.
     down: Vec<Route>,
     up: Vec<Route>,
+    /// PRISM's reverse-path controller, when the scheme runs one: the main
+    /// connection's ACKs come to the proxy and leave for the server over
+    /// `to_src`.
+    rpc: Option<braid_core::rpc::Rpc<Ack>>,
+    to_src: Route,
 }
 
 pub struct World {
@@ -133,6 +151,14 @@ pub struct World {
     scratch: Vec<Segment>,
     cross_spec: Option<crate::scenario::CrossSpec>,
     mss: u32,
+    onoff: Vec<prism::OnOff>,
+    /// Nominal rate of each path (bit/s), for PRISM's `p`.
+    path_rates_bps: Vec<f64>,
+    /// Highest packet the main connection's receiver got, plus one.
+    rcv_high: u64,
+    buffer_sum: f64,
+    buffer_samples: u64,
+    goodput_series: Vec<f64>,
 }
 
 impl World {
@@ -150,7 +176,14 @@ impl World {
         match n {
             Node::Src(i) => self.flows[i as usize].tx.poll_timeout(),
             Node::Sink(i) => self.flows[i as usize].rx.poll_timeout(),
-            Node::Proxy => self.braid.as_ref()?.sender.poll_timeout(),
+            Node::Proxy => {
+                let b = self.braid.as_ref()?;
+                let r = b.rpc.as_ref().and_then(|r| r.poll_timeout());
+                match (b.sender.poll_timeout(), r) {
+                    (Some(a), Some(c)) => Some(a.min(c)),
+                    (a, c) => a.or(c),
+                }
+            }
             Node::Client => self.braid.as_ref()?.receiver.poll_timeout(),
         }
     }
@@ -200,6 +233,8 @@ impl World {
                 Ev::TxDone(l) => self.tx_done(now, l),
                 Ev::Timer(n) => self.timer(now, n),
                 Ev::Start(i) => self.start(now, i),
+                Ev::OnOff(k) => self.onoff_tick(now, k),
+                Ev::PathActive(path, up) => self.path_active(now, path, up),
             }
         }
         self.finish()
@@ -219,6 +254,7 @@ impl World {
             Dst::Src(i) => self.at_src(now, i, p),
             Dst::Proxy => self.at_proxy(now, p),
             Dst::Client => self.at_client(now, p),
+            Dst::Drop => {}
         }
     }
 
@@ -258,7 +294,25 @@ impl World {
             }
         }
         let f = &mut self.flows[i as usize];
-        if let Some(ack) = f.rx.on_segment(now, &seg) {
+        let before = f.rx.delivered_bytes();
+        let ack = f.rx.on_segment(now, &seg);
+        if (i as usize) < self.n_main {
+            let f = &self.flows[i as usize];
+            let gained = f.rx.delivered_bytes() - before;
+            if self.braid.is_some() {
+                // One connection through the tunnel (MTCP's subflows have
+                // sequence spaces of their own).
+                self.rcv_high = self.rcv_high.max(seg.seq + 1);
+                let nxt = f.rx.rcv_nxt();
+                self.buffer_sum += self.rcv_high.saturating_sub(nxt) as f64;
+                self.buffer_samples += 1;
+            }
+            let bin = now.as_secs_f64() as usize;
+            if let Some(b) = self.goodput_series.get_mut(bin) {
+                *b += gained as f64 * 8.0 / 1000.0;
+            }
+        }
+        if let Some(ack) = ack {
             self.send_ack(now, i, ack);
         }
         self.arm(Node::Sink(i));
@@ -356,7 +410,11 @@ impl World {
             Node::Proxy => {
                 if let Some(b) = self.braid.as_mut() {
                     b.sender.handle_timeout(now);
+                    if let Some(r) = b.rpc.as_mut() {
+                        r.handle_timeout(now);
+                    }
                 }
+                self.rpc_output(now);
             }
             Node::Client => {
                 if let Some(b) = self.braid.as_mut() {
@@ -383,6 +441,9 @@ impl World {
                 };
                 let mut hdr = [0u8; DataHeader::LEN];
                 tx.header.emit(&mut hdr).expect("header fits");
+                if let Some(r) = b.rpc.as_mut() {
+                    r.on_data_sent(now, seg.seq, tx.path);
+                }
                 let route = b.down[tx.path.0 as usize];
                 let tag = tx.path.0;
                 self.inject(
@@ -401,6 +462,13 @@ impl World {
                 if let Ok(Frame::Feedback(view)) = wire::decode(&bytes[..n as usize]) {
                     b.sender.handle_feedback(now, view.entries());
                 }
+            }
+            Body::Ack(ack) => {
+                if let Some(r) = b.rpc.as_mut() {
+                    let view = braid_core::rpc::AckView::new(ack.ack, ack.sack_blocks());
+                    r.handle_ack(now, &view, ack);
+                }
+                self.rpc_output(now);
             }
             _ => {}
         }
@@ -485,7 +553,16 @@ impl World {
                 .map(|p| p.bw.estimate_bps())
                 .collect();
         }
+        if let Some(b) = &self.braid {
+            r.rpc = b.rpc.as_ref().map(|x| x.stats());
+        }
         r.series_kbps = self.series;
+        r.goodput_series_kbps = self.goodput_series;
+        r.mean_buffer_pkts = if self.buffer_samples > 0 {
+            self.buffer_sum / self.buffer_samples as f64
+        } else {
+            0.0
+        };
         r
     }
 }

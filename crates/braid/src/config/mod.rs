@@ -127,6 +127,11 @@ pub struct PathFile {
     /// The server's address on this path, if not the global `server`.
     #[serde(default)]
     pub server: Option<String>,
+    /// A community relay (`braid relay` on a neighbour's host) this path
+    /// sends through, "host:port": the path's datagrams go to the relay,
+    /// which forwards them, still encrypted, to the server.
+    #[serde(default)]
+    pub via: Option<String>,
 }
 
 /// `[tun]`.
@@ -398,13 +403,22 @@ pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
         if bind.is_none() && p.device.is_none() {
             bail!("`path[{i}]` ({}): give `bind` (source address) or `device` (interface), or both, so the path uses its own interface", p.name);
         }
-        let server = match &p.server {
-            None => server,
-            Some(s) => socket_addr(
+        let server = match (&p.server, &p.via) {
+            (Some(_), Some(_)) => bail!(
+                "`path[{i}]` ({}): give `server` or `via` (a relay), not both",
+                p.name
+            ),
+            (None, None) => server,
+            (Some(s), None) => socket_addr(
                 &format!("path[{i}].server"),
                 s,
                 "server = \"203.0.113.1:51820\"",
             )?,
+            // The relay forwards to the server; to this path it is the
+            // server's address.
+            (None, Some(v)) => {
+                socket_addr(&format!("path[{i}].via"), v, "via = \"192.168.7.1:51821\"")?
+            }
         };
         paths.push(PathSettings {
             id: PathId(i as u8),

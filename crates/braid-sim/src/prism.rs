@@ -1,0 +1,171 @@
+//! The schedulers PRISM compares ADAS with in its Fig 12 (Section 8.3.2):
+//! a random link per packet, hRTT alone and utilization alone. They are
+//! baselines of that experiment, not schedulers braid would ship, so they
+//! live in the simulator. ADAS itself, WRR and RR are braid-core's.
+
+use braid_core::path::PathState;
+use braid_core::sched::{known_or_estimated_rate, Decision, PacketInfo, Scheduler};
+use braid_core::time::Instant;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// A uniformly random usable link per packet.
+pub struct RandomLink {
+    rng: ChaCha8Rng,
+}
+
+impl RandomLink {
+    pub fn new(rng: ChaCha8Rng) -> Self {
+        RandomLink { rng }
+    }
+}
+
+impl Scheduler for RandomLink {
+    fn name(&self) -> &'static str {
+        "RANDOM"
+    }
+
+    fn select(
+        &mut self,
+        _now: Instant,
+        _pkt: &PacketInfo,
+        paths: &[PathState],
+    ) -> Option<Decision> {
+        let n = paths.iter().filter(|p| p.usable).count();
+        if n == 0 {
+            return None;
+        }
+        let k = self.rng.gen_range(0..n);
+        paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.usable)
+            .nth(k)
+            .map(|(i, _)| Decision::single(i))
+    }
+}
+
+/// ADAS's Rule 3 alone: the smallest expected arrival time `hRTT_i`
+/// (half the smoothed RTT, as ADAS reads it), whatever is in flight. The
+/// paper finds it the worst scheme: a fast link of little bandwidth takes
+/// everything and drops it.
+#[derive(Default)]
+pub struct HrttOnly;
+
+impl Scheduler for HrttOnly {
+    fn name(&self) -> &'static str {
+        "HRTT-ONLY"
+    }
+
+    fn select(
+        &mut self,
+        _now: Instant,
+        _pkt: &PacketInfo,
+        paths: &[PathState],
+    ) -> Option<Decision> {
+        paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.usable)
+            .min_by_key(|(_, p)| p.rtt.srtt())
+            .map(|(i, _)| Decision::single(i))
+    }
+}
+
+/// ADAS's Rule 2 alone: the smallest `U_i = floor(N_i / W_i)` with the
+/// original weights `W_i = B_i / min B` (no AIMD, no hRTT tie-break; ties
+/// go to the lowest index).
+#[derive(Default)]
+pub struct UOnly;
+
+impl Scheduler for UOnly {
+    fn name(&self) -> &'static str {
+        "U-ONLY"
+    }
+
+    fn select(
+        &mut self,
+        _now: Instant,
+        _pkt: &PacketInfo,
+        paths: &[PathState],
+    ) -> Option<Decision> {
+        let b = |p: &PathState| known_or_estimated_rate(p).unwrap_or(1.0).max(1.0);
+        let min_b = paths
+            .iter()
+            .filter(|p| p.usable)
+            .map(b)
+            .fold(f64::INFINITY, f64::min);
+        paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.usable)
+            .min_by_key(|(_, p)| (f64::from(p.in_flight_packets) * min_b / b(p)).floor() as u64)
+            .map(|(i, _)| Decision::single(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_core::path::{EstimatorConfig, PathId, PathParams};
+    use rand::SeedableRng;
+
+    fn paths(rates: &[f64]) -> Vec<PathState> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                PathState::new(
+                    PathId(i as u8),
+                    PathParams {
+                        rate_bps: Some(r),
+                        delay: None,
+                    },
+                    &EstimatorConfig::default(),
+                )
+            })
+            .collect()
+    }
+
+    const PKT: PacketInfo = PacketInfo {
+        len: 1500,
+        retransmit: false,
+    };
+
+    #[test]
+    fn u_only_fills_links_in_proportion_to_their_weight() {
+        let mut p = paths(&[600e3, 1200e3]);
+        let mut s = UOnly;
+        let mut count = [0; 2];
+        for _ in 0..6 {
+            let d = s.select(Instant::ZERO, &PKT, &p).unwrap();
+            p[d.index].in_flight_packets += 1;
+            count[d.index] += 1;
+        }
+        assert_eq!(count, [2, 4]);
+    }
+
+    #[test]
+    fn random_uses_every_usable_link_and_only_those() {
+        let mut p = paths(&[1e6, 1e6, 1e6]);
+        p[1].usable = false;
+        let mut s = RandomLink::new(ChaCha8Rng::seed_from_u64(7));
+        let mut count = [0; 3];
+        for _ in 0..300 {
+            count[s.select(Instant::ZERO, &PKT, &p).unwrap().index] += 1;
+        }
+        assert_eq!(count[1], 0);
+        assert!(count[0] > 100 && count[2] > 100, "{count:?}");
+    }
+
+    #[test]
+    fn hrtt_only_ignores_what_is_in_flight() {
+        let mut p = paths(&[1e6, 1e6]);
+        p[1].in_flight_packets = 1000;
+        p[0].rtt
+            .update(braid_core::time::Duration::from_millis(300));
+        p[1].rtt
+            .update(braid_core::time::Duration::from_millis(100));
+        assert_eq!(HrttOnly.select(Instant::ZERO, &PKT, &p).unwrap().index, 1);
+    }
+}

@@ -1,0 +1,213 @@
+//! PRISM's figures (Kim & Shin, MobiSys'05; SPECS.md §1.4) in the
+//! simulator, each a scenario file `scenarios/prism-figN.toml` asserting
+//! the bounds of issue 14. Runs are shortened here (the duration given to
+//! [`load`]); `BRAID_FULL_REPRO=1` runs the files' own durations.
+
+use std::path::PathBuf;
+
+use braid_sim::ratio::{self, RatioReport};
+use braid_sim::{Scenario, SweepOptions};
+
+fn load(name: &str, ci_duration_s: f64) -> Scenario {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"));
+    let mut sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+    if std::env::var_os("BRAID_FULL_REPRO").is_none() {
+        sc.duration_s = ci_duration_s;
+    }
+    sc
+}
+
+fn swept(name: &str, ci_duration_s: f64) -> RatioReport {
+    let sc = load(name, ci_duration_s);
+    let r = ratio::run(&sc, &SweepOptions::default());
+    eprintln!("{}", r.to_table());
+    r
+}
+
+fn g(r: &RatioReport, s: &str, x: f64) -> f64 {
+    r.row(s, x)
+        .unwrap_or_else(|| panic!("{s} at {x}"))
+        .goodput_kbps
+}
+
+fn ideal(r: &RatioReport, x: f64) -> f64 {
+    r.row("MTCP", x)
+        .and_then(|row| row.ideal_kbps)
+        .unwrap_or_else(|| panic!("ideal at {x}"))
+}
+
+fn all_x(r: &RatioReport) -> Vec<f64> {
+    let mut xs: Vec<f64> = r.rows.iter().map(|row| row.x).collect();
+    xs.dedup();
+    xs
+}
+
+/// Fig 10: PRISM stays within 0.9 of the ideal sum from 2 to 5 members;
+/// WRR striping without ACK control falls below the best member alone from
+/// 3 members on. (With 2 members, 614 and 1805 kbit/s, WRR's reordering
+/// stays under TCP's duplicate-ACK threshold and it beats the best member:
+/// the paper's "N >= 2" holds here from N = 3; see the scenario's notes.)
+#[test]
+fn fig10_prism_scales_with_members_and_wrr_collapses() {
+    let r = swept("prism-fig10", 60.0);
+    for n in 2..=5 {
+        let x = f64::from(n);
+        assert!(
+            g(&r, "PRISM", x) >= 0.9 * ideal(&r, x),
+            "N {n}: PRISM {} ideal {}",
+            g(&r, "PRISM", x),
+            ideal(&r, x)
+        );
+    }
+    for n in 3..=5 {
+        let x = f64::from(n);
+        assert!(g(&r, "WRR", x) < g(&r, "HBI", x), "N {n}");
+        assert!(g(&r, "WRR", x) < g(&r, "NO-PROXY", x), "N {n}");
+    }
+}
+
+/// Fig 11: without the reverse-path controller every scheduler stays
+/// below half the ideal sum, and ADAS does not fall as the disparity grows.
+/// (The paper's "ADAS >= WRR and RR for d >= 30 %" does not hold here: all
+/// three sit at 0.08-0.11 of ideal, within each other's noise; notes.)
+#[test]
+fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
+    let r = swept("prism-fig11", 60.0);
+    for x in all_x(&r) {
+        for s in ["ADAS", "WRR", "RR"] {
+            assert!(g(&r, s, x) < 0.5 * ideal(&r, x), "{s} at d = {x} %");
+        }
+    }
+    assert!(g(&r, "ADAS", 70.0) >= g(&r, "ADAS", 0.0));
+}
+
+/// Fig 12: at the largest burst time ADAS is the best scheduler, U-only
+/// lies between 0.8 and 1.0 of it and hRTT-only is the worst. (The paper's
+/// margin of 1.1 x over the next scheme is not reached: U-only is within
+/// 1-3 % of ADAS here; notes.)
+#[test]
+fn fig12_adas_leads_under_bursty_background() {
+    let r = swept("prism-fig12", 60.0);
+    let x = *all_x(&r).last().expect("values");
+    let adas = g(&r, "ADAS", x);
+    for s in ["WRR", "RANDOM", "HRTT-ONLY", "U-ONLY"] {
+        assert!(adas >= g(&r, s, x), "{s} beats ADAS at burst {x} s");
+    }
+    let u = g(&r, "U-ONLY", x) / adas;
+    assert!((0.8..=1.0).contains(&u), "U-only / ADAS = {u}");
+    for s in ["ADAS", "WRR", "RANDOM", "U-ONLY"] {
+        assert!(
+            g(&r, "HRTT-ONLY", x) < g(&r, s, x),
+            "hRTT-only not below {s}"
+        );
+    }
+}
+
+/// Fig 13: full RPC >= 0.9 x ideal > partial RPC > no RPC, and no RPC
+/// below half of ideal, at every disparity.
+#[test]
+fn fig13_each_part_of_the_controller_counts() {
+    let r = swept("prism-fig13", 60.0);
+    for x in all_x(&r) {
+        let (full, partial, none) = (
+            g(&r, "PRISM", x),
+            g(&r, "PRISM-PARTIAL", x),
+            g(&r, "ADAS", x),
+        );
+        let ideal = ideal(&r, x);
+        assert!(full >= 0.9 * ideal, "d {x}: full {full} ideal {ideal}");
+        assert!(
+            full > partial && partial > none,
+            "d {x}: {full} {partial} {none}"
+        );
+        assert!(none < 0.5 * ideal, "d {x}: none {none} ideal {ideal}");
+    }
+}
+
+/// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s
+/// and no less than WRR; in the full 300 s run WRR's mean re-sequencing
+/// buffer is at least 1.2 x ADAS's (not in the first 60 s). (The paper's
+/// 1.1 x throughput margin is not reached: the two are within 2 % here;
+/// notes.)
+#[test]
+fn fig14_adas_fills_the_four_members() {
+    let r = swept("prism-fig14", 60.0);
+    let (adas, wrr) = (g(&r, "ADAS", 4.0), g(&r, "WRR", 4.0));
+    assert!(adas >= 0.9 * 2920.0, "ADAS {adas}");
+    assert!(adas >= wrr, "ADAS {adas} WRR {wrr}");
+    let buf = |s: &str| r.row(s, 4.0).expect("row").mean_buffer_pkts;
+    for s in ["ADAS", "WRR"] {
+        assert!(buf(s) > 0.0 && buf(s) < 256.0, "{s} buffer {}", buf(s));
+    }
+    if std::env::var_os("BRAID_FULL_REPRO").is_some() {
+        assert!(
+            buf("WRR") >= 1.2 * buf("ADAS"),
+            "buffers: WRR {} ADAS {}",
+            buf("WRR"),
+            buf("ADAS")
+        );
+    }
+}
+
+/// Fig 6: PRISM keeps at least twice vanilla TCP-SACK's goodput at every
+/// delay disparity (the paper: from 200 ms on) and most of the aggregate
+/// while the disparity is small. (0.9 of 2.4 Mbit/s is not reached: after
+/// the slow-start overshoot TCP grows one packet per 1-2 s round trip;
+/// 0.83 in the full 120 s run; notes.)
+#[test]
+fn fig6_prism_survives_delay_disparity() {
+    let r = swept("prism-fig6", 60.0);
+    for x in all_x(&r) {
+        assert!(
+            g(&r, "PRISM", x) >= 2.0 * g(&r, "VANILLA", x),
+            "disparity {x} ms"
+        );
+    }
+    for x in [0.0, 100.0] {
+        assert!(g(&r, "PRISM", x) >= 0.6 * 2400.0, "disparity {x} ms");
+    }
+}
+
+/// Fig 7: PRISM keeps most of 1.44 Mbit/s up to 0.8 % loss on the slow
+/// member and at least three times vanilla's goodput. (Its lead does not
+/// grow with loss here: vanilla is held at ~0.2 of the aggregate by
+/// reordering alone at every loss rate; notes.)
+#[test]
+fn fig7_prism_survives_loss_on_one_member() {
+    let r = swept("prism-fig7", 60.0);
+    for x in all_x(&r) {
+        let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
+        assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
+        if x <= 0.8 {
+            assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");
+        }
+    }
+}
+
+/// Fig 8: members join and leave; PRISM moves at least twice vanilla's
+/// data over 0-40 s and over 60-90 s.
+#[test]
+fn fig8_prism_follows_membership_changes() {
+    let sc = load("prism-fig8", 90.0);
+    let out = braid_sim::sweep::run(&sc, &SweepOptions::default());
+    eprintln!("{}", out.report.to_table());
+    let window = |scheme: &str, a: usize, b: usize| -> f64 {
+        let k = out
+            .schemes
+            .iter()
+            .position(|s| s.name() == scheme)
+            .expect("scheme");
+        out.runs[k][0][0].goodput_series_kbps[a..b]
+            .iter()
+            .sum::<f64>()
+            / (b - a) as f64
+    };
+    for (a, b) in [(0, 40), (60, 90)] {
+        let (p, v) = (window("PRISM", a, b), window("VANILLA", a, b));
+        eprintln!(
+            "{a}-{b} s: PRISM {p:.1} VANILLA {v:.1} PET-BMP {:.1}",
+            window("PET-BMP", a, b)
+        );
+        assert!(p >= 2.0 * v, "{a}-{b} s: PRISM {p} vanilla {v}");
+    }
+}

@@ -1,0 +1,261 @@
+//! A community relay (`braid relay`, PRISM Sections 2-3) carries one of a
+//! client's paths: server, relay and client in-process over loopback UDP,
+//! the client's second path naming the relay with `via`. 1 MiB goes each
+//! way and must arrive intact (SHA-256); the relay counts what it carried
+//! for the admitted client and refuses an address it does not list.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use braid::config::{load_client, load_server};
+use braid::daemon::client::ClientDaemon;
+use braid::daemon::server::ServerDaemon;
+use braid::daemon::tun::{channel_tun, ChannelTunFactory, ChannelTunPeer};
+use braid::keygen::write_private_key;
+use braid::relay::Relay;
+use braid::status::{query, StatusReport};
+use braid_core::crypto::PrivateKey;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+
+/// Payload bytes per inner packet (plus a 20-byte IPv4 header).
+const CHUNK: usize = 1000;
+const TOTAL: usize = 1 << 20;
+/// Packets in flight per direction.
+const WINDOW: usize = 32;
+const FAR: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir() -> TempDir {
+    let d = std::env::temp_dir().join(format!("braid-relay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
+    let total = 20 + payload.len();
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    p[20..].copy_from_slice(payload);
+    p
+}
+
+async fn status(socket: &Path) -> StatusReport {
+    let s = socket.to_path_buf();
+    let json = tokio::task::spawn_blocking(move || query(&s))
+        .await
+        .unwrap()
+        .unwrap();
+    serde_json::from_str(&json).unwrap()
+}
+
+/// Sends `data` from `a` to `b` (and the reverse data from `b` to `a`)
+/// in windows; returns what each side received.
+async fn exchange(
+    up_data: &[u8],
+    down_data: &[u8],
+    client: &mut ChannelTunPeer,
+    server: &mut ChannelTunPeer,
+    me: Ipv4Addr,
+) -> (Vec<u8>, Vec<u8>) {
+    let up: Vec<&[u8]> = up_data.chunks(CHUNK).collect();
+    let down: Vec<&[u8]> = down_data.chunks(CHUNK).collect();
+    let (mut up_sent, mut down_sent) = (0, 0);
+    let (mut up_got, mut down_got) = (Vec::new(), Vec::new());
+    let (mut up_n, mut down_n) = (0, 0);
+    while up_n < up.len() || down_n < down.len() {
+        while up_sent < up.len() && up_sent - up_n < WINDOW {
+            client.tx.send(ipv4(me, FAR, up[up_sent])).await.unwrap();
+            up_sent += 1;
+        }
+        while down_sent < down.len() && down_sent - down_n < WINDOW {
+            server
+                .tx
+                .send(ipv4(FAR, me, down[down_sent]))
+                .await
+                .unwrap();
+            down_sent += 1;
+        }
+        tokio::select! {
+            Some(p) = server.rx.recv() => {
+                assert_eq!(&p[12..16], &me.octets());
+                up_got.extend_from_slice(&p[20..]);
+                up_n += 1;
+            }
+            Some(p) = client.rx.recv() => {
+                assert_eq!(&p[16..20], &me.octets());
+                down_got.extend_from_slice(&p[20..]);
+                down_n += 1;
+            }
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {
+                panic!("stalled: uplink {up_n}/{} downlink {down_n}/{}", up.len(), down.len());
+            }
+        }
+    }
+    (up_got, down_got)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_relay_carries_a_path_end_to_end() {
+    let dir = tempdir();
+    let d = &dir.0;
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let (sk, ck) = (
+        PrivateKey::generate(&mut rng),
+        PrivateKey::generate(&mut rng),
+    );
+    write_private_key(&d.join("server.key"), &sk, false).unwrap();
+    write_private_key(&d.join("client.key"), &ck, false).unwrap();
+
+    let server_toml = format!(
+        r#"listen = "127.0.0.1:0"
+private_key_file = "server.key"
+network = "10.78.0.0/24"
+scheduler = "rr"
+[metrics]
+enabled = false
+[[client]]
+name = "laptop"
+public_key = "{pk}"
+"#,
+        pk = ck.public_key().to_base64()
+    );
+    std::fs::write(d.join("server.toml"), server_toml).unwrap();
+    let settings = load_server(&d.join("server.toml")).unwrap();
+    let (server_tun, mut server_host) = channel_tun(1024);
+    let server = ServerDaemon::start(settings, server_tun).await.unwrap();
+    let port = server.local_addr().port();
+    let (stop_server, server_stop) = oneshot::channel::<()>();
+    let server_task = tokio::spawn(server.run(async {
+        let _ = server_stop.await;
+    }));
+
+    // The relay admits the client's second path (source 127.0.0.2) only.
+    let relay = Relay::start(
+        braid::relay::parse(&format!(
+            r#"listen = "127.0.0.9:0"
+server = "127.0.0.1:{port}"
+bind = "127.0.0.9"
+report_every_s = 0
+[[client]]
+name = "laptop"
+addr = "127.0.0.2"
+rate_kbps = 200000
+"#
+        ))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let relay_addr = relay.local;
+
+    let client_toml = format!(
+        r#"server = "127.0.0.1:{port}"
+server_public_key = "{spk}"
+private_key_file = "client.key"
+scheduler = "rr"
+control_socket = "{sock}"
+[metrics]
+enabled = false
+[[path]]
+name = "own"
+bind = "127.0.0.1"
+[[path]]
+name = "neighbour"
+bind = "127.0.0.2"
+via = "{relay_addr}"
+"#,
+        spk = sk.public_key().to_base64(),
+        sock = d.join("client.sock").display(),
+    );
+    std::fs::write(d.join("client.toml"), client_toml).unwrap();
+    let settings = load_client(&d.join("client.toml")).unwrap();
+    assert_eq!(settings.paths[1].server, relay_addr);
+    let (client_tun, mut client_host) = channel_tun(1024);
+    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(client_tun)))
+        .await
+        .unwrap();
+    let (stop_client, client_stop) = oneshot::channel::<()>();
+    let client_task = tokio::spawn(client.run(async {
+        let _ = client_stop.await;
+    }));
+
+    let client_sock = d.join("client.sock");
+    let mut ready = false;
+    for _ in 0..200 {
+        let r = status(&client_sock).await;
+        let t = &r.tunnels[0];
+        if t.established && t.paths.len() == 2 && t.paths.iter().all(|p| p.up) {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ready, "tunnel not up: {:?}", status(&client_sock).await);
+    let me = Ipv4Addr::new(10, 78, 0, 2);
+
+    let mut up = vec![0u8; TOTAL];
+    let mut down = vec![0u8; TOTAL];
+    rng.fill_bytes(&mut up);
+    rng.fill_bytes(&mut down);
+    let (up_got, down_got) = exchange(&up, &down, &mut client_host, &mut server_host, me).await;
+    assert_eq!(
+        Sha256::digest(&up_got),
+        Sha256::digest(&up),
+        "uplink differs"
+    );
+    assert_eq!(
+        Sha256::digest(&down_got),
+        Sha256::digest(&down),
+        "downlink differs"
+    );
+
+    // The relayed path carried its share both ways, through the relay.
+    let packets = TOTAL.div_ceil(CHUNK) as u64;
+    let c = status(&client_sock).await;
+    let relayed = &c.tunnels[0].paths[1];
+    assert!(relayed.data_tx_packets >= packets / 4, "{relayed:?}");
+    assert!(relayed.data_rx_packets >= packets / 4, "{relayed:?}");
+    let counters = relay.counters();
+    assert_eq!(counters[0].0, "laptop");
+    assert!(
+        counters[0].1.up_packets >= relayed.data_tx_packets,
+        "{counters:?}"
+    );
+    assert!(
+        counters[0].1.down_packets >= relayed.data_rx_packets,
+        "{counters:?}"
+    );
+    assert_eq!(counters[0].1.up_limited + counters[0].1.down_limited, 0);
+
+    // An address the relay does not list is refused.
+    let stranger = std::net::UdpSocket::bind("127.0.0.3:0").unwrap();
+    stranger.send_to(b"hello", relay_addr).unwrap();
+    for _ in 0..100 {
+        if relay.refused() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(relay.refused(), 1);
+
+    let _ = stop_client.send(());
+    client_task.await.unwrap().unwrap();
+    let _ = stop_server.send(());
+    server_task.await.unwrap().unwrap();
+}
