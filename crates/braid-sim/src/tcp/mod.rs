@@ -69,6 +69,9 @@ pub struct Segment {
     pub ce: bool,
     /// Congestion Window Reduced: the sender answered an ECE.
     pub cwr: bool,
+    /// RFC 7323 TSval: the sender's clock in milliseconds when this copy
+    /// was sent (Linux's 1 ms timestamp clock). Zero without timestamps.
+    pub tsval: u32,
 }
 
 /// A TCP acknowledgment.
@@ -86,6 +89,9 @@ pub struct Ack {
     /// ECN-Echo: the receiver got a CE-marked packet and the sender has
     /// not yet said CWR (RFC 3168 Section 6.1.3).
     pub ece: bool,
+    /// RFC 7323 TSecr: the TSval the receiver echoes (its `TS.Recent`),
+    /// `None` without timestamps.
+    pub tsecr: Option<u32>,
 }
 
 impl Ack {
@@ -98,6 +104,7 @@ impl Ack {
             n_sack: 0,
             wire_bytes,
             ece: false,
+            tsecr: None,
         }
     }
 
