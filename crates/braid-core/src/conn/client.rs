@@ -100,6 +100,9 @@ pub struct Connection {
     retry_at: Instant,
     /// The server's epoch from the last handshake.
     server_epoch: Option<u64>,
+    /// Handshake attempts started with no session in hand since the last
+    /// success (see [`Connection::retry_wait`]).
+    blocked_attempts: u32,
     params: Option<TunnelParams>,
     out: Outputs,
     closed: bool,
@@ -144,6 +147,7 @@ impl Connection {
             pending: None,
             retry_at: now,
             server_epoch: None,
+            blocked_attempts: 0,
             params: None,
             closed: false,
         };
@@ -260,6 +264,9 @@ impl Connection {
     fn start_handshake(&mut self, now: Instant, after_cookie: Option<(u32, [u8; 16])>) {
         self.retry_at = now + self.cfg.handshake_timeout;
         let retry_at = now + self.retry_wait(now);
+        if self.tunnel.sessions.current().is_none() {
+            self.blocked_attempts = self.blocked_attempts.saturating_add(1);
+        }
         let ts = self.timestamp(now);
         let hello = ClientHello {
             conn_id: self.conn_id,
@@ -307,13 +314,25 @@ impl Connection {
     /// index. Never below [`MIN_RETRY_WAIT`] nor twice the largest
     /// smoothed RTT of the paths up: a response must have time to come
     /// back, since one to a replaced attempt is refused.
+    ///
+    /// Once the session has expired with no successor (an outage outlasted
+    /// it), the tunnel carries nothing until a handshake succeeds, and the
+    /// handshake is the only probe of the paths: attempts then back off
+    /// from that floor by doubling up to `handshake_timeout`, so that the
+    /// tunnel comes back within about the outage's length after it ends
+    /// rather than up to 5 s later, as TCP's own timer backs off. The very
+    /// first connection keeps the plain `handshake_timeout`.
     fn retry_wait(&self, now: Instant) -> Duration {
         let full = self.cfg.handshake_timeout;
+        let floor = MIN_RETRY_WAIT.max(self.tunnel.max_srtt() * 2);
         let Some(s) = self.tunnel.sessions.current() else {
-            return full;
+            if self.server_epoch.is_none() {
+                return full;
+            }
+            let doubling = 1u32 << self.blocked_attempts.min(16);
+            return full.min(floor.saturating_mul(doubling));
         };
         let left = s.expires_at().saturating_since(now);
-        let floor = MIN_RETRY_WAIT.max(self.tunnel.max_srtt() * 2);
         full.min((left / 3).max(floor))
     }
 
@@ -413,6 +432,7 @@ impl Connection {
             return;
         };
         self.pending = None;
+        self.blocked_attempts = 0;
         self.tunnel.counters.handshakes += 1;
         let mut params = hello.params;
         params.mtu = params.mtu.min(self.cfg.inner_mtu);
