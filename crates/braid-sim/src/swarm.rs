@@ -307,10 +307,18 @@ pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
         ));
     }
     if !world.tx.is_done() || check.hashed_upto < packets {
+        let c = world.client.status(world.now).tunnel;
+        let tcp = world.tx.stats();
         return Err(format!(
-            "transfer incomplete after {} s: {} of {packets} packets in order",
+            "transfer incomplete after {} s: {} of {packets} packets in order; \
+             client counters {:?}; paths {:?}; TCP timeouts {} backoff {} retransmits {}",
             DEADLINE.as_secs(),
-            check.hashed_upto
+            check.hashed_upto,
+            c.counters,
+            c.paths,
+            tcp.timeouts,
+            tcp.backoff,
+            tcp.retransmits
         ));
     }
     let got: [u8; 32] = check.hasher.finalize().into();

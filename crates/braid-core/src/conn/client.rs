@@ -10,6 +10,10 @@
 //! (a daemon should keep trying); a rekey starts when the session needs it
 //! while the old session keeps carrying traffic, and also when every path
 //! went down (the server may have restarted and forgotten the session).
+//! A rekey is retried sooner when the old session would otherwise expire
+//! before the next attempt (`Connection::retry_wait`), and a session's
+//! life is counted from when its message 1 went out, so that the client
+//! never outlives the server's copy.
 //!
 //! Cookies: a server under load answers a message 1 without a valid MAC2
 //! with a cookie reply ([`crate::crypto::cookie`]) instead of a response.
@@ -34,8 +38,14 @@ use crate::crypto::{
     peek_receiver_index, Cookie, CookieOpener, Initiator, PacketType, PrivateKey, PublicKey, Tai64n,
 };
 use crate::path::{PathId, MAX_PATHS};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::wire::Control;
+
+/// The shortest wait before an unanswered handshake is retried (see
+/// [`Connection::retry_wait`]); well above the 20 ms within which the
+/// server refuses a second initiation of one client as a flood
+/// (`MIN_INIT_INTERVAL` of the handshake).
+pub const MIN_RETRY_WAIT: Duration = Duration::from_millis(200);
 
 /// Why a path cannot be added.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +65,9 @@ struct Pending {
     /// with the path's cookie, if any).
     message: Vec<u8>,
     sent_at: Instant,
+    /// When an unanswered attempt is replaced by a new one (see
+    /// [`Connection::retry_wait`]).
+    retry_at: Instant,
     /// This attempt was started by a cookie reply (no second such retry).
     cookie_retry: bool,
     /// The attempt this one replaced because of a cookie reply: its index
@@ -87,6 +100,9 @@ pub struct Connection {
     retry_at: Instant,
     /// The server's epoch from the last handshake.
     server_epoch: Option<u64>,
+    /// Handshake attempts started with no session in hand since the last
+    /// success (see [`Connection::retry_wait`]).
+    blocked_attempts: u32,
     params: Option<TunnelParams>,
     out: Outputs,
     closed: bool,
@@ -131,6 +147,7 @@ impl Connection {
             pending: None,
             retry_at: now,
             server_epoch: None,
+            blocked_attempts: 0,
             params: None,
             closed: false,
         };
@@ -246,6 +263,10 @@ impl Connection {
     /// replaces because a cookie reply arrived for it.
     fn start_handshake(&mut self, now: Instant, after_cookie: Option<(u32, [u8; 16])>) {
         self.retry_at = now + self.cfg.handshake_timeout;
+        let retry_at = now + self.retry_wait(now);
+        if self.tunnel.sessions.current().is_none() {
+            self.blocked_attempts = self.blocked_attempts.saturating_add(1);
+        }
         let ts = self.timestamp(now);
         let hello = ClientHello {
             conn_id: self.conn_id,
@@ -273,10 +294,46 @@ impl Connection {
             initiator,
             message,
             sent_at: now,
+            retry_at,
             cookie_retry: after_cookie.is_some(),
             previous: after_cookie,
             resent: 0,
         });
+    }
+
+    /// How long an attempt started at `now` may go unanswered before the
+    /// next one: `handshake_timeout` (WireGuard's `REKEY_TIMEOUT`), but no
+    /// longer than a third of the time the session in hand has left, so
+    /// that a rekey whose message 1 or 2 was lost is retried several times
+    /// before that session expires. WireGuard's limits leave 60 s between
+    /// `Rekey-After-Time` and `Reject-After-Time` for 5 s retries (paper
+    /// Section 6.2); with shorter limits a single lost handshake datagram
+    /// would otherwise end the session before the one retry, and the
+    /// server, whose copy of the session is older by a one-way delay,
+    /// would drop the client's last packets as addressed to an unknown
+    /// index. Never below [`MIN_RETRY_WAIT`] nor twice the largest
+    /// smoothed RTT of the paths up: a response must have time to come
+    /// back, since one to a replaced attempt is refused.
+    ///
+    /// Once the session has expired with no successor (an outage outlasted
+    /// it), the tunnel carries nothing until a handshake succeeds, and the
+    /// handshake is the only probe of the paths: attempts then back off
+    /// from that floor by doubling up to `handshake_timeout`, so that the
+    /// tunnel comes back within about the outage's length after it ends
+    /// rather than up to 5 s later, as TCP's own timer backs off. The very
+    /// first connection keeps the plain `handshake_timeout`.
+    fn retry_wait(&self, now: Instant) -> Duration {
+        let full = self.cfg.handshake_timeout;
+        let floor = MIN_RETRY_WAIT.max(self.tunnel.max_srtt() * 2);
+        let Some(s) = self.tunnel.sessions.current() else {
+            if self.server_epoch.is_none() {
+                return full;
+            }
+            let doubling = 1u32 << self.blocked_attempts.min(16);
+            return full.min(floor.saturating_mul(doubling));
+        };
+        let left = s.expires_at().saturating_since(now);
+        full.min((left / 3).max(floor))
     }
 
     /// One datagram arrived on path `path`'s socket (from the server: the
@@ -354,7 +411,13 @@ impl Connection {
             self.tunnel.counters.handshake_failed += 1;
             return;
         };
-        let est = match p.initiator.handle_response(datagram, now) {
+        // The session's life is counted from when message 1 went out, not
+        // from now: the server started its copy when message 1 arrived, up
+        // to a round trip ago, and refuses it `reject_after_time` after
+        // that. Counting from the send keeps this side's rekey and expiry
+        // no later than the server's, so the client never sends on a
+        // session the server has already dropped.
+        let est = match p.initiator.handle_response(datagram, p.sent_at) {
             Ok(e) => e,
             Err(_) => {
                 self.tunnel.counters.handshake_failed += 1;
@@ -369,6 +432,7 @@ impl Connection {
             return;
         };
         self.pending = None;
+        self.blocked_attempts = 0;
         self.tunnel.counters.handshakes += 1;
         let mut params = hello.params;
         params.mtu = params.mtu.min(self.cfg.inner_mtu);
@@ -397,7 +461,7 @@ impl Connection {
         }
         match &self.pending {
             Some(p) => {
-                if now.saturating_since(p.sent_at) >= self.cfg.handshake_timeout {
+                if now >= p.retry_at {
                     self.start_handshake(now, None);
                 }
             }
@@ -445,7 +509,7 @@ impl Connection {
             return None;
         }
         let own = match (&self.pending, self.tunnel.sessions.current()) {
-            (Some(p), _) => Some(p.sent_at + self.cfg.handshake_timeout),
+            (Some(p), _) => Some(p.retry_at),
             (None, Some(s)) => Some(s.created_at() + s.limits().rekey_after_time),
             // After a failed attempt.
             (None, None) => Some(self.retry_at),

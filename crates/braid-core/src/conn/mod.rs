@@ -60,7 +60,9 @@
 //! # Sessions and state resets
 //!
 //! The client starts a new handshake when [`PeerSessions::needs_rekey`]
-//! says so (and retries every `handshake_timeout` while unanswered); the
+//! says so (and retries every `handshake_timeout` while unanswered, sooner
+//! when the session in hand would expire first: see
+//! `Connection::retry_wait`); the
 //! new session replaces the old one without disturbing the tunnel sequence
 //! numbers. The handshake payloads carry a client connection id and a
 //! server epoch: if the client restarted (new connection id) the server

@@ -166,6 +166,19 @@ impl Tunnel {
         }
     }
 
+    /// The largest smoothed RTT among the paths up (zero before any
+    /// sample): how long a round trip may take now.
+    pub(crate) fn max_srtt(&self) -> crate::time::Duration {
+        self.links
+            .iter()
+            .filter(|l| l.up)
+            .filter_map(|l| self.sender.path(l.id))
+            .filter(|p| p.rtt.has_samples())
+            .map(|p| p.rtt.srtt())
+            .max()
+            .unwrap_or(crate::time::Duration::ZERO)
+    }
+
     /// Every path is down (and there is at least one).
     pub(crate) fn all_down(&self) -> bool {
         !self.links.is_empty() && self.links.iter().all(|l| !l.up)

@@ -96,6 +96,22 @@ enum Flight {
 /// What the blackhole swallowed: (time, path, direction 0 = up, datagram length).
 pub type Swallowed = (Instant, usize, u8, usize);
 
+/// What a [`Fault`] does to one datagram.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fate {
+    Deliver,
+    Drop,
+    /// Arrives this much later than the link would deliver it.
+    Delay(Duration),
+    /// Arrives as usual, and a copy this much later.
+    Duplicate(Duration),
+}
+
+/// Decides the fate of each datagram after the link carried it: given the
+/// time, the path, the direction (0 = up) and the bytes. Tests use it to
+/// lose, reorder and duplicate chosen datagrams (e.g. only handshakes).
+pub type Fault = Box<dyn FnMut(Instant, usize, u8, &[u8]) -> Fate>;
+
 pub struct Pair {
     pub now: Instant,
     pub client: Connection,
@@ -121,6 +137,8 @@ pub struct Pair {
     /// What the server sent to addresses other than the client's paths
     /// (answers to injected datagrams).
     pub to_others: Vec<Transmit>,
+    /// Applied to every datagram the links deliver, if set.
+    pub fault: Option<Fault>,
     rng: ChaCha20Rng,
 }
 
@@ -224,6 +242,7 @@ impl Pair {
             capture: None,
             server_under_load: false,
             to_others: Vec::new(),
+            fault: None,
             rng,
         };
         p.drain();
@@ -287,6 +306,25 @@ impl Pair {
             if u < link.loss {
                 self.lost_random += 1;
                 return;
+            }
+        }
+        let fate = match (self.fault.as_mut(), &flight) {
+            (None, _) => Fate::Deliver,
+            (Some(f), Flight::ToServer { bytes, .. } | Flight::ToClient { bytes, .. }) => {
+                f(self.now, path, dir, bytes)
+            }
+        };
+        match fate {
+            Fate::Deliver => {}
+            Fate::Drop => return,
+            Fate::Delay(d) => {
+                self.flights.insert((at + d, self.next_id), flight);
+                self.next_id += 1;
+                return;
+            }
+            Fate::Duplicate(d) => {
+                self.flights.insert((at + d, self.next_id), flight.clone());
+                self.next_id += 1;
             }
         }
         self.flights.insert((at, self.next_id), flight);

@@ -70,6 +70,9 @@ pub struct Segment {
     pub ce: bool,
     /// Congestion Window Reduced: the sender answered an ECE.
     pub cwr: bool,
+    /// RFC 7323 TSval: the sender's clock in milliseconds when this copy
+    /// was sent (Linux's 1 ms timestamp clock). Zero without timestamps.
+    pub tsval: u32,
 }
 
 /// A TCP acknowledgment.
@@ -91,6 +94,9 @@ pub struct Ack {
     /// controller (PRISM Section 6.2.1); only a TCP-PRISM sender
     /// ([`TcpConfig::prism`]) reads it.
     pub nack: Nack,
+    /// RFC 7323 TSecr: the TSval the receiver echoes (its `TS.Recent`),
+    /// `None` without timestamps.
+    pub tsecr: Option<u32>,
 }
 
 /// PRISM's NACK option: lost packets and the window factor `p`.
@@ -131,6 +137,7 @@ impl Ack {
             wire_bytes,
             ece: false,
             nack: Nack::NONE,
+            tsecr: None,
         }
     }
 

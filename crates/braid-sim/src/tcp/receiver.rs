@@ -49,6 +49,10 @@ pub struct TcpReceiver {
     delivered_bytes: u64,
     /// A CE mark arrived and no CWR since (RFC 3168 Section 6.1.3).
     ecn_echo: bool,
+    /// RFC 7323 Section 4.3: the TSval to echo, and the cumulative ACK
+    /// last sent (`Last.ACK.sent`), which decides which segments may set it.
+    ts_recent: Option<u32>,
+    last_ack_sent: u64,
     stats: TcpReceiverStats,
 }
 
@@ -73,6 +77,8 @@ impl TcpReceiver {
             delivered_packets: 0,
             delivered_bytes: 0,
             ecn_echo: false,
+            ts_recent: None,
+            last_ack_sent: 0,
             stats: TcpReceiverStats::default(),
         }
     }
@@ -91,6 +97,14 @@ impl TcpReceiver {
             return None;
         }
         self.stats.segments_received += 1;
+        // RFC 7323 Section 4.3 (2): only a segment at or below the left
+        // edge last acknowledged sets TS.Recent, so a delayed ACK echoes
+        // the earlier of its two segments, an ACK after a hole echoes the
+        // segment that filled it, and the ACK of an original that arrived
+        // before its (spurious) retransmission echoes the original.
+        if seg.seq <= self.last_ack_sent && self.ts_recent.is_none_or(|r| seg.tsval >= r) {
+            self.ts_recent = Some(seg.tsval);
+        }
         if seg.cwr {
             self.ecn_echo = false;
         }
@@ -209,7 +223,9 @@ impl TcpReceiver {
             wire_bytes: self.header_bytes,
             ece: self.ecn_echo,
             nack: super::Nack::NONE,
+            tsecr: self.ts_recent,
         };
+        self.last_ack_sent = self.rcv_nxt;
         if !self.sack || self.n_ooo == 0 {
             self.n_recent = 0;
             return ack;

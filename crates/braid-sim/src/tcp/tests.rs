@@ -245,6 +245,7 @@ fn seg(seq: u64) -> Segment {
         ect: false,
         ce: false,
         cwr: false,
+        tsval: 0,
     }
 }
 
@@ -651,7 +652,11 @@ fn timestamps_end_the_backoff_on_the_first_ack() {
         }
         assert_eq!(s.stats().backoff, 4);
         let t = s.poll_timeout().unwrap() - Duration::from_millis(1);
-        s.on_ack(t, &Ack::cumulative(0, 1, 40), &mut out);
+        // The receiver echoes the TSval of the copy that arrived: the
+        // last retransmission (zero without timestamps).
+        let mut a = Ack::cumulative(0, 1, 40);
+        a.tsecr = ts.then(|| out.last().unwrap().tsval);
+        s.on_ack(t, &a, &mut out);
         assert_eq!(s.stats().backoff, if ts { 1 } else { 4 }, "timestamps {ts}");
     }
 }
@@ -807,4 +812,72 @@ fn a_plain_sack_sender_ignores_the_nack_option() {
     s.on_ack(ms(101), &nack_ack(1, &[(2, 3)], &[1], 0.5), &mut out);
     assert!(out.iter().all(|x| !x.retransmit));
     assert_eq!(s.stats().nacks, 0);
+}
+
+/// RFC 7323 Section 4.3: the receiver echoes the TSval of the segment
+/// that last moved the left edge, not of a later out-of-order one, and
+/// the earlier of a delayed ACK's two segments.
+#[test]
+fn receiver_echoes_ts_recent_by_the_rfc_7323_rules() {
+    let c = TcpConfig {
+        delayed_ack: false,
+        ..cfg(10, 0)
+    };
+    let mut r = TcpReceiver::new(&c, 0);
+    let at = |seq, tsval| Segment { tsval, ..seg(seq) };
+    assert_eq!(r.on_segment(ms(0), &at(0, 100)).unwrap().tsecr, Some(100));
+    // 1 lost; 2 and 3 arrive out of order: the echo stays at 100.
+    assert_eq!(r.on_segment(ms(1), &at(2, 102)).unwrap().tsecr, Some(100));
+    assert_eq!(r.on_segment(ms(2), &at(3, 103)).unwrap().tsecr, Some(100));
+    // The retransmission of 1 fills the hole: its TSval is echoed.
+    let a = r.on_segment(ms(3), &at(1, 150)).unwrap();
+    assert_eq!((a.ack, a.tsecr), (4, Some(150)));
+    let c = TcpConfig {
+        delayed_ack: true,
+        ..cfg(10, 0)
+    };
+    let mut r = TcpReceiver::new(&c, 0);
+    assert!(r.on_segment(ms(0), &at(0, 10)).is_none());
+    assert_eq!(r.on_segment(ms(1), &at(1, 11)).unwrap().tsecr, Some(10));
+}
+
+/// A spurious timeout must not poison the RTT estimate. The original's
+/// ACK arrives after the timer fired and the packet was resent; it covers
+/// a retransmitted packet, so Karn forbids timing it from the send times
+/// and the echoed timestamp (the original's) gives the true RTT. Timing
+/// it from the retransmission, as this model once did, measured a few
+/// milliseconds, shrank the RTO below the path's RTT and brought a
+/// spurious timeout every round trip (swarm seed 1585).
+#[test]
+fn spurious_timeout_keeps_the_rtt_estimate() {
+    let c = TcpConfig {
+        timestamps: true,
+        ..TcpConfig::linux(1386, 2048)
+    };
+    let mut s = TcpSender::new(c.clone(), 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    let first: Vec<u32> = out.iter().map(|p| p.tsval).collect();
+    assert_eq!(first[0], 0);
+    // The first ACK takes 1.5 s (the initial RTO is 1 s): a spurious timeout.
+    let t = s.poll_timeout().unwrap();
+    assert!(t < ms(1500));
+    out.clear();
+    s.handle_timeout(t, &mut out);
+    assert_eq!(out.first().map(|p| p.seq), Some(0));
+    assert_eq!(out[0].tsval, t.as_nanos() as u32 / 1_000_000);
+    // The original's ACK: TSecr echoes the original's TSval (0 ms would be
+    // "none" on the wire; 1 ms here).
+    let mut a = ack(1);
+    a.tsecr = Some(1);
+    s.on_ack(ms(1501), &a, &mut out);
+    let srtt = s.stats().srtt.unwrap();
+    assert!(srtt >= Duration::from_millis(1400), "srtt {srtt:?}");
+    // Without the echo no sample is taken: the estimate is not shortened.
+    let mut s2 = TcpSender::new(c, 0, None);
+    s2.start(ms(0), &mut out);
+    let t = s2.poll_timeout().unwrap();
+    s2.handle_timeout(t, &mut out);
+    s2.on_ack(t + Duration::from_millis(5), &ack(1), &mut out);
+    assert_eq!(s2.stats().srtt, None);
 }

@@ -13,7 +13,8 @@
 //! Every packet carries a 48-bit tag, unique per packet handed to the
 //! tunnel, in the IPv4 identification (low 16 bits) and the timestamp
 //! value (high 32 bits), so that a check can tell a tunnel duplicate from
-//! a TCP retransmission.
+//! a TCP retransmission. The model's timestamps ride in the echo slot: a
+//! segment's TSval, an ACK's TSecr.
 
 use std::net::Ipv4Addr;
 
@@ -78,6 +79,9 @@ pub fn encode_segment(
     if seg.cwr {
         out[33] |= 0x80;
     }
+    // The TSval slot carries the tag; the model's TSval rides in the TSecr
+    // slot, which a data segment of a one-way transfer does not need.
+    out[48..52].copy_from_slice(&seg.tsval.to_be_bytes());
     fill_payload(
         &mut out[HEADER_BYTES as usize..],
         seg.seq * u64::from(mss),
@@ -118,6 +122,8 @@ pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, tag: u64, o
     if ack.ece {
         out[33] |= 0x40;
     }
+    // TSecr; zero stands for none (a TSval of 0 ms is then not echoed).
+    out[48..52].copy_from_slice(&ack.tsecr.unwrap_or(0).to_be_bytes());
     if !blocks.is_empty() {
         let o = &mut out[52..];
         o[0] = 1;
@@ -179,6 +185,7 @@ pub fn decode_segment(packet: &[u8], mss: u32, reference: u64) -> Option<(Segmen
             ect: packet[1] & 3 != 0,
             ce: packet[1] & 3 == 3,
             cwr: t[13] & 0x80 != 0,
+            tsval: u32::from_be_bytes(t[28..32].try_into().ok()?),
         },
         payload,
     ))
@@ -193,6 +200,7 @@ pub fn decode_ack(packet: &[u8], mss: u32, reference: u64) -> Option<Ack> {
     let off = usize::from(t[12] >> 4) * 4;
     let mut ack = Ack::cumulative(flow, unwrap(a32, mss, reference), packet.len() as u32);
     ack.ece = t[13] & 0x40 != 0;
+    ack.tsecr = Some(u32::from_be_bytes(t[28..32].try_into().ok()?)).filter(|&v| v != 0);
     let opts = &t[20..off];
     if opts.len() >= 16 && opts[14] == 5 {
         let n = (usize::from(opts[15]).saturating_sub(2) / 8).min(3);
@@ -231,6 +239,7 @@ mod tests {
                 ect: false,
                 ce: false,
                 cwr: false,
+                tsval: 7_000 + seq as u32,
             };
             let tag = seq * 77_777 + 1;
             encode_segment(&s, mss, a, b, tag, &pattern, &mut buf);
@@ -238,6 +247,7 @@ mod tests {
             assert_eq!(tag_of(&buf), Some(tag));
             let (d, payload) = decode_segment(&buf, mss, seq.saturating_sub(100)).unwrap();
             assert_eq!((d.flow, d.seq, d.payload_bytes), (1, seq, mss));
+            assert_eq!(d.tsval, s.tsval);
             let mut want = vec![0u8; mss as usize];
             fill_payload(&mut want, seq * mss as u64, &pattern);
             assert_eq!(payload, &want[..]);
@@ -245,11 +255,13 @@ mod tests {
             ack.sack[0] = (seq + 2, seq + 5);
             ack.sack[1] = (seq + 7, seq + 9);
             ack.n_sack = 2;
+            ack.tsecr = Some(s.tsval);
             encode_ack(&ack, mss, b, a, tag + 1, &mut buf);
             assert_eq!(buf.len(), 52 + 4 + 16);
             assert_eq!(tag_of(&buf), Some(tag + 1));
             let d = decode_ack(&buf, mss, seq.saturating_sub(50)).unwrap();
             assert_eq!(d.ack, seq);
+            assert_eq!(d.tsecr, Some(s.tsval));
             assert_eq!(d.sack_blocks(), &[(seq + 2, seq + 5), (seq + 7, seq + 9)]);
         }
         assert!(decode_ack(&[0u8; 30], mss, 0).is_none());

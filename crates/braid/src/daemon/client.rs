@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use braid_core::conn::{ConnConfig, Connection, Event, Output, TunnelParams};
+use braid_core::conn::{ConnConfig, Connection, Endpoint, Event, Output, TunnelParams};
 use braid_core::path::PathId;
 use braid_core::time::Instant;
 use tokio::net::UdpSocket;
@@ -263,7 +263,7 @@ impl<F: TunFactory> ClientDaemon<F> {
         hotplug.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut failure = None;
         loop {
-            timer.arm(self.clock.wait_for(self.conn.poll_timeout()))?;
+            timer.arm(self.clock.wait_for(Endpoint::poll_timeout(&self.conn)))?;
             tokio::select! {
                 _ = &mut shutdown => break,
                 e = super::tun::reader_stopped(self.tun.as_mut().map(|t| &mut t.2)) => {
@@ -280,10 +280,10 @@ impl<F: TunFactory> ClientDaemon<F> {
                 }
                 Some(first) = self.tun_rx.recv() => {
                     let (conn, clock) = (&mut self.conn, &self.clock);
-                    super::drain_batch(first, &mut self.tun_rx, |p| conn.send_packet(clock.now(), &p));
+                    super::drain_batch(first, &mut self.tun_rx, |p| Endpoint::send_packet(conn, clock.now(), &p));
                 }
                 _ = timer.wait() => {
-                    self.conn.handle_timeout(self.clock.now());
+                    Endpoint::handle_timeout(&mut self.conn, self.clock.now());
                 }
                 _ = hotplug.tick() => {
                     self.open_missing_paths();
@@ -418,11 +418,11 @@ impl<F: TunFactory> ClientDaemon<F> {
                 );
             }
         }
-        self.conn.handle_datagram(at, path, d);
+        Endpoint::handle_datagram(&mut self.conn, at, path, d);
     }
 
     async fn flush(&mut self) {
-        while let Some(o) = self.conn.poll_output() {
+        while let Some(o) = Endpoint::poll_output(&mut self.conn) {
             match o {
                 Output::Transmit(t) => {
                     let Some(i) = t

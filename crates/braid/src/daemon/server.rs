@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use braid_core::conn::{Event, Output, RejectReason, Server, Transmit};
+use braid_core::conn::{Endpoint, Event, Output, RejectReason, Server, Transmit};
 use braid_core::crypto::PublicKey;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -167,7 +167,7 @@ impl<T: Tun> ServerDaemon<T> {
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         let mut failure = None;
         loop {
-            timer.arm(self.clock.wait_for(self.server.poll_timeout()))?;
+            timer.arm(self.clock.wait_for(Endpoint::poll_timeout(&self.server)))?;
             tokio::select! {
                 _ = &mut shutdown => break,
                 e = super::tun::reader_stopped(Some(&mut self.tun_reader)) => {
@@ -184,10 +184,10 @@ impl<T: Tun> ServerDaemon<T> {
                 }
                 Some(first) = self.tun_rx.recv() => {
                     let (server, clock) = (&mut self.server, &self.clock);
-                    super::drain_batch(first, &mut self.tun_rx, |p| server.send_packet(clock.now(), &p));
+                    super::drain_batch(first, &mut self.tun_rx, |p| Endpoint::send_packet(server, clock.now(), &p));
                 }
                 _ = timer.wait() => {
-                    self.server.handle_timeout(self.clock.now());
+                    Endpoint::handle_timeout(&mut self.server, self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {
                     self.server.set_intake_drops(self.intake.drops());
@@ -210,7 +210,7 @@ impl<T: Tun> ServerDaemon<T> {
     }
 
     async fn flush(&mut self) {
-        while let Some(o) = self.server.poll_output() {
+        while let Some(o) = Endpoint::poll_output(&mut self.server) {
             match o {
                 Output::Transmit(t) => self.transmit(&t).await,
                 Output::Deliver(p) => {
