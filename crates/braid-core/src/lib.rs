@@ -17,6 +17,8 @@
 //! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
+//! - [`redundancy`]: the redundant ("reliability first") mode: which
+//!   packets are copied onto a second path.
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
@@ -28,6 +30,7 @@ pub mod fec;
 pub mod flow;
 pub mod path;
 pub mod receiver;
+pub mod redundancy;
 pub mod reorder;
 pub mod repair;
 pub mod sched;

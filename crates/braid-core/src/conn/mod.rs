@@ -100,6 +100,7 @@ pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, Serv
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
 use crate::receiver::ReceiverConfig;
+use crate::redundancy::RedundancyConfig;
 use crate::reorder::ReorderStats;
 use crate::repair::RepairMode;
 use crate::sched::SchedulerKind;
@@ -169,6 +170,9 @@ pub struct ConnConfig {
     /// spread plus repair), within `min_hold`..`max_hold`, instead of a
     /// fixed 0.5 s.
     pub reorder_adaptive_hold: bool,
+    /// The redundant mode (see [`crate::redundancy`]): which packets get
+    /// copies on a second path. Off by default.
+    pub redundancy: RedundancyConfig,
 }
 
 impl Default for ConnConfig {
@@ -206,6 +210,7 @@ impl Default for ConnConfig {
             // About 2 s of a 30 Mbit/s bond.
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
+            redundancy: RedundancyConfig::default(),
         }
     }
 }
@@ -479,6 +484,10 @@ pub struct PathStatus {
     pub losses_repaired: u64,
     pub losses_congestion: u64,
     pub repairs_carried: u64,
+    /// Redundant copies this path carried (the redundant mode) and their
+    /// bytes on the path: what redundancy cost on it.
+    pub copies_carried: u64,
+    pub copy_bytes_carried: u64,
     /// The loss rate of this side's sending direction as the peer's
     /// receiver measured it (loss events per packet, from its NACKs).
     pub peer_loss_rate: f64,

@@ -178,6 +178,11 @@ pub struct SenderStats {
     /// Feedback entries reporting a copy on another path than the one the
     /// packet was last sent on (the original arrived after all, or the repair did).
     pub feedback_other_copy: u64,
+    /// Redundant copies sent (the redundant mode, `crate::redundancy`),
+    /// and their bytes on the paths (inner packet plus tunnel overhead):
+    /// what redundancy cost.
+    pub redundant_copies: u64,
+    pub redundant_bytes: u64,
 }
 
 /// What [`Sender::send_paced`] did with a packet.
@@ -272,6 +277,9 @@ pub struct PathRepairStats {
     /// The latest loss rate the peer's receiver reported for this path
     /// (NACK frames; loss events per packet).
     pub peer_loss_rate: f64,
+    /// Redundant copies this path carried, and their bytes.
+    pub copies_carried: u64,
+    pub copy_bytes_carried: u64,
 }
 
 fn slot(id: PathId) -> usize {
@@ -807,6 +815,7 @@ enum LossCause {
 }
 
 mod pacing;
+mod redundancy;
 mod repair;
 #[cfg(test)]
 mod tests;
