@@ -357,6 +357,11 @@ pub struct Counters {
     /// Client: datagrams from an address other than the server's on a
     /// path's socket (accepted only if they authenticate).
     pub stray_datagrams: u64,
+    /// Redundant copies of inner packets sent on a second path (the
+    /// redundant mode, [`crate::redundancy`]), and their bytes on the
+    /// paths (inner packet plus [`OUTER_OVERHEAD`]): what redundancy cost.
+    pub redundant_copies: u64,
+    pub redundant_bytes: u64,
 }
 
 impl Counters {
@@ -396,12 +401,14 @@ impl Counters {
             drop_handshake_queue,
             drop_stale,
             drop_kernel_rxq,
-            stray_datagrams
+            stray_datagrams,
+            redundant_copies,
+            redundant_bytes
         );
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 31] {
+    pub fn fields(&self) -> [(&'static str, u64); 33] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -434,6 +441,8 @@ impl Counters {
             ("drop_stale", self.drop_stale),
             ("drop_kernel_rxq", self.drop_kernel_rxq),
             ("stray_datagrams", self.stray_datagrams),
+            ("redundant_copies", self.redundant_copies),
+            ("redundant_bytes", self.redundant_bytes),
         ]
     }
 }

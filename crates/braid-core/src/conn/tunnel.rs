@@ -621,6 +621,8 @@ impl Tunnel {
         }
         let extra = self.redundancy.extra_copies();
         for tx in self.sender.duplicate(now, seq, extra) {
+            self.counters.redundant_copies += 1;
+            self.counters.redundant_bytes += wire_len as u64;
             self.emit_data(now, tx, packet, out);
         }
     }
