@@ -836,3 +836,5 @@ mod redundancy;
 mod repair;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_copies;
