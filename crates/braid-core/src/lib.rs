@@ -19,6 +19,8 @@
 //!   resequencing the data: it holds and rewrites the inner TCP's ACKs.
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
+//! - [`redundancy`]: the redundant ("reliability first") mode: which
+//!   packets are copied onto a second path.
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
@@ -30,6 +32,7 @@ pub mod fec;
 pub mod flow;
 pub mod path;
 pub mod receiver;
+pub mod redundancy;
 pub mod reorder;
 pub mod repair;
 pub mod rpc;

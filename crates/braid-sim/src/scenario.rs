@@ -217,6 +217,15 @@ pub struct BraidSpec {
     /// PET probes a path left unused this long.
     #[serde(default = "default_probe")]
     pub probe_interval_ms: f64,
+    /// Hold a pair's first packet on a path without a bandwidth estimate
+    /// for its partner (`SenderConfig::hold_unmeasured_pairs`); false is
+    /// the paper's open-loop PET.
+    #[serde(default = "default_true")]
+    pub hold_unmeasured_pairs: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_loss_timeout() -> f64 {

@@ -42,6 +42,17 @@ pub fn write_configs(
     kind: SchedulerKind,
     dir: &Path,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
+    write_configs_with(cfg, kind, dir, "")
+}
+
+/// [`write_configs`] with `extra` TOML (whole tables, e.g. a
+/// `[redundancy]` section) appended to both files.
+pub fn write_configs_with(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    dir: &Path,
+    extra: &str,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut rng = os_rng()?;
     let (server_key, client_key) = (
@@ -99,8 +110,8 @@ enabled = false
         ));
     }
     let (sc, cc) = (dir.join("server.toml"), dir.join("client.toml"));
-    std::fs::write(&sc, server)?;
-    std::fs::write(&cc, client)?;
+    std::fs::write(&sc, format!("{server}\n{extra}"))?;
+    std::fs::write(&cc, format!("{client}\n{extra}"))?;
     Ok((sc, cc))
 }
 
@@ -115,8 +126,19 @@ pub fn start(
     kind: SchedulerKind,
     exe: &Path,
 ) -> anyhow::Result<(Vec<NsProcess>, Teardown)> {
+    start_with(cfg, kind, exe, "")
+}
+
+/// [`start`] with `extra` TOML appended to both daemons' configurations
+/// (see [`write_configs_with`]).
+pub fn start_with(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    exe: &Path,
+    extra: &str,
+) -> anyhow::Result<(Vec<NsProcess>, Teardown)> {
     let dir = PathBuf::from(WORK_DIR);
-    let (sc, cc) = write_configs(cfg, kind, &dir)?;
+    let (sc, cc) = write_configs_with(cfg, kind, &dir, extra)?;
     let exe = exe.to_string_lossy().to_string();
     let server = NsProcess::spawn(
         NS_PRX,

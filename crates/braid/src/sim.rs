@@ -74,16 +74,18 @@ pub enum SimCmd {
 }
 
 /// A lab file has `[[path]]` tables and no `schemes`; a scenario file
-/// lists its `schemes` (and may have `[[path]]` tables too).
+/// lists its `schemes` (and may have `[[path]]` tables too: the paper
+/// scenarios describe their paths with them).
 fn is_lab_file(file: &Path) -> anyhow::Result<bool> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let schemes = text.lines().any(|l| {
+    let has_paths = text.lines().any(|l| l.trim() == "[[path]]");
+    let has_schemes = text.lines().any(|l| {
         l.trim_start()
             .strip_prefix("schemes")
             .is_some_and(|r| r.trim_start().starts_with('='))
     });
-    Ok(!schemes && text.lines().any(|l| l.trim() == "[[path]]"))
+    Ok(has_paths && !has_schemes)
 }
 
 /// Parses `--modes` for a lab file.
@@ -319,5 +321,22 @@ fn swarm(seeds: u64, from: u64, seed: Option<u64>, threads: usize) -> anyhow::Re
         Ok(())
     } else {
         anyhow::bail!("{} seeds failed", failed.len())
+    }
+}
+
+#[cfg(test)]
+mod file_kind_tests {
+    use super::is_lab_file;
+    use std::path::PathBuf;
+
+    #[test]
+    fn scenario_files_with_paths_are_not_lab_files() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for s in ["scenarios/pet-table1.toml", "scenarios/phatak-fig4.toml"] {
+            assert!(!is_lab_file(&root.join(s)).unwrap(), "{s}");
+        }
+        for l in ["lab/two-equal.toml", "lab/fast-slow.toml"] {
+            assert!(is_lab_file(&root.join(l)).unwrap(), "{l}");
+        }
     }
 }

@@ -102,6 +102,7 @@ pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, Serv
 use crate::crypto::{PublicKey, SessionLimits};
 use crate::path::PathId;
 use crate::receiver::ReceiverConfig;
+use crate::redundancy::RedundancyConfig;
 use crate::reorder::ReorderStats;
 use crate::repair::RepairMode;
 use crate::sched::SchedulerKind;
@@ -171,6 +172,9 @@ pub struct ConnConfig {
     /// spread plus repair), within `min_hold`..`max_hold`, instead of a
     /// fixed 0.5 s.
     pub reorder_adaptive_hold: bool,
+    /// The redundant mode (see [`crate::redundancy`]): which packets get
+    /// copies on a second path. Off by default.
+    pub redundancy: RedundancyConfig,
 }
 
 impl Default for ConnConfig {
@@ -208,6 +212,7 @@ impl Default for ConnConfig {
             // About 2 s of a 30 Mbit/s bond.
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
+            redundancy: RedundancyConfig::default(),
         }
     }
 }
@@ -354,6 +359,11 @@ pub struct Counters {
     /// Client: datagrams from an address other than the server's on a
     /// path's socket (accepted only if they authenticate).
     pub stray_datagrams: u64,
+    /// Redundant copies of inner packets sent on a second path (the
+    /// redundant mode, [`crate::redundancy`]), and their bytes on the
+    /// paths (inner packet plus [`OUTER_OVERHEAD`]): what redundancy cost.
+    pub redundant_copies: u64,
+    pub redundant_bytes: u64,
 }
 
 impl Counters {
@@ -393,12 +403,14 @@ impl Counters {
             drop_handshake_queue,
             drop_stale,
             drop_kernel_rxq,
-            stray_datagrams
+            stray_datagrams,
+            redundant_copies,
+            redundant_bytes
         );
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 31] {
+    pub fn fields(&self) -> [(&'static str, u64); 33] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -431,6 +443,8 @@ impl Counters {
             ("drop_stale", self.drop_stale),
             ("drop_kernel_rxq", self.drop_kernel_rxq),
             ("stray_datagrams", self.stray_datagrams),
+            ("redundant_copies", self.redundant_copies),
+            ("redundant_bytes", self.redundant_bytes),
         ]
     }
 }
@@ -481,6 +495,10 @@ pub struct PathStatus {
     pub losses_repaired: u64,
     pub losses_congestion: u64,
     pub repairs_carried: u64,
+    /// Redundant copies this path carried (the redundant mode) and their
+    /// bytes on the path: what redundancy cost on it.
+    pub copies_carried: u64,
+    pub copy_bytes_carried: u64,
     /// The loss rate of this side's sending direction as the peer's
     /// receiver measured it (loss events per packet, from its NACKs).
     pub peer_loss_rate: f64,

@@ -25,6 +25,7 @@ use crate::crypto::{CryptoError, PeerSessions, PublicKey, Session};
 use crate::flow::{tcp_segment, RetransmitDetector};
 use crate::path::{PathId, PathParams, MAX_PATHS};
 use crate::receiver::Receiver;
+use crate::redundancy::{self, FlowClass, Policy};
 use crate::repair::{RepairMode, Retained};
 use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
@@ -110,6 +111,8 @@ pub(crate) struct Tunnel {
     paced: HashMap<u64, (PathId, Vec<u8>)>,
     /// Inner packets sent, kept for repair until acknowledged or too old.
     retained: Retained,
+    /// The redundant mode's choice of packets to copy.
+    redundancy: Policy,
 }
 
 impl Tunnel {
@@ -135,6 +138,7 @@ impl Tunnel {
             fb: vec![0; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)],
             paced: HashMap::new(),
             retained: retained(cfg),
+            redundancy: Policy::new(cfg.redundancy.clone()),
         }
     }
 
@@ -157,6 +161,7 @@ impl Tunnel {
         self.retx = RetransmitDetector::new(RETX_SLOTS);
         self.paced.clear();
         self.retained = retained(&self.cfg);
+        self.redundancy = Policy::new(self.cfg.redundancy.clone());
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
             self.sender.set_usable(l.id, l.up);
@@ -426,7 +431,9 @@ impl Tunnel {
                 continue;
             };
             if let Some(tx) = self.sender.resend(now, seq) {
+                let path = tx.path;
                 self.emit_data(now, tx, &payload, out);
+                self.send_copies(now, seq, path, None, true, &payload, out);
             }
         }
         let skip = self.sender.take_unrepaired();
@@ -573,10 +580,12 @@ impl Tunnel {
             len: (packet.len() + super::OUTER_OVERHEAD) as u32,
             retransmit,
         };
+        let class = self.redundancy.classify(now, packet, info.len as usize);
         let tx = match self.sender.send_paced(now, &info) {
             SendOutcome::Transmit(tx) => tx,
             SendOutcome::Queued { seq, path } => {
                 self.paced.insert(seq, (path, packet.to_vec()));
+                self.send_copies(now, seq, path, class, retransmit, packet, out);
                 self.release_paced(now, out);
                 return;
             }
@@ -587,7 +596,48 @@ impl Tunnel {
                 return;
             }
         };
+        let (seq, path) = (tx.seq, tx.path);
         self.emit_data(now, tx, packet, out);
+        self.send_copies(now, seq, path, class, retransmit, packet, out);
+    }
+
+    /// The redundant mode: sends copies of packet `seq` (scheduled on
+    /// `path`) on other paths if its flow class, its being a
+    /// retransmission, or a spike of `path` calls for them (see
+    /// [`crate::redundancy`]).
+    #[allow(clippy::too_many_arguments)]
+    fn send_copies(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        path: PathId,
+        class: Option<FlowClass>,
+        retransmit: bool,
+        packet: &[u8],
+        out: &mut Outputs,
+    ) {
+        let cfg = self.redundancy.config();
+        if !cfg.enabled {
+            return;
+        }
+        let spiking = cfg.on_spike
+            && self.sender.path(path).is_some_and(|p| {
+                redundancy::path_spiking(cfg, p, self.sender.oldest_in_flight_sent(path), now)
+            });
+        let wire_len = packet.len() + super::OUTER_OVERHEAD;
+        if self
+            .redundancy
+            .decide(now, class, retransmit, spiking, wire_len)
+            .is_none()
+        {
+            return;
+        }
+        let extra = self.redundancy.extra_copies();
+        for tx in self.sender.duplicate(now, seq, extra) {
+            self.counters.redundant_copies += 1;
+            self.counters.redundant_bytes += wire_len as u64;
+            self.emit_data(now, tx, packet, out);
+        }
     }
 
     /// Sends the paced packets that are due.
@@ -757,6 +807,8 @@ impl Tunnel {
                     losses_repaired: rep.losses_repaired,
                     losses_congestion: rep.losses_congestion,
                     repairs_carried: rep.repairs_carried,
+                    copies_carried: rep.copies_carried,
+                    copy_bytes_carried: rep.copy_bytes_carried,
                     peer_loss_rate: rep.peer_loss_rate,
                     rx_loss_rate,
                     rx_loss_runs,

@@ -109,6 +109,17 @@ pub struct SenderConfig {
     /// estimate stayed unused for up to 3 s after the transfer started
     /// (PET keeps a pair open this long on such a path: `max_pair_gap`).
     pub pair_hold: Duration,
+    /// Without pacing, hold the first packet of a full-size pair on a path
+    /// that has no bandwidth estimate yet for its partner (up to
+    /// `pair_hold`), as `pair_hold` does with pacing. Off by default (the
+    /// papers' open-loop PET sends at once); the caller must then use
+    /// [`Sender::send_paced`] and [`Sender::poll_transmit`]. The
+    /// simulator's worlds turn it on for PET: Phatak et al.'s Fig 4
+    /// (a TCP flow clocked at the slower path's rate hands over its packets
+    /// one slower-path service time apart) otherwise never measured the
+    /// faster path at 8 of 15 bandwidth ratios, and PET-BMP ran at the
+    /// slower path's rate.
+    pub hold_unmeasured_pairs: bool,
     /// Repair of path losses inside the tunnel (ARQ): off by default (the
     /// simulator reproduces the papers without it); the tunnel turns it
     /// on (`ConnConfig::repair`). See [`crate::repair`].
@@ -130,6 +141,7 @@ impl Default for SenderConfig {
             pacing_max_backlog: Duration::from_millis(300),
             pacing_min_pair_len: 1000,
             pair_hold: Duration::from_millis(5),
+            hold_unmeasured_pairs: false,
             repair: RepairConfig::default(),
         }
     }
@@ -178,6 +190,11 @@ pub struct SenderStats {
     /// Feedback entries reporting a copy on another path than the one the
     /// packet was last sent on (the original arrived after all, or the repair did).
     pub feedback_other_copy: u64,
+    /// Redundant copies sent (the redundant mode, `crate::redundancy`),
+    /// and their bytes on the paths (inner packet plus tunnel overhead):
+    /// what redundancy cost.
+    pub redundant_copies: u64,
+    pub redundant_bytes: u64,
 }
 
 /// What [`Sender::send_paced`] did with a packet.
@@ -272,6 +289,9 @@ pub struct PathRepairStats {
     /// The latest loss rate the peer's receiver reported for this path
     /// (NACK frames; loss events per packet).
     pub peer_loss_rate: f64,
+    /// Redundant copies this path carried, and their bytes.
+    pub copies_carried: u64,
+    pub copy_bytes_carried: u64,
 }
 
 fn slot(id: PathId) -> usize {
@@ -422,8 +442,13 @@ impl Sender {
         }
         // Not paced: hold the first packet of a full-size pair for its partner.
         let unpaced = release_at.is_none();
+        let may_hold = if self.cfg.pacing {
+            true
+        } else {
+            self.cfg.hold_unmeasured_pairs && self.paths[d.index].bw.estimate_bps().is_none()
+        };
         if unpaced
-            && self.cfg.pacing
+            && may_hold
             && d.pair == PairRole::First
             && pkt.len >= self.cfg.pacing_min_pair_len
             && self.cfg.pair_hold > Duration::ZERO
@@ -814,6 +839,9 @@ enum LossCause {
 }
 
 mod pacing;
+mod redundancy;
 mod repair;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_copies;

@@ -26,7 +26,7 @@
 use super::{slot, Fate, LossCause, PathRepairStats, Sender, Transmit};
 use crate::path::{PathId, MAX_PATHS};
 use crate::repair::RepairMode;
-use crate::time::{tx_time, Duration, Instant};
+use crate::time::{Duration, Instant};
 use crate::wire::{self, DataFlags, DataHeader, NackRange, NackRate};
 
 /// Most entries of the repair queue; older ones are given up beyond it.
@@ -135,16 +135,7 @@ impl Sender {
         if rec.fate != Fate::Lost || seq >= self.next_seq {
             return None;
         }
-        let delays = crate::sched::Pet::relative_delays(&self.paths);
-        let cost = |p: &crate::path::PathState| {
-            let d = delays[slot(p.id)]
-                .unwrap_or_else(|| p.rtt.srtt() / 2)
-                .as_secs_f64();
-            let ser =
-                p.bw.estimate_bps()
-                    .map_or(0.0, |r| tx_time(rec.len, r).as_secs_f64());
-            d + ser + p.loss.rate() * p.rtt.srtt().as_secs_f64()
-        };
+        let cost = |p: &crate::path::PathState| self.delivery_cost(p, rec.len);
         let i = self
             .paths
             .iter()

@@ -301,6 +301,12 @@ impl World {
         let b = &sc.braid;
         let mut scfg = SenderConfig::default();
         scfg.estimators.bw_weight_new = b.bw_weight_new;
+        // A pair on a path not yet measured leaves back to back, as in the
+        // shipped tunnel (see `SenderConfig::hold_unmeasured_pairs`): a TCP
+        // flow clocked at one path's rate otherwise spaces every pair for
+        // another path by its own service time, and that path is never
+        // measured (Phatak et al. Fig 4, PET-BMP).
+        scfg.hold_unmeasured_pairs = b.hold_unmeasured_pairs;
         let sched: Box<dyn braid_core::sched::Scheduler> = match kind {
             SchedulerKind::Pet => {
                 Box::new(braid_core::sched::Pet::new(braid_core::sched::PetConfig {
@@ -371,6 +377,7 @@ impl World {
                 .collect(),
             rpc: None,
             to_src: Route::new(&[], Dst::Proxy),
+            held: Default::default(),
         }
     }
 }

@@ -16,7 +16,7 @@ use braid_core::flow::RetransmitDetector;
 use braid_core::receiver::Receiver;
 use braid_core::reorder::ReorderStats;
 use braid_core::sched::PacketInfo;
-use braid_core::sender::{Sender, SenderStats};
+use braid_core::sender::{SendOutcome, Sender, SenderStats};
 use braid_core::time::{Duration, Instant};
 use braid_core::wire::{self, DataHeader, Frame};
 use rand_chacha::ChaCha8Rng;
@@ -135,6 +135,10 @@ struct Braid {
     /// `to_src`.
     rpc: Option<braid_core::rpc::Rpc<Ack>>,
     to_src: Route,
+    /// Segments the sender holds (a pair's first packet waiting for its
+    /// partner, `SenderConfig::hold_unmeasured_pairs`), by tunnel
+    /// sequence number, with their tunnel length.
+    held: std::collections::HashMap<u64, (Segment, u32)>,
 }
 
 pub struct World {
@@ -415,6 +419,7 @@ impl World {
                     }
                 }
                 self.rpc_output(now);
+                self.release_held(now);
             }
             Node::Client => {
                 if let Some(b) = self.braid.as_mut() {
@@ -436,27 +441,14 @@ impl World {
                     seg.payload_bytes.max(1),
                 );
                 let len = seg.wire_bytes + b.overhead;
-                let Some(tx) = b.sender.send(now, &PacketInfo { len, retransmit }) else {
-                    return;
-                };
-                let mut hdr = [0u8; DataHeader::LEN];
-                tx.header.emit(&mut hdr).expect("header fits");
-                if let Some(r) = b.rpc.as_mut() {
-                    r.on_data_sent(now, seg.seq, tx.path);
+                match b.sender.send_paced(now, &PacketInfo { len, retransmit }) {
+                    SendOutcome::Transmit(tx) => self.tunnel_out(now, tx, seg, len),
+                    SendOutcome::Queued { seq, .. } => {
+                        b.held.insert(seq, (seg, len));
+                        self.release_held(now);
+                    }
+                    SendOutcome::Dropped | SendOutcome::NoPath => {}
                 }
-                let route = b.down[tx.path.0 as usize];
-                let tag = tx.path.0;
-                self.inject(
-                    now,
-                    Packet {
-                        body: Body::Tunnel(hdr, seg),
-                        len,
-                        class: TUNNEL_CLASS,
-                        route,
-                        hop: 0,
-                        tag,
-                    },
-                );
             }
             Body::Feedback(bytes, n) => {
                 if let Ok(Frame::Feedback(view)) = wire::decode(&bytes[..n as usize]) {
@@ -473,6 +465,48 @@ impl World {
             _ => {}
         }
         self.arm(Node::Proxy);
+    }
+
+    /// Puts one tunnelled segment on its path.
+    fn tunnel_out(
+        &mut self,
+        now: Instant,
+        tx: braid_core::sender::Transmit,
+        seg: Segment,
+        len: u32,
+    ) {
+        let Some(b) = self.braid.as_mut() else { return };
+        let mut hdr = [0u8; DataHeader::LEN];
+        tx.header.emit(&mut hdr).expect("header fits");
+        if let Some(r) = b.rpc.as_mut() {
+            r.on_data_sent(now, seg.seq, tx.path);
+        }
+        let route = b.down[tx.path.0 as usize];
+        let tag = tx.path.0;
+        self.inject(
+            now,
+            Packet {
+                body: Body::Tunnel(hdr, seg),
+                len,
+                class: TUNNEL_CLASS,
+                route,
+                hop: 0,
+                tag,
+            },
+        );
+    }
+
+    /// Sends the held segments the sender releases now.
+    fn release_held(&mut self, now: Instant) {
+        loop {
+            let Some(b) = self.braid.as_mut() else { return };
+            let Some(tx) = b.sender.poll_transmit(now) else {
+                return;
+            };
+            if let Some((seg, len)) = b.held.remove(&tx.seq) {
+                self.tunnel_out(now, tx, seg, len);
+            }
+        }
     }
 
     fn at_client(&mut self, now: Instant, p: Packet) {

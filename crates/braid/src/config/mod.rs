@@ -69,6 +69,8 @@ pub struct ServerFile {
     pub nat: NatFile,
     #[serde(default)]
     pub tuning: TuningFile,
+    #[serde(default)]
+    pub redundancy: RedundancyFile,
     /// Seconds without traffic after which a client's state is dropped.
     #[serde(default)]
     pub peer_idle_timeout_s: Option<u64>,
@@ -109,6 +111,8 @@ pub struct ClientFile {
     pub metrics: MetricsFile,
     #[serde(default)]
     pub tuning: TuningFile,
+    #[serde(default)]
+    pub redundancy: RedundancyFile,
     #[serde(default, rename = "path")]
     pub paths: Vec<PathFile>,
 }
@@ -183,6 +187,37 @@ pub struct TuningFile {
     pub repair: Option<String>,
     /// Longest the resequencer holds a gap (its hold adapts below this).
     pub reorder_max_hold_ms: Option<u64>,
+}
+
+/// `[redundancy]`: the redundant ("reliability first") mode, which copies
+/// chosen packets onto a second path (`braid_core::redundancy`). Off
+/// unless `enabled = true`; the other keys refine which packets.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedundancyFile {
+    pub enabled: Option<bool>,
+    /// Copies of a duplicated packet in all, the original included.
+    pub copies: Option<u8>,
+    /// Copy DNS (port 53).
+    pub dns: Option<bool>,
+    /// Copy flows with one of these ports at either end.
+    pub ports: Option<Vec<u16>>,
+    /// Copy the first this many bytes of every flow (0: off).
+    pub small_flow_bytes: Option<u64>,
+    /// Copy flows whose recent rate is at most this (0: off).
+    pub interactive_max_kbps: Option<u64>,
+    /// Copy UDP flows whose recent rate is at most this (0: off).
+    pub realtime_udp_max_kbps: Option<u64>,
+    /// Copy inner TCP retransmissions and the tunnel's repairs.
+    pub retransmissions: Option<bool>,
+    /// Copy every packet put on a path whose loss or delay spiked.
+    pub on_spike: Option<bool>,
+    /// Loss rate at which a path spikes.
+    pub spike_loss: Option<f64>,
+    /// Delay over the path's minimum RTT at which it spikes.
+    pub spike_delay_ms: Option<u64>,
+    /// Most of the recent data bytes that spike and retransmission copies may take.
+    pub max_spike_share: Option<f64>,
 }
 
 fn default_scheduler() -> String {
@@ -274,7 +309,8 @@ pub fn server_settings(f: ServerFile, base: &Path) -> Result<ServerSettings> {
     let listen = socket_addr("listen", &f.listen, "listen = \"0.0.0.0:51820\"")?;
     let network = Ipv4Net::parse(&f.network)
         .map_err(|e| anyhow!("`network`: {e}; write e.g. network = \"10.77.0.0/24\""))?;
-    let conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    let mut conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    conn.redundancy = redundancy_config(&f.redundancy)?;
     let private_key = load_private_key(&resolve(base, &f.private_key_file), "private_key_file")?;
     if f.clients.is_empty() {
         bail!(
@@ -376,7 +412,8 @@ pub fn client_settings(f: ClientFile, base: &Path) -> Result<ClientSettings> {
             "`server_public_key`: {e}; paste the public key `braid keygen` printed on the server"
         )
     })?;
-    let conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    let mut conn = conn_config(&f.scheduler, &f.tuning, f.tun.mtu)?;
+    conn.redundancy = redundancy_config(&f.redundancy)?;
     if f.paths.is_empty() {
         bail!(
             "no `[[path]]` entries: list each network path, e.g.\n\
@@ -546,6 +583,63 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
     }
     c.receiver.reorder = reorder;
     Ok(c)
+}
+
+/// The redundant mode's settings from `[redundancy]`.
+fn redundancy_config(f: &RedundancyFile) -> Result<braid_core::redundancy::RedundancyConfig> {
+    let mut r = braid_core::redundancy::RedundancyConfig::default();
+    if let Some(e) = f.enabled {
+        r.enabled = e;
+    }
+    if let Some(c) = f.copies {
+        if !(2..=MAX_PATHS as u8).contains(&c) {
+            bail!("`redundancy.copies`: {c} is out of range; use 2..{MAX_PATHS} (2 = the packet and one copy)");
+        }
+        r.copies = c;
+    }
+    if let Some(d) = f.dns {
+        r.dns = d;
+    }
+    if let Some(p) = &f.ports {
+        if let Some(i) = p.iter().position(|&x| x == 0) {
+            bail!("`redundancy.ports[{i}]`: port 0 matches nothing; list ports 1..65535, e.g. ports = [22, 5060]");
+        }
+        r.ports = p.clone();
+    }
+    if let Some(b) = f.small_flow_bytes {
+        r.small_flow_bytes = b;
+    }
+    if let Some(k) = f.interactive_max_kbps {
+        r.interactive_max_bps = k.saturating_mul(1000);
+    }
+    if let Some(k) = f.realtime_udp_max_kbps {
+        r.realtime_udp_max_bps = k.saturating_mul(1000);
+    }
+    if let Some(b) = f.retransmissions {
+        r.retransmissions = b;
+    }
+    if let Some(b) = f.on_spike {
+        r.on_spike = b;
+    }
+    if let Some(l) = f.spike_loss {
+        if !(l > 0.0 && l <= 1.0) {
+            bail!("`redundancy.spike_loss`: {l} is out of range; use a loss rate in (0, 1], e.g. 0.05");
+        }
+        r.spike_loss = l;
+    }
+    if let Some(ms) = f.spike_delay_ms {
+        if !(1..=60_000).contains(&ms) {
+            bail!("`redundancy.spike_delay_ms`: {ms} is out of range; use 1..60000");
+        }
+        r.spike_delay = Duration::from_millis(ms);
+    }
+    if let Some(s) = f.max_spike_share {
+        if !(0.0..=4.0).contains(&s) {
+            bail!("`redundancy.max_spike_share`: {s} is out of range; use 0..4 (0.25 = spike copies may add a quarter to the data sent)");
+        }
+        r.max_spike_share = s;
+    }
+    Ok(r)
 }
 
 fn socket_addr(key: &str, v: &str, example: &str) -> Result<SocketAddr> {

@@ -226,3 +226,47 @@ fn private_key_readable_by_others_is_refused() {
     );
     assert!(e.contains("braid keygen"), "{e}");
 }
+
+#[test]
+fn redundancy_section() {
+    let d = tempdir("redundancy");
+    write_key(&d.0, 0o600);
+    let p = d.0.join("client.toml");
+    std::fs::write(
+        &p,
+        client_toml(
+            "[redundancy]\nenabled = true\ncopies = 3\nports = [22, 5060]\ninteractive_max_kbps = 64\nspike_delay_ms = 50",
+        ),
+    )
+    .unwrap();
+    let r = load_client(&p).unwrap().conn.redundancy;
+    assert!(r.enabled);
+    assert_eq!(r.copies, 3);
+    assert_eq!(r.ports, vec![22, 5060]);
+    assert_eq!(r.interactive_max_bps, 64_000);
+    assert_eq!(r.spike_delay, Duration::from_millis(50));
+    // Off unless asked for.
+    std::fs::write(&p, client_toml("")).unwrap();
+    assert!(!load_client(&p).unwrap().conn.redundancy.enabled);
+    let p = d.0.join("server.toml");
+    std::fs::write(&p, server_toml("[redundancy]\nenabled = true\ndns = false")).unwrap();
+    let r = load_server(&p).unwrap().core.conn.redundancy;
+    assert!(r.enabled && !r.dns);
+    for (text, key) in [
+        ("[redundancy]\ncopies = 1", "`redundancy.copies`"),
+        ("[redundancy]\nports = [0]", "`redundancy.ports[0]`"),
+        ("[redundancy]\nspike_loss = 0.0", "`redundancy.spike_loss`"),
+        (
+            "[redundancy]\nspike_delay_ms = 0",
+            "`redundancy.spike_delay_ms`",
+        ),
+        (
+            "[redundancy]\nmax_spike_share = -1.0",
+            "`redundancy.max_spike_share`",
+        ),
+        ("[redundancy]\nenabeld = true", "unknown field `enabeld`"),
+    ] {
+        let e = client_err(&d.0, &client_toml(text));
+        assert!(e.contains(key), "{text}: {e}");
+    }
+}

@@ -171,6 +171,8 @@ pub fn counter_help(name: &str) -> &'static str {
         "drop_output_overflow" => "Outputs dropped because the daemon fell behind the protocol core.",
         "stray_datagrams" => "Client: datagrams from an address other than the configured server's (accepted only if they authenticate).",
         "udp_receive_errors" => "Failed reads of a UDP socket (each followed by a growing pause).",
+        "redundant_copies" => "Redundant copies of inner packets sent on a second path (the redundant mode).",
+        "redundant_bytes" => "Bytes the redundant copies took on the paths (inner packet plus tunnel overhead): what redundancy cost.",
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
         _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
     }
@@ -194,6 +196,18 @@ fn path_repair_metrics(m: &mut Metrics, l: &str, r: &PathRepairReport) {
         "Repair copies the path carried.",
         l,
         r.repairs_carried as f64,
+    );
+    m.counter(
+        "braid_path_redundant_copies_total",
+        "Redundant copies (the redundant mode) the path carried.",
+        l,
+        r.copies_carried as f64,
+    );
+    m.counter(
+        "braid_path_redundant_bytes_total",
+        "Bytes of redundant copies the path carried.",
+        l,
+        r.copy_bytes as f64,
     );
     m.gauge(
         "braid_path_peer_loss_ratio",

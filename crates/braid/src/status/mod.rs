@@ -168,6 +168,11 @@ pub struct PathRepairReport {
     pub peer_loss_rate: f64,
     /// Loss rate of the receiving direction as this side measures it.
     pub rx_loss_rate: f64,
+    /// Redundant copies the path carried (the redundant mode), and their bytes.
+    #[serde(default)]
+    pub copies_carried: u64,
+    #[serde(default)]
+    pub copy_bytes: u64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -209,6 +214,8 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
             repairs_carried: p.repairs_carried,
             peer_loss_rate: p.peer_loss_rate,
             rx_loss_rate: p.rx_loss_rate,
+            copies_carried: p.copies_carried,
+            copy_bytes: p.copy_bytes_carried,
         },
     }
 }
@@ -397,8 +404,26 @@ fn repair_lines(t: &TunnelReport) -> String {
         "repair: {} copies sent, {} losses left for congestion, {} given up; gaps filled {}, hold {:.0} ms\n",
         r.repairs_sent, r.skipped_congestion, r.abandoned, r.gaps_filled, r.hold_ms
     );
-    for p in &t.paths {
+    let copies = t.counters.get("redundant_copies").copied().unwrap_or(0);
+    let copy_bytes = t.counters.get("redundant_bytes").copied().unwrap_or(0);
+    if copies > 0 {
+        // What redundancy cost, against all the bytes the paths carried
+        // (UDP payload plus the 28 bytes of IPv4 and UDP headers, as the
+        // copies are counted).
+        let data: u64 = t.paths.iter().map(|p| p.tx_bytes + 28 * p.tx_packets).sum();
+        let share = if data > 0 {
+            copy_bytes as f64 * 100.0 / data as f64
+        } else {
+            0.0
+        };
         let _ = writeln!(
+            o,
+            "redundancy: {copies} copies, {} ({share:.1}% of the bytes sent)",
+            human_bytes(copy_bytes)
+        );
+    }
+    for p in &t.paths {
+        let _ = write!(
             o,
             "  path {}: loss out {:.2}% (peer) in {:.2}%, repaired {}, residual {}, carried {} copies",
             p.id,
@@ -408,6 +433,15 @@ fn repair_lines(t: &TunnelReport) -> String {
             p.repair.residual,
             p.repair.repairs_carried
         );
+        if p.repair.copies_carried > 0 {
+            let _ = write!(
+                o,
+                ", {} redundant ({})",
+                p.repair.copies_carried,
+                human_bytes(p.repair.copy_bytes)
+            );
+        }
+        o.push('\n');
     }
     o
 }

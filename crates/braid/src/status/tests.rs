@@ -31,6 +31,8 @@ fn report() -> StatusReport {
             repairs_carried: 4,
             peer_loss_rate: 0.02,
             rx_loss_rate: 0.01,
+            copies_carried: 6,
+            copy_bytes: 1500,
         },
     };
     StatusReport {
@@ -59,7 +61,12 @@ fn report() -> StatusReport {
                 ..Default::default()
             },
             paths: vec![path],
-            counters: BTreeMap::new(),
+            counters: [
+                ("redundant_copies".to_string(), 6u64),
+                ("redundant_bytes".to_string(), 1500),
+            ]
+            .into_iter()
+            .collect(),
         }],
         counters: [
             ("drop_replay".to_string(), 2u64),
@@ -86,6 +93,11 @@ fn table_shows_paths_and_drops() {
     assert!(t.contains("repair: 5 copies sent"), "{t}");
     assert!(t.contains("hold 120 ms"), "{t}");
     assert!(t.contains("repaired 5, residual 1"), "{t}");
+    assert!(
+        t.contains("redundancy: 6 copies, 1.5 kB (1.0% of the bytes sent)"),
+        "{t}"
+    );
+    assert!(t.contains("6 redundant (1.5 kB)"), "{t}");
     assert!(t.contains("latest handshake 30s ago"), "{t}");
 }
 
@@ -135,6 +147,12 @@ fn prometheus_format() {
     );
     assert!(
         m.contains("braid_reorder_hold_seconds{peer=\"lap\\\"top\"} 0.12"),
+        "{m}"
+    );
+    assert!(
+        m.contains(
+            "braid_path_redundant_bytes_total{peer=\"lap\\\"top\",path=\"0\",name=\"wlan\"} 1500"
+        ),
         "{m}"
     );
 }

@@ -1,0 +1,92 @@
+//! Copies of a packet on other paths (the redundant mode,
+//! [`crate::redundancy`]; Phatak et al. Sec 1, "reliability first").
+//!
+//! A copy keeps the original's tunnel sequence number and its record: the
+//! packet is acknowledged by whichever copy is reported first (a report
+//! from another path than the record's goes through
+//! `Sender::ack_other_copy`), and the other report is ignored as
+//! unmatched. The copy is not added to its path's in-flight queue: its
+//! loss needs no repair (the original may arrive), and were the original
+//! lost, the original's path finds that as always. Copies are sent at once,
+//! ahead of the path's pacing queue, and charged to its pacer so that the
+//! path's rate is kept.
+
+use super::{slot, Fate, Sender, Transmit};
+use crate::path::{PathId, PathState};
+use crate::time::{tx_time, Instant};
+use crate::wire::{DataFlags, DataHeader};
+
+impl Sender {
+    /// The expected delivery cost of a `len`-byte packet on `p` (seconds):
+    /// relative one-way delay, serialisation, and the chance of losing it
+    /// times the smoothed RTT (a loss costs a round). Used to place repair
+    /// copies and redundant copies.
+    pub(super) fn delivery_cost(&self, p: &PathState, len: u32) -> f64 {
+        let delays = crate::sched::Pet::relative_delays(&self.paths);
+        let d = delays[slot(p.id)]
+            .unwrap_or_else(|| p.rtt.srtt() / 2)
+            .as_secs_f64();
+        let ser =
+            p.bw.estimate_bps()
+                .map_or(0.0, |r| tx_time(len, r).as_secs_f64());
+        d + ser + p.loss.rate() * p.rtt.srtt().as_secs_f64()
+    }
+
+    /// Sends up to `extra` copies of packet `seq` (just sent, or queued for
+    /// pacing) now, each on another usable path than the original's,
+    /// earliest-delivering first. Returns the copies to put on the wire;
+    /// empty if the packet is unknown or no other path is usable.
+    pub fn duplicate(&mut self, now: Instant, seq: u64, extra: usize) -> Vec<Transmit> {
+        let Some(rec) = self.record_mut(seq).copied() else {
+            return Vec::new();
+        };
+        if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
+            return Vec::new();
+        }
+        let mut others: Vec<(f64, PathId)> = self
+            .paths
+            .iter()
+            .filter(|p| p.usable && p.id != rec.path)
+            .map(|p| (self.delivery_cost(p, rec.len), p.id))
+            .collect();
+        others.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out = Vec::new();
+        for &(_, id) in others.iter().take(extra) {
+            if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+                p.sent_packets += 1;
+                p.sent_bytes += rec.len as u64;
+                p.last_sent = Some(now);
+            }
+            self.charge_pacer(now, id, rec.len as usize);
+            self.stats.redundant_copies += 1;
+            self.stats.redundant_bytes += rec.len as u64;
+            let s = slot(id);
+            self.path_repair[s].copies_carried += 1;
+            self.path_repair[s].copy_bytes_carried += rec.len as u64;
+            out.push(Transmit {
+                path: id,
+                seq,
+                header: DataHeader {
+                    flags: DataFlags(DataFlags::REPAIR),
+                    path: id,
+                    prev_delta: 0,
+                    seq: seq as u32,
+                },
+            });
+        }
+        out
+    }
+
+    /// When the oldest packet still awaiting feedback on `id` left (for
+    /// spike detection: an overdue packet hints the path was cut). Packets
+    /// still in the pacing queue have not left and do not count.
+    pub fn oldest_in_flight_sent(&self, id: PathId) -> Option<Instant> {
+        let s = slot(id);
+        let &seq = self.unacked[s].front()?;
+        if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
+            return None;
+        }
+        let r = self.ring[(seq as usize) & (self.ring.len() - 1)]?;
+        (r.seq == seq && r.fate == Fate::InFlight).then_some(r.sent_at)
+    }
+}
