@@ -461,7 +461,9 @@ impl<P> Resequencer<P> {
             return Duration::ZERO;
         }
         match self.smoothed_gap_ns {
-            Some(g) => Duration::from_nanos((g * f) as u64),
+            Some(g) => Some(Duration::from_nanos((g * f) as u64))
+                .filter(|&d| d >= self.cfg.min_pace_interval)
+                .unwrap_or(Duration::ZERO),
             None => Duration::ZERO,
         }
     }

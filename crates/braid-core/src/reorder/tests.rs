@@ -352,6 +352,7 @@ fn late_wake_ups_keep_the_release_rate() {
         ReorderConfig {
             comparison: false,
             pace_fraction: 0.5,
+            min_pace_interval: Duration::ZERO,
             ..ReorderConfig::default()
         },
         0,
@@ -367,6 +368,26 @@ fn late_wake_ups_keep_the_release_rate() {
         released += drain(&mut r, us(4004 + 1000 * k)).len();
     }
     assert_eq!(released, 1001, "drained in 2 ms, not 1000 wake-ups");
+}
+
+#[test]
+fn a_spacing_shorter_than_a_wake_up_is_not_kept() {
+    // Arrivals 4 us apart: a 2 us spacing, below the 20 us floor.
+    let us = Instant::from_micros;
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            comparison: false,
+            ..ReorderConfig::default()
+        },
+        0,
+    );
+    for s in 1..=10u64 {
+        r.handle_packet(us(4 * s), P0, s, None, 1400, s);
+    }
+    assert_eq!(r.pace_interval(), Duration::ZERO);
+    r.handle_packet(us(44), P1, 0, None, 1400, 0);
+    assert_eq!(drain(&mut r, us(44)).len(), 11, "the batch goes at once");
+    assert_eq!(r.poll_timeout(), None, "and needs no wake-up");
 }
 
 #[test]
