@@ -214,6 +214,7 @@ fn arb_cfg() -> impl Strategy<Value = ReorderConfig> {
                     comparison,
                     active_window: Duration::from_millis(window_ms),
                     pace_fraction,
+                    min_pace_interval: ReorderConfig::default().min_pace_interval,
                     max_buffer_bytes,
                     timer_from_first_seen: first_seen,
                     adaptive_hold,

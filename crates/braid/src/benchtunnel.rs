@@ -39,6 +39,9 @@ pub struct Measured {
     /// pacing queue, and those it put in a pacing queue at all.
     pub pacing_drops: u64,
     pub paced: u64,
+    /// Tunnel only: the client's per-path estimates and counters and the
+    /// server's resequencer at the end, one line each.
+    pub detail: Vec<String>,
 }
 
 impl Measured {
@@ -69,6 +72,7 @@ fn measure(run: impl FnOnce() -> anyhow::Result<u64>) -> anyhow::Result<Measured
         cpu_s: (cpu_seconds() - c0).max(1e-3),
         pacing_drops: 0,
         paced: 0,
+        detail: Vec::new(),
     })
 }
 
@@ -110,6 +114,19 @@ pub fn plain_udp(packets: u64, size: usize) -> anyhow::Result<Measured> {
     })
 }
 
+/// A loopback UDP socket with the daemons' socket buffers
+/// (`daemon::net::SOCKET_BUFFER_BYTES`): with the default 208 kB a burst of
+/// the window's full-size datagrams overflowed the server's receive buffer
+/// (a loopback datagram takes about 4 kB of it), and the bench measured the
+/// tunnel's loss repair instead of its speed.
+fn daemon_socket() -> anyhow::Result<UdpSocket> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
+    let _ = s.set_recv_buffer_size(braid::daemon::net::SOCKET_BUFFER_BYTES);
+    let _ = s.set_send_buffer_size(braid::daemon::net::SOCKET_BUFFER_BYTES);
+    s.bind(&std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())?;
+    Ok(s.into())
+}
+
 fn inner_packet(src: Ipv4Addr, size: usize, n: u64) -> Vec<u8> {
     let mut p = vec![0u8; size];
     p[0] = 0x45;
@@ -144,9 +161,9 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
     );
     let mut server = Server::new(cfg, server_key, &mut rng).map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    let srv_sock = UdpSocket::bind("127.0.0.1:0")?;
+    let srv_sock = daemon_socket()?;
     let cli_socks: Vec<UdpSocket> = (0..paths.max(1))
-        .map(|_| UdpSocket::bind("127.0.0.1:0"))
+        .map(|_| daemon_socket())
         .collect::<Result<_, _>>()?;
     let srv_addr = srv_sock.local_addr()?;
     srv_sock.set_read_timeout(Some(StdDuration::from_millis(1)))?;
@@ -175,7 +192,7 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
     let delivered = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let (d, st) = (delivered.clone(), stop.clone());
-    let srv = std::thread::spawn(move || -> anyhow::Result<u64> {
+    let srv = std::thread::spawn(move || -> anyhow::Result<(u64, Option<String>)> {
         let mut buf = vec![0u8; 65536];
         let mut bytes = 0u64;
         while !st.load(Ordering::Acquire) {
@@ -196,10 +213,13 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
                 }
             }
         }
-        Ok(bytes)
+        let r = server.status(now());
+        let reorder = r.peers.first().map(|p| format!("{:?}", p.tunnel.reorder));
+        Ok((bytes, reorder))
     });
 
     let mut pacing = (0, 0);
+    let mut detail = Vec::new();
     let result = measure(|| {
         let mut buf = vec![0u8; 65536];
         let mut src = None;
@@ -261,17 +281,35 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
                 }
             }
         }
-        let st = client.status(now()).tunnel.sender;
+        let status = client.status(now()).tunnel;
+        let st = &status.sender;
         pacing = (st.pacing_drops, st.paced);
+        detail.push(format!(
+            "client sender: sent {} acked {} lost fifo/timeout/nack {}/{}/{} repairs {} pair samples {} pair holds {}",
+            st.sent, st.acked, st.lost_fifo, st.lost_timeout, st.lost_nack, st.repairs_sent, st.pair_samples, st.pair_holds
+        ));
+        for p in &status.paths {
+            detail.push(format!(
+                "  path {}: data {} pkts, estimate {:.3} Gbit/s, srtt {:?}, min rtt {:?}, lost {}",
+                p.id.0,
+                p.data_tx_packets,
+                p.bandwidth_bps.unwrap_or(0.0) / 1e9,
+                p.srtt,
+                p.min_rtt,
+                p.lost_packets
+            ));
+        }
         Ok(0)
     });
     stop.store(true, Ordering::Release);
-    let bytes = srv
+    let (bytes, reorder) = srv
         .join()
         .map_err(|_| anyhow::anyhow!("server thread panicked"))??;
     let mut m = result?;
     m.bytes = bytes;
     (m.pacing_drops, m.paced) = pacing;
+    detail.extend(reorder.map(|r| format!("server resequencer: {r}")));
+    m.detail = detail;
     Ok(m)
 }
 
@@ -310,6 +348,11 @@ pub fn run(packets: u64, size: usize) -> anyhow::Result<()> {
             "{name}: {} packets paced, {} dropped from a full pacing queue",
             m.paced, m.pacing_drops
         );
+        if std::env::var_os("BRAID_BENCH_DETAIL").is_some() {
+            for l in &m.detail {
+                println!("  {l}");
+            }
+        }
     }
     Ok(())
 }

@@ -188,6 +188,13 @@ impl Connection {
         Ok(())
     }
 
+    /// Names path `id` (at most `wire::MAX_PATH_NAME` bytes are kept): the
+    /// client tells the server after every handshake, so that the
+    /// server's status shows the same names. No-op for unknown paths.
+    pub fn set_path_name(&mut self, id: PathId, name: &str) {
+        self.tunnel.set_link_name(id, name);
+    }
+
     /// The daemon could not send on path `id` (e.g. `ENETUNREACH`: its
     /// interface went down): take it out of use at once instead of after
     /// `path_timeout`. Keepalives keep probing it; the first answer brings

@@ -28,6 +28,9 @@ pub(crate) struct PathLink {
     /// Latest keepalive round trip, and when it was measured.
     pub keepalive_rtt: Option<Duration>,
     pub keepalive_rtt_at: Option<Instant>,
+    /// The client's name for the path (configured on the client, told to
+    /// the server in a `PATH_NAME` control frame).
+    pub name: Option<String>,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub rx_packets: u64,
@@ -47,6 +50,7 @@ impl PathLink {
             next_keepalive_id: 0,
             keepalive_rtt: None,
             keepalive_rtt_at: None,
+            name: None,
             tx_packets: 0,
             tx_bytes: 0,
             rx_packets: 0,
@@ -87,6 +91,18 @@ impl PathLink {
             (true, Some(k), _) => Some(k),
             (_, k, f) => f.or(k),
         }
+    }
+
+    /// Server: whether to send a keepalive of its own along with the echo
+    /// of the client's. The client's keepalives measure the client's round
+    /// trip; the server learns one only from keepalives it sends itself.
+    /// Riding on the client's (which come only on idle paths) costs the
+    /// server no timer per path; at most one per half the freshness span
+    /// keeps the shown RTT fresh.
+    pub(crate) fn wants_own_keepalive(&self, now: Instant) -> bool {
+        let half = KEEPALIVE_RTT_FRESH / 2;
+        let stale = |t: Option<Instant>| t.is_none_or(|t| now.saturating_since(t) >= half);
+        stale(self.keepalive_rtt_at) && stale(self.last_keepalive_tx)
     }
 
     pub(crate) fn on_tx(&mut self, len: usize) {

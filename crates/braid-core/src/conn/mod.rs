@@ -453,6 +453,9 @@ impl Counters {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathStatus {
     pub id: PathId,
+    /// The client's name for the path (on the server: as the client told
+    /// it, `None` from a client that does not).
+    pub name: Option<String>,
     /// In use (something authenticated arrived within `path_timeout`).
     pub up: bool,
     /// The peer's address on this path, once known.

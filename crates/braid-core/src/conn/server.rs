@@ -148,6 +148,14 @@ pub struct IntakeDrops {
     pub stale: u64,
     /// Kernel receive-queue overflows (`SO_RXQ_OVFL`).
     pub kernel_rxq: u64,
+    /// Datagrams (and their bytes) the daemon's reader found to be neither
+    /// a transport packet nor a handshake initiation, by the checks
+    /// [`Server::handle_datagram`] would make first (type byte, transport
+    /// header), and dropped before copying or queueing them. Counted as
+    /// the core counts them: in `rx_datagrams`/`rx_bytes` and
+    /// `drop_malformed`.
+    pub malformed: u64,
+    pub malformed_bytes: u64,
 }
 
 impl Server {
@@ -577,6 +585,9 @@ impl Server {
         counters.drop_handshake_queue += self.intake.handshake_queue;
         counters.drop_stale += self.intake.stale;
         counters.drop_kernel_rxq += self.intake.kernel_rxq;
+        counters.rx_datagrams += self.intake.malformed;
+        counters.rx_bytes += self.intake.malformed_bytes;
+        counters.drop_malformed += self.intake.malformed;
         for p in self.peers.values() {
             counters.add(&p.tunnel.counters);
         }

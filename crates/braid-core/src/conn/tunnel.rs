@@ -68,6 +68,16 @@ fn retained(cfg: &ConnConfig) -> Retained {
 /// gets a NACK repeated on the next-earliest path.
 const NACK_REPEAT_LOSS: f64 = 0.002;
 
+/// A path name as received or configured: at most `wire::MAX_PATH_NAME`
+/// bytes (cut at a character boundary), control characters dropped, so
+/// that a peer cannot break the status table or the logs.
+fn path_name(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&bytes[..bytes.len().min(wire::MAX_PATH_NAME)]);
+    s.chars()
+        .filter(|c| !c.is_control() && *c != char::REPLACEMENT_CHARACTER)
+        .collect()
+}
+
 /// Which end of the tunnel this is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -391,6 +401,11 @@ impl Tunnel {
                     if echo.emit(true, &mut b).is_ok() {
                         self.transmit(now, p, &b, out);
                     }
+                    let own = self.role == Role::Server
+                        && self.link_mut(p).is_some_and(|l| l.wants_own_keepalive(now));
+                    if own {
+                        self.send_keepalive(now, p, out);
+                    }
                 }
             }
             Frame::KeepaliveAck(k) => {
@@ -405,6 +420,12 @@ impl Tunnel {
             Frame::Control(c) => match (c.kind, c.body) {
                 (Control::PATH_DOWN, &[p]) if self.role == Role::Server => {
                     self.mark_down(now, PathId(p), out)
+                }
+                (Control::PATH_NAME, &[p, ref name @ ..]) if self.role == Role::Server => {
+                    let name = path_name(name);
+                    if let Some(l) = self.link_mut(PathId(p)) {
+                        l.name = (!name.is_empty()).then_some(name);
+                    }
                 }
                 (Control::SKIP, body) => {
                     for b in body.chunks_exact(4) {
@@ -688,11 +709,33 @@ impl Tunnel {
     }
 
     /// Client: a keepalive on every path now (after a handshake, to confirm
-    /// the session and announce every path to the server).
+    /// the session and announce every path to the server), with the path's
+    /// name if it has one (`Control::PATH_NAME`, on the same path: a frame
+    /// lost with it is sent again at the next handshake).
     pub(crate) fn keepalive_all(&mut self, now: Instant, out: &mut Outputs) {
-        let ids: Vec<PathId> = self.links.iter().map(|l| l.id).collect();
-        for id in ids {
+        let ids: Vec<(PathId, Option<String>)> =
+            self.links.iter().map(|l| (l.id, l.name.clone())).collect();
+        for (id, name) in ids {
             self.send_keepalive(now, id, out);
+            if let Some(name) = name {
+                let mut body = vec![id.0];
+                body.extend_from_slice(name.as_bytes());
+                let c = Control {
+                    kind: Control::PATH_NAME,
+                    body: &body,
+                };
+                let mut b = vec![0u8; c.buffer_len()];
+                if c.emit(&mut b).is_ok() {
+                    self.transmit(now, id, &b, out);
+                }
+            }
+        }
+    }
+
+    /// Client: names path `id` (told to the server after each handshake).
+    pub(crate) fn set_link_name(&mut self, id: PathId, name: &str) {
+        if let Some(l) = self.link_mut(id) {
+            l.name = Some(path_name(name.as_bytes()));
         }
     }
 
@@ -785,6 +828,7 @@ impl Tunnel {
                 let (rx_loss_rate, _, rx_loss_runs) = self.receiver.path_loss(l.id);
                 PathStatus {
                     id: l.id,
+                    name: l.name.clone(),
                     up: l.up,
                     remote: l.remote,
                     srtt: l.shown_rtt(now, sampled.map(|p| p.rtt.srtt())),

@@ -364,11 +364,20 @@ impl<P> Resequencer<P> {
         self.stats.released += 1;
         self.stats.queued_packets -= 1;
         self.stats.queued_bytes -= len;
+        // The next release is spaced from when this one was due, not from
+        // when the caller got round to it: a wake-up that comes late (a
+        // busy core, a coarse timer) releases what fell due meanwhile, so
+        // the release rate stays 1 / pace interval. Spacing from `now`
+        // lost the lateness at every packet: with a 2 us interval and
+        // wake-ups 1 ms late, a batch drained at 1000 packets/s, and a
+        // tunnel striping over two fast paths (whose pacing queues
+        // reorder nearly every packet) moved a quarter of one path's rate.
+        let due = self.next_release_at.min(now);
         if let Some((next, _, _)) = self.ready.front() {
             self.next_release_at = if self.is_urgent(*next) {
                 now
             } else {
-                now + self.pace_interval()
+                due + self.pace_interval()
             };
         }
         Some(payload)
@@ -452,7 +461,9 @@ impl<P> Resequencer<P> {
             return Duration::ZERO;
         }
         match self.smoothed_gap_ns {
-            Some(g) => Duration::from_nanos((g * f) as u64),
+            Some(g) => Some(Duration::from_nanos((g * f) as u64))
+                .filter(|&d| d >= self.cfg.min_pace_interval)
+                .unwrap_or(Duration::ZERO),
             None => Duration::ZERO,
         }
     }

@@ -329,16 +329,65 @@ fn pacing_spaces_a_released_batch() {
     assert_eq!(r.poll_release(ms(85)), Some(6));
     assert_eq!(r.poll_timeout(), Some(ms(90)));
     assert_eq!(r.poll_release(ms(89)), None);
-    // Polled late (at 91): the next one waits 5 ms from that release.
+    // Polled late (at 91): the next one is still due 5 ms after this one
+    // was due (90), not 5 ms after it went.
     assert_eq!(r.poll_release(ms(91)), Some(7));
-    assert_eq!(r.poll_timeout(), Some(ms(96)));
-    assert_eq!(r.poll_release(ms(95)), None);
-    assert_eq!(r.poll_release(ms(96)), Some(8));
+    assert_eq!(r.poll_timeout(), Some(ms(95)));
+    assert_eq!(r.poll_release(ms(94)), None);
+    assert_eq!(r.poll_release(ms(95)), Some(8));
     assert_eq!(r.poll_timeout(), None);
     assert_eq!(r.stats().queued_packets, 0);
     // In order with nothing waiting: immediately.
     r.handle_packet(ms(93), P0, 9, None, 100, 9);
     assert_eq!(r.poll_release(ms(93)), Some(9));
+}
+
+#[test]
+fn late_wake_ups_keep_the_release_rate() {
+    // A batch of 1000 paced at 2 us (arrivals 4 us apart), polled only
+    // every millisecond as a busy core or a coarse timer would: it drains
+    // at the pace, 500 per millisecond, not one per wake-up.
+    let us = Instant::from_micros;
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            comparison: false,
+            pace_fraction: 0.5,
+            min_pace_interval: Duration::ZERO,
+            ..ReorderConfig::default()
+        },
+        0,
+    );
+    for s in 1..=1000u64 {
+        r.handle_packet(us(4 * s), P0, s, None, 1400, s);
+    }
+    assert_eq!(r.pace_interval(), Duration::from_micros(2));
+    r.handle_packet(us(4004), P1, 0, None, 1400, 0);
+    let mut released = drain(&mut r, us(4004)).len();
+    assert_eq!(released, 1, "first of the batch goes at once");
+    for k in 1..=2u64 {
+        released += drain(&mut r, us(4004 + 1000 * k)).len();
+    }
+    assert_eq!(released, 1001, "drained in 2 ms, not 1000 wake-ups");
+}
+
+#[test]
+fn a_spacing_shorter_than_a_wake_up_is_not_kept() {
+    // Arrivals 4 us apart: a 2 us spacing, below the 20 us floor.
+    let us = Instant::from_micros;
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            comparison: false,
+            ..ReorderConfig::default()
+        },
+        0,
+    );
+    for s in 1..=10u64 {
+        r.handle_packet(us(4 * s), P0, s, None, 1400, s);
+    }
+    assert_eq!(r.pace_interval(), Duration::ZERO);
+    r.handle_packet(us(44), P1, 0, None, 1400, 0);
+    assert_eq!(drain(&mut r, us(44)).len(), 11, "the batch goes at once");
+    assert_eq!(r.poll_timeout(), None, "and needs no wake-up");
 }
 
 #[test]

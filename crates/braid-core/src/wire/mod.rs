@@ -260,6 +260,9 @@ impl Keepalive {
     }
 }
 
+/// Longest path name a [`Control::PATH_NAME`] frame carries, in bytes.
+pub const MAX_PATH_NAME: usize = 32;
+
 /// A session control message: a kind byte and a kind-specific body.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Control<'a> {
@@ -284,6 +287,13 @@ impl<'a> Control<'a> {
     /// sequence number, big-endian, 4 bytes each (a partial last one is
     /// ignored).
     pub const SKIP: u8 = 0x03;
+    /// The client's name for a path (its configuration's `[[path]] name`),
+    /// so that the server's status names the paths as the client's does.
+    /// Body: the path id (1 byte), then the name in UTF-8, at most
+    /// [`MAX_PATH_NAME`] bytes (the server cuts a longer one and drops
+    /// control characters). Sent on that path after every handshake; a
+    /// server that does not know the kind ignores it.
+    pub const PATH_NAME: u8 = 0x04;
     /// Bytes of a control frame's fixed part (type and kind).
     pub const HEADER_LEN: usize = 2;
 

@@ -200,7 +200,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             s.private_key.public_key().to_base64(),
             s.server_key.to_base64(),
         );
-        let conn = Connection::client(
+        let mut conn = Connection::client(
             adjust(&s.conn),
             s.private_key,
             s.server_key,
@@ -209,6 +209,10 @@ impl<F: TunFactory> ClientDaemon<F> {
             clock.now(),
             &mut os_rng()?,
         )?;
+        // The server's status shows the paths by these names too.
+        for p in paths.iter().filter(|p| p.socket.is_some()) {
+            conn.set_path_name(p.settings.id, &p.settings.name);
+        }
         let (status_tx, status_rx) = mpsc::channel(16);
         let control = match &s.control_socket {
             Some(p) => Some(serve_control(p, status_tx.clone()).await?),
@@ -382,6 +386,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             self.paths[i].socket = Some(sock);
             match self.conn.add_path(self.clock.now(), p.id, p.server) {
                 Ok(()) => {
+                    self.conn.set_path_name(p.id, &p.name);
                     info!(path = p.id.0, name = %p.name, "path available; added to the tunnel")
                 }
                 // Reopened after its interface came back: the tunnel still has it.

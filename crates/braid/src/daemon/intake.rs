@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 
 use braid_core::conn::ratelimit::RateLimiter;
 use braid_core::conn::{IntakeDrops, Server};
-use braid_core::crypto::packet::TYPE_HANDSHAKE_INIT;
+use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -101,6 +101,8 @@ pub struct Datagram {
 struct ReaderCounters {
     handshake_queue: AtomicU64,
     kernel_rxq: AtomicU64,
+    malformed: AtomicU64,
+    malformed_bytes: AtomicU64,
 }
 
 /// The main loop's side of the reader.
@@ -220,6 +222,8 @@ impl Intake {
             handshake_queue: self.counters.handshake_queue.load(Ordering::Relaxed),
             stale: self.stale,
             kernel_rxq: self.counters.kernel_rxq.load(Ordering::Relaxed),
+            malformed: self.counters.malformed.load(Ordering::Relaxed),
+            malformed_bytes: self.counters.malformed_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -279,7 +283,27 @@ impl Reader {
     }
 
     /// Queues one datagram by kind; false once the main loop is gone.
+    ///
+    /// Cheapest first: what the core would only count as malformed (an
+    /// unknown type byte, a transport packet too short for its header) is
+    /// counted here and dropped before the copy, the queue and the main
+    /// loop's wake-up; an initiation meets the admission limit before it
+    /// is copied. In a garbage flood three datagrams in five never leave
+    /// the reader.
     async fn sort(&mut self, meta: &Meta, bytes: &[u8]) -> bool {
+        let kind = bytes.first().copied();
+        let malformed = match kind {
+            Some(TYPE_TRANSPORT) => peek_receiver_index(bytes).is_none(),
+            Some(TYPE_HANDSHAKE_INIT) => false,
+            _ => true,
+        };
+        if malformed {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .malformed_bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            return true;
+        }
         let at = self.clock.ago(meta.age);
         let d = |bytes: &[u8]| Datagram {
             from: meta.from,
@@ -287,7 +311,7 @@ impl Reader {
             bytes: bytes.to_vec(),
             at,
         };
-        if bytes.first() == Some(&TYPE_HANDSHAKE_INIT) {
+        if kind == Some(TYPE_HANDSHAKE_INIT) {
             if !self.admit(meta.from.ip(), at) {
                 self.counters
                     .handshake_queue
@@ -368,8 +392,10 @@ pub fn enable_rxq_ovfl(sock: &UdpSocket) {
 }
 
 /// Datagrams read with one `recvmmsg` call: under a flood the system call,
-/// not the work per datagram, is most of what reading costs.
-const RECV_BATCH: usize = 16;
+/// not the work per datagram, is most of what reading costs. 64 (was 16)
+/// takes a quarter of the calls; the buffers are 64 x 64 KiB, allocated
+/// once.
+const RECV_BATCH: usize = 64;
 
 /// Buffers for one `recvmmsg` call.
 struct Batch {
@@ -549,6 +575,47 @@ mod tests {
         assert!(!intake.under_load(now + UNDER_LOAD_FOR + Duration::from_millis(1)));
         // The kernel dropped nothing here.
         assert_eq!(intake.drops().kernel_rxq, 0);
+    }
+
+    #[tokio::test]
+    async fn malformed_datagrams_stop_at_the_reader_and_are_counted() {
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = sock.local_addr().unwrap();
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(sock, clock, test_errors());
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Unknown type bytes, a response and a cookie reply (never sent to
+        // a server), and a transport packet too short for its header.
+        let junk: [&[u8]; 4] = [&[0x55; 100], &[0x12; 92], &[0x13; 64], &[0x10; 8]];
+        for j in junk {
+            tx.send_to(j, addr).unwrap();
+        }
+        let good = [0x10u8; 40];
+        tx.send_to(&good, addr).unwrap();
+        let mut data = Vec::new();
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            data.extend(drain(&mut intake.data));
+            if !data.is_empty() {
+                break;
+            }
+        }
+        // Only the well-formed one was queued (datagrams are read in order).
+        assert_eq!(data.len(), 1);
+        assert_eq!(data[0].bytes, good);
+        let d = intake.drops();
+        assert_eq!(d.malformed, 4);
+        assert_eq!(d.malformed_bytes, 100 + 92 + 64 + 8);
+        // The core counts them as it would have.
+        use braid_core::conn::{Ipv4Net, ServerConfig};
+        use braid_core::crypto::PrivateKey;
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        let cfg = ServerConfig::new(Ipv4Net::parse("10.77.0.0/24").unwrap(), vec![]);
+        let mut server = Server::new(cfg, PrivateKey::generate(&mut rng), &mut rng).unwrap();
+        server.set_intake_drops(d);
+        let c = server.status(clock.now()).counters;
+        assert_eq!((c.rx_datagrams, c.drop_malformed), (4, 4));
     }
 
     #[tokio::test]

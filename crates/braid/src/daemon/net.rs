@@ -15,7 +15,7 @@ use super::reply::{pktinfo_of, LocalAddr};
 use crate::config::PathSettings;
 
 /// Socket buffers: several paths' worth of bursts.
-const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+pub const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 
 fn udp_socket(domain: Domain) -> io::Result<Socket> {
     let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;

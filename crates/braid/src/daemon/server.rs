@@ -166,8 +166,15 @@ impl<T: Tun> ServerDaemon<T> {
         tokio::pin!(shutdown);
         let timer = PreciseTimer::new().context("cannot create a timerfd")?;
         let mut failure = None;
+        // The deadline the timer is armed for: re-armed only when it moves
+        // (a system call per pass cost as much as a junk datagram did).
+        let mut armed = None;
         loop {
-            timer.arm(self.clock.wait_for(Endpoint::poll_timeout(&self.server)))?;
+            let due = Endpoint::poll_timeout(&self.server);
+            if armed != Some(due) {
+                timer.arm(self.clock.wait_for(due))?;
+                armed = Some(due);
+            }
             tokio::select! {
                 _ = &mut shutdown => break,
                 e = super::tun::reader_stopped(Some(&mut self.tun_reader)) => {
@@ -187,6 +194,7 @@ impl<T: Tun> ServerDaemon<T> {
                     super::drain_batch(first, &mut self.tun_rx, |p| Endpoint::send_packet(server, clock.now(), &p));
                 }
                 _ = timer.wait() => {
+                    armed = None;
                     Endpoint::handle_timeout(&mut self.server, self.clock.now());
                 }
                 Some(reply) = self.status_rx.recv() => {

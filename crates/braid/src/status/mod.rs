@@ -80,6 +80,8 @@ pub struct TunnelReport {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PathReport {
     pub id: u8,
+    /// The configured name on the client; on the server the name the
+    /// client sent (`PATH_NAME`), else "path N".
     pub name: Option<String>,
     pub up: bool,
     pub remote: Option<String>,
@@ -189,7 +191,13 @@ fn counters_map(c: &Counters) -> BTreeMap<String, u64> {
 fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
     PathReport {
         id: p.id.0,
-        name: names.get(p.id.0 as usize).cloned(),
+        // The configured name (client); on the server the one the client
+        // sent, else the path's number (its address is in `remote`).
+        name: names
+            .get(p.id.0 as usize)
+            .cloned()
+            .or_else(|| p.name.clone())
+            .or_else(|| Some(format!("path {}", p.id.0))),
         up: p.up,
         remote: p.remote.map(|r| r.to_string()),
         rtt_ms: p.srtt.map(ms),
