@@ -55,6 +55,9 @@ pub struct Outcome {
     /// length.
     pub bytes: u64,
     pub seconds: f64,
+    /// With `LabRunOptions::from_s`: payload delivered in order from then
+    /// to the end, and that interval's length.
+    pub from: Option<(u64, f64)>,
     /// IP bytes each uplink delivered during the transfer, and its length.
     pub path_bytes: Vec<u64>,
     pub transfer_seconds: f64,
@@ -76,10 +79,13 @@ impl Outcome {
 
     pub(super) fn into_result(self, mode: String, sum_mbps: f64) -> LabResult {
         let g = self.goodput_mbps();
+        let from = self.from.map(|(b, s)| b as f64 * 8.0 / s.max(1e-9) / 1e6);
         LabResult {
             mode,
             goodput_mbps: g,
             share_of_sum: g / sum_mbps,
+            goodput_from_mbps: from,
+            share_from: from.map(|f| f / sum_mbps),
             path_mbps: self
                 .path_bytes
                 .iter()
@@ -492,14 +498,25 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
         return Outcome::default();
     };
     let up0: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
-    w.run_until(start + secs(opts.omit_s));
-    let b0 = w.rx.delivered_bytes();
+    // Byte counts at the interval starts, earliest first.
+    let mut marks: Vec<f64> = std::iter::once(opts.omit_s).chain(opts.from_s).collect();
+    marks.sort_by(f64::total_cmp);
+    let mut at = Vec::new();
+    for &m in &marks {
+        w.run_until(start + secs(m.min(opts.duration_s)));
+        at.push((m, w.rx.delivered_bytes()));
+    }
+    let count = |s: f64| at.iter().find(|(m, _)| *m == s).map_or(0, |(_, b)| *b);
     let end = start + secs(opts.duration_s);
     w.run_until(end);
     let tcp = w.tx.stats();
+    let total = w.rx.delivered_bytes();
     Outcome {
-        bytes: w.rx.delivered_bytes() - b0,
+        bytes: total - count(opts.omit_s),
         seconds: opts.duration_s - opts.omit_s,
+        from: opts
+            .from_s
+            .map(|f| (total - count(f), (opts.duration_s - f).max(0.0))),
         path_bytes: w
             .up
             .iter()
@@ -570,6 +587,8 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     let omit = Instant::ZERO + secs(opts.omit_s);
     let end = Instant::ZERO + secs(opts.duration_s);
     let mut b0: Option<u64> = None;
+    let from = opts.from_s.map(|f| Instant::ZERO + secs(f));
+    let mut bf: Option<u64> = None;
     loop {
         let timers = tx
             .iter()
@@ -580,6 +599,9 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         };
         if b0.is_none() && t > omit {
             b0 = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
+        }
+        if bf.is_none() && from.is_some_and(|f| t > f) {
+            bf = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
         }
         if t > end {
             break;
@@ -637,6 +659,9 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     Outcome {
         bytes: total - b0.unwrap_or(total),
         seconds: opts.duration_s - opts.omit_s,
+        from: opts
+            .from_s
+            .map(|f| (total - bf.unwrap_or(total), (opts.duration_s - f).max(0.0))),
         path_bytes: up.iter().map(|l| l.stats.delivered_bytes).collect(),
         transfer_seconds: opts.duration_s,
         segments_sent: stats.segments_sent,
