@@ -23,6 +23,8 @@ pub(crate) struct PathLink {
     pub up: bool,
     pub last_rx: Option<Instant>,
     pub last_keepalive_tx: Option<Instant>,
+    /// When the latest keepalive echo arrived (see `keepalive_at`).
+    pub last_echo_rx: Option<Instant>,
     /// Next keepalive identifier (echoed by the peer).
     pub next_keepalive_id: u32,
     /// Latest keepalive round trip, and when it was measured.
@@ -44,6 +46,7 @@ impl PathLink {
             up: false,
             last_rx: None,
             last_keepalive_tx: None,
+            last_echo_rx: None,
             next_keepalive_id: 0,
             keepalive_rtt: None,
             keepalive_rtt_at: None,
@@ -103,15 +106,23 @@ impl PathLink {
     }
 
     /// When the client should next send a keepalive: `interval` after both
-    /// the last keepalive and the last arrival. Before anything was sent,
-    /// right away.
+    /// the last keepalive and the last arrival other than a keepalive's
+    /// echo. Before anything was sent, right away.
+    ///
+    /// An echo does not restart the wait: counting `interval` from every
+    /// arrival left an idle path with nothing in flight for a whole round
+    /// trip after each echo, so echoes came up to `interval` + RTT apart,
+    /// and a path with a round trip above `path_timeout` - `interval` (a
+    /// 300 ms satellite hop: 600 ms against 600 - 200 ms) went down and up
+    /// every few seconds while idle, and with it the pacing bound the far
+    /// path lengthens.
     pub(crate) fn keepalive_at(&self, interval: Duration) -> Option<Instant> {
         self.remote?;
         let Some(sent) = self.last_keepalive_tx else {
             return Some(Instant::ZERO);
         };
-        let after_rx = self.last_rx.map_or(Instant::ZERO, |t| t + interval);
-        Some((sent + interval).max(after_rx))
+        let traffic = self.last_rx.filter(|&t| Some(t) != self.last_echo_rx);
+        Some(sent.max(traffic.unwrap_or(sent)) + interval)
     }
 }
 
@@ -147,6 +158,15 @@ mod tests {
         assert!(!l.on_rx(ms(100), 40), "already up; time does not go back");
         assert_eq!(l.keepalive_at(iv), Some(ms(350)));
         assert_eq!(l.down_at(Duration::from_millis(600)), Some(ms(750)));
+        // Echoes do not postpone the next keepalive (a far path's round
+        // trip may exceed the path timeout less the interval).
+        l.last_keepalive_tx = Some(ms(350));
+        assert_eq!(l.keepalive_at(iv), Some(ms(550)));
+        l.on_rx(ms(500), 40);
+        l.last_echo_rx = Some(ms(500));
+        assert_eq!(l.keepalive_at(iv), Some(ms(550)));
+        l.on_rx(ms(520), 1400);
+        assert_eq!(l.keepalive_at(iv), Some(ms(720)));
         assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
         l.remote = None;
         assert_eq!(l.keepalive_at(iv), None);

@@ -368,6 +368,10 @@ impl Tunnel {
             Frame::Nack(v) => self.sender.handle_nack(now, v.ranges(), v.rates()),
             Frame::Keepalive(k) => {
                 if let Some(p) = path {
+                    // The peer's send time in its clock: a one-way delay
+                    // plus the clocks' offset, which cancels between paths.
+                    let raw = now.as_nanos() as i64 - k.tx_time_ns as i64;
+                    self.sender.on_path_owd_sample(p, raw);
                     let mut b = [0u8; Keepalive::LEN];
                     let echo = Keepalive { path: p, ..k };
                     if echo.emit(true, &mut b).is_ok() {
@@ -381,6 +385,9 @@ impl Tunnel {
                     if k.tx_time_ns <= now.as_nanos() {
                         l.keepalive_rtt = Some(rtt);
                         l.keepalive_rtt_at = Some(now);
+                        l.last_echo_rx = l.last_rx;
+                        let id = l.id;
+                        self.sender.on_path_rtt_sample(id, rtt);
                     }
                 }
             }
