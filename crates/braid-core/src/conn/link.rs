@@ -158,6 +158,7 @@ mod tests {
         assert!(!l.on_rx(ms(100), 40), "already up; time does not go back");
         assert_eq!(l.keepalive_at(iv), Some(ms(350)));
         assert_eq!(l.down_at(Duration::from_millis(600)), Some(ms(750)));
+        assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
         // Echoes do not postpone the next keepalive (a far path's round
         // trip may exceed the path timeout less the interval).
         l.last_keepalive_tx = Some(ms(350));
@@ -167,7 +168,6 @@ mod tests {
         assert_eq!(l.keepalive_at(iv), Some(ms(550)));
         l.on_rx(ms(520), 1400);
         assert_eq!(l.keepalive_at(iv), Some(ms(720)));
-        assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
         l.remote = None;
         assert_eq!(l.keepalive_at(iv), None);
     }
