@@ -223,6 +223,7 @@ impl Tunnel {
         };
         if link.on_rx(now, len) {
             self.path_up(now, id, out);
+            self.sender.set_path_silent_since(id, None);
         } else {
             // The path is alive, so the peer may put data on it at any
             // moment: the resequencer must keep counting it as active for
@@ -625,6 +626,10 @@ impl Tunnel {
         };
         l.next_keepalive_id = l.next_keepalive_id.wrapping_add(1);
         l.last_keepalive_tx = Some(now);
+        if l.last_rx.is_none() {
+            // Never heard from: its round trip is at least the time since.
+            self.sender.set_path_silent_since(id, Some(now));
+        }
         let mut b = [0u8; Keepalive::LEN];
         if ka.emit(false, &mut b).is_ok() {
             self.transmit(now, id, &b, out);

@@ -91,6 +91,10 @@ pub struct PathState {
     /// the side that echoes keepalives learns from it how much further
     /// one path is than another before sending data on them.
     pub owd_hint_raw_ns: Option<i64>,
+    /// When the connection first sent on a path it has not heard from
+    /// since: the path's round trip is at least the time since (see
+    /// `Sender::pacing_bound`). `None` once anything arrived on it.
+    pub silent_since: Option<Instant>,
 }
 
 impl PathState {
@@ -114,6 +118,7 @@ impl PathState {
             pacer_free_at: None,
             rtt_hint: None,
             owd_hint_raw_ns: None,
+            silent_since: None,
         }
     }
 }

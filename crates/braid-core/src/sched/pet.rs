@@ -749,4 +749,55 @@ mod tests {
             "probe at {t:?}"
         );
     }
+
+    /// Keepalives make a path's delay known before it carries data: its
+    /// one-way delay on the side that receives them, half its round trip
+    /// on the side that sends them.
+    #[test]
+    fn keepalives_stand_in_for_an_unmeasured_paths_delay() {
+        let mut paths = unknown_paths(3);
+        paths[0].rtt_hint = Some(Duration::from_millis(40));
+        paths[1].rtt_hint = Some(Duration::from_millis(600));
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[0], Some(Duration::ZERO));
+        assert_eq!(d[1], Some(Duration::from_millis(280)));
+        assert_eq!(d[2], None);
+        paths[0].owd_hint_raw_ns = Some(5_020_000_000);
+        paths[2].owd_hint_raw_ns = Some(5_300_000_000);
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[2], Some(Duration::from_millis(280)));
+        // Data-based delays win where there are any.
+        paths[1].owd.on_sample(Instant::ZERO, 7_000_000);
+        paths[0].owd.on_sample(Instant::ZERO, 5_000_000);
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[1], Some(Duration::from_millis(2)));
+    }
+
+    /// Issue 13: a far path known only from its keepalives gets its
+    /// initial pair only once the near path's queue is as long as the
+    /// delay difference (the pair then arrives in order), and a small
+    /// packet on an idle bond goes by the near path.
+    #[test]
+    fn a_far_path_is_probed_only_when_it_delivers_in_order() {
+        let mut paths = with_estimates(&[10e6]);
+        paths.extend(unknown_paths(2).into_iter().skip(1));
+        paths[0].rtt_hint = Some(Duration::from_millis(40));
+        paths[1].rtt_hint = Some(Duration::from_millis(600));
+        let mut pet = Pet::new(PetConfig::default());
+        let ack = PacketInfo {
+            len: 52,
+            retransmit: false,
+        };
+        assert_eq!(pet.select(Instant::ZERO, &ack, &paths).unwrap().index, 0);
+        // A burst: each 1500-byte packet adds 1.2 ms to path 0's queue.
+        let now = Instant::from_millis(1);
+        let first_far = (0..400)
+            .position(|_| pet.select(now, &pkt(false), &paths).unwrap().index == 1)
+            .expect("the far path got its initial pair");
+        let queued = Duration::from_secs_f64(first_far as f64 * 1500.0 * 8.0 / 10e6);
+        assert!(
+            queued + Duration::from_millis(10) >= Duration::from_millis(280),
+            "initial pair on the far path behind only {queued:?} of near queue"
+        );
+    }
 }

@@ -353,6 +353,15 @@ impl Sender {
         }
     }
 
+    /// The connection sent on a path it has never heard from (`Some`, the
+    /// first time), or heard from it (`None`): see
+    /// [`PathState::silent_since`].
+    pub fn set_path_silent_since(&mut self, id: PathId, since: Option<Instant>) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            p.silent_since = since.and(p.silent_since.or(since));
+        }
+    }
+
     /// A keepalive from the peer arrived on the path: `raw_ns` is the
     /// arrival time less its send time in the peer's clock (kept as the
     /// path's [`PathState::owd_hint_raw_ns`], the smallest seen).
@@ -427,7 +436,7 @@ impl Sender {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            if at.saturating_since(now) > self.pacing_bound() {
+            if at.saturating_since(now) > self.pacing_bound(now) {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.open_pair[s] = None;
