@@ -23,8 +23,8 @@ pub(crate) struct PathLink {
     pub up: bool,
     pub last_rx: Option<Instant>,
     pub last_keepalive_tx: Option<Instant>,
-    /// When the latest keepalive echo arrived (see `keepalive_at`).
-    pub last_echo_rx: Option<Instant>,
+    /// The smallest keepalive round trip measured (see `silence_limit`).
+    pub keepalive_rtt_min: Option<Duration>,
     /// Next keepalive identifier (echoed by the peer).
     pub next_keepalive_id: u32,
     /// Latest keepalive round trip, and when it was measured.
@@ -46,7 +46,7 @@ impl PathLink {
             up: false,
             last_rx: None,
             last_keepalive_tx: None,
-            last_echo_rx: None,
+            keepalive_rtt_min: None,
             next_keepalive_id: 0,
             keepalive_rtt: None,
             keepalive_rtt_at: None,
@@ -106,23 +106,30 @@ impl PathLink {
     }
 
     /// When the client should next send a keepalive: `interval` after both
-    /// the last keepalive and the last arrival other than a keepalive's
-    /// echo. Before anything was sent, right away.
-    ///
-    /// An echo does not restart the wait: counting `interval` from every
-    /// arrival left an idle path with nothing in flight for a whole round
-    /// trip after each echo, so echoes came up to `interval` + RTT apart,
-    /// and a path with a round trip above `path_timeout` - `interval` (a
-    /// 300 ms satellite hop: 600 ms against 600 - 200 ms) went down and up
-    /// every few seconds while idle, and with it the pacing bound the far
-    /// path lengthens.
+    /// the last keepalive and the last arrival. Before anything was sent,
+    /// right away.
     pub(crate) fn keepalive_at(&self, interval: Duration) -> Option<Instant> {
         self.remote?;
         let Some(sent) = self.last_keepalive_tx else {
             return Some(Instant::ZERO);
         };
-        let traffic = self.last_rx.filter(|&t| Some(t) != self.last_echo_rx);
-        Some(sent.max(traffic.unwrap_or(sent)) + interval)
+        let after_rx = self.last_rx.map_or(Instant::ZERO, |t| t + interval);
+        Some((sent + interval).max(after_rx))
+    }
+
+    /// How long the path may stay silent before it is taken out of use:
+    /// `timeout`, or longer on a path whose keepalive round trip needs it.
+    /// An idle path hears an echo only every `interval` + RTT (the next
+    /// keepalive leaves `interval` after the last arrival), so a path with
+    /// a round trip above `timeout` - `interval` (a 300 ms satellite hop:
+    /// 600 ms against 600 - 200 ms) went down and up every few seconds
+    /// while idle, and with it the pacing bound the far path lengthens.
+    /// It gets one more interval of margin.
+    pub(crate) fn silence_limit(&self, timeout: Duration, interval: Duration) -> Duration {
+        let need = self
+            .keepalive_rtt_min
+            .map_or(Duration::ZERO, |r| r + interval * 2);
+        timeout.max(need)
     }
 }
 
@@ -159,15 +166,12 @@ mod tests {
         assert_eq!(l.keepalive_at(iv), Some(ms(350)));
         assert_eq!(l.down_at(Duration::from_millis(600)), Some(ms(750)));
         assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
-        // Echoes do not postpone the next keepalive (a far path's round
-        // trip may exceed the path timeout less the interval).
-        l.last_keepalive_tx = Some(ms(350));
-        assert_eq!(l.keepalive_at(iv), Some(ms(550)));
-        l.on_rx(ms(500), 40);
-        l.last_echo_rx = Some(ms(500));
-        assert_eq!(l.keepalive_at(iv), Some(ms(550)));
-        l.on_rx(ms(520), 1400);
-        assert_eq!(l.keepalive_at(iv), Some(ms(720)));
+        // A far path may stay silent for its keepalive round trip plus two
+        // intervals: an idle one hears an echo every interval + RTT.
+        let timeout = Duration::from_millis(600);
+        assert_eq!(l.silence_limit(timeout, iv), timeout);
+        l.keepalive_rtt_min = Some(Duration::from_millis(600));
+        assert_eq!(l.silence_limit(timeout, iv), Duration::from_millis(1000));
         l.remote = None;
         assert_eq!(l.keepalive_at(iv), None);
     }

@@ -386,7 +386,7 @@ impl Tunnel {
                     if k.tx_time_ns <= now.as_nanos() {
                         l.keepalive_rtt = Some(rtt);
                         l.keepalive_rtt_at = Some(now);
-                        l.last_echo_rx = l.last_rx;
+                        l.keepalive_rtt_min = Some(l.keepalive_rtt_min.map_or(rtt, |m| m.min(rtt)));
                         let id = l.id;
                         self.sender.on_path_rtt_sample(id, rtt);
                     }
@@ -672,11 +672,14 @@ impl Tunnel {
         self.release_paced(now, out);
         self.receiver.handle_timeout(now);
         self.sessions.handle_timeout(now);
-        let timeout = self.cfg.path_timeout;
+        let (timeout, iv) = (self.cfg.path_timeout, self.cfg.keepalive_interval);
         let dead: Vec<PathId> = self
             .links
             .iter()
-            .filter(|l| l.down_at(timeout).is_some_and(|t| now >= t))
+            .filter(|l| {
+                l.down_at(l.silence_limit(timeout, iv))
+                    .is_some_and(|t| now >= t)
+            })
             .map(|l| l.id)
             .collect();
         for id in dead {
@@ -714,7 +717,7 @@ impl Tunnel {
             }
         };
         for l in &self.links {
-            take(l.down_at(timeout));
+            take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {
                 take(l.keepalive_at(self.cfg.keepalive_interval));
             }
