@@ -26,6 +26,11 @@ pub enum SimCmd {
         /// Lab files: seconds at the start left out of the goodput.
         #[arg(long, default_value_t = 2.0)]
         omit: f64,
+        /// Lab files: also report the goodput from this second of the
+        /// transfer on (counted from its start, the omitted start-up
+        /// included), next to the whole test's, e.g. --from 20.
+        #[arg(long)]
+        from: Option<f64>,
         /// Lab files: the TCP receive window, packets.
         #[arg(long, default_value_t = 4096)]
         rwnd: u32,
@@ -105,7 +110,7 @@ pub fn parse_modes(modes: &str) -> anyhow::Result<Vec<LabMode>> {
 fn run_lab(
     file: &Path,
     modes: &str,
-    (duration, omit, rwnd): (f64, f64, u32),
+    (duration, omit, from, rwnd): (f64, f64, Option<f64>, u32),
     seeds: Option<u32>,
     format: Format,
     quiet: bool,
@@ -115,6 +120,13 @@ fn run_lab(
     if !(duration > omit && omit >= 0.0 && duration.is_finite()) {
         anyhow::bail!("--duration must be longer than --omit (got {duration} and {omit})");
     }
+    if let Some(f) = from {
+        if !(f >= 0.0 && f < duration) {
+            anyhow::bail!(
+                "--from must be at least 0 and less than --duration (got {f} and {duration})"
+            );
+        }
+    }
     if seeds.is_some_and(|s| s > 1) {
         anyhow::bail!("--seeds: a lab file runs once; its links take the file's `seed`");
     }
@@ -122,6 +134,7 @@ fn run_lab(
         duration_s: duration,
         omit_s: omit,
         rwnd_pkts: rwnd.max(2),
+        from_s: from,
         ..LabRunOptions::default()
     };
     let start = std::time::Instant::now();
@@ -133,14 +146,16 @@ fn run_lab(
                 "{} (simulated): sum of path rates {:.2} Mbit/s; tunnel ceiling {:.3} of it",
                 r.scenario, r.sum_mbps, r.ceiling_share
             );
+            let from_head = from.map_or(String::new(), |f| format!(" {:>9}", format!("from {f}s")));
             println!(
-                "{:<14} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9}  path Mbit/s",
+                "{:<14} {:>9} {:>7}{from_head} {:>7} {:>8} {:>8} {:>9}  path Mbit/s",
                 "mode", "Mbit/s", "share", "retx", "dupacks", "timeouts", "res.loss"
             );
             for x in &r.results {
                 let paths: Vec<String> = x.path_mbps.iter().map(|m| format!("{m:.2}")).collect();
+                let from_col = x.share_from.map_or(String::new(), |s| format!(" {s:>9.3}"));
                 println!(
-                    "{:<14} {:>9.2} {:>7.3} {:>7} {:>8} {:>8} {:>9.4}  {}",
+                    "{:<14} {:>9.2} {:>7.3}{from_col} {:>7} {:>8} {:>8} {:>9.4}  {}",
                     x.mode,
                     x.goodput_mbps,
                     x.share_of_sum,
@@ -176,6 +191,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             modes,
             duration,
             omit,
+            from,
             rwnd,
             format,
             seeds,
@@ -187,7 +203,14 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                 anyhow::bail!("--seeds must be at least 1");
             }
             if is_lab_file(&file)? {
-                return run_lab(&file, &modes, (duration, omit, rwnd), seeds, format, quiet);
+                return run_lab(
+                    &file,
+                    &modes,
+                    (duration, omit, from, rwnd),
+                    seeds,
+                    format,
+                    quiet,
+                );
             }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();

@@ -23,6 +23,8 @@ pub(crate) struct PathLink {
     pub up: bool,
     pub last_rx: Option<Instant>,
     pub last_keepalive_tx: Option<Instant>,
+    /// The smallest keepalive round trip measured (see `silence_limit`).
+    pub keepalive_rtt_min: Option<Duration>,
     /// Next keepalive identifier (echoed by the peer).
     pub next_keepalive_id: u32,
     /// Latest keepalive round trip, and when it was measured.
@@ -47,6 +49,7 @@ impl PathLink {
             up: false,
             last_rx: None,
             last_keepalive_tx: None,
+            keepalive_rtt_min: None,
             next_keepalive_id: 0,
             keepalive_rtt: None,
             keepalive_rtt_at: None,
@@ -129,6 +132,21 @@ impl PathLink {
         let after_rx = self.last_rx.map_or(Instant::ZERO, |t| t + interval);
         Some((sent + interval).max(after_rx))
     }
+
+    /// How long the path may stay silent before it is taken out of use:
+    /// `timeout`, or longer on a path whose keepalive round trip needs it.
+    /// An idle path hears an echo only every `interval` + RTT (the next
+    /// keepalive leaves `interval` after the last arrival), so a path with
+    /// a round trip above `timeout` - `interval` (a 300 ms satellite hop:
+    /// 600 ms against 600 - 200 ms) went down and up every few seconds
+    /// while idle, and with it the pacing bound the far path lengthens.
+    /// It gets one more interval of margin.
+    pub(crate) fn silence_limit(&self, timeout: Duration, interval: Duration) -> Duration {
+        let need = self
+            .keepalive_rtt_min
+            .map_or(Duration::ZERO, |r| r + interval * 2);
+        timeout.max(need)
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +182,12 @@ mod tests {
         assert_eq!(l.keepalive_at(iv), Some(ms(350)));
         assert_eq!(l.down_at(Duration::from_millis(600)), Some(ms(750)));
         assert_eq!((l.rx_packets, l.rx_bytes), (2, 80));
+        // A far path may stay silent for its keepalive round trip plus two
+        // intervals: an idle one hears an echo every interval + RTT.
+        let timeout = Duration::from_millis(600);
+        assert_eq!(l.silence_limit(timeout, iv), timeout);
+        l.keepalive_rtt_min = Some(Duration::from_millis(600));
+        assert_eq!(l.silence_limit(timeout, iv), Duration::from_millis(1000));
         l.remote = None;
         assert_eq!(l.keepalive_at(iv), None);
     }

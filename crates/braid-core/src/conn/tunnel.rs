@@ -251,6 +251,7 @@ impl Tunnel {
         };
         if link.on_rx(now, len) {
             self.path_up(now, id, out);
+            self.sender.set_path_silent_since(id, None);
         } else {
             // The path is alive, so the peer may put data on it at any
             // moment: the resequencer must keep counting it as active for
@@ -396,6 +397,10 @@ impl Tunnel {
             Frame::Nack(v) => self.sender.handle_nack(now, v.ranges(), v.rates()),
             Frame::Keepalive(k) => {
                 if let Some(p) = path {
+                    // The peer's send time in its clock: a one-way delay
+                    // plus the clocks' offset, which cancels between paths.
+                    let raw = now.as_nanos() as i64 - k.tx_time_ns as i64;
+                    self.sender.on_path_owd_sample(p, raw);
                     let mut b = [0u8; Keepalive::LEN];
                     let echo = Keepalive { path: p, ..k };
                     if echo.emit(true, &mut b).is_ok() {
@@ -414,6 +419,9 @@ impl Tunnel {
                     if k.tx_time_ns <= now.as_nanos() {
                         l.keepalive_rtt = Some(rtt);
                         l.keepalive_rtt_at = Some(now);
+                        l.keepalive_rtt_min = Some(l.keepalive_rtt_min.map_or(rtt, |m| m.min(rtt)));
+                        let id = l.id;
+                        self.sender.on_path_rtt_sample(id, rtt);
                     }
                 }
             }
@@ -702,6 +710,10 @@ impl Tunnel {
         };
         l.next_keepalive_id = l.next_keepalive_id.wrapping_add(1);
         l.last_keepalive_tx = Some(now);
+        if l.last_rx.is_none() {
+            // Never heard from: its round trip is at least the time since.
+            self.sender.set_path_silent_since(id, Some(now));
+        }
         let mut b = [0u8; Keepalive::LEN];
         if ka.emit(false, &mut b).is_ok() {
             self.transmit(now, id, &b, out);
@@ -766,11 +778,14 @@ impl Tunnel {
         self.release_paced(now, out);
         self.receiver.handle_timeout(now);
         self.sessions.handle_timeout(now);
-        let timeout = self.cfg.path_timeout;
+        let (timeout, iv) = (self.cfg.path_timeout, self.cfg.keepalive_interval);
         let dead: Vec<PathId> = self
             .links
             .iter()
-            .filter(|l| l.down_at(timeout).is_some_and(|t| now >= t))
+            .filter(|l| {
+                l.down_at(l.silence_limit(timeout, iv))
+                    .is_some_and(|t| now >= t)
+            })
             .map(|l| l.id)
             .collect();
         for id in dead {
@@ -808,7 +823,7 @@ impl Tunnel {
             }
         };
         for l in &self.links {
-            take(l.down_at(timeout));
+            take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {
                 take(l.keepalive_at(self.cfg.keepalive_interval));
             }

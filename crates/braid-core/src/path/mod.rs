@@ -79,6 +79,22 @@ pub struct PathState {
     /// now leaves at `max(now, pacer_free_at)`, so EDPF's A_l is known
     /// exactly instead of modelled. `None` when the path is not paced.
     pub pacer_free_at: Option<Instant>,
+    /// The smallest round trip measured on the path outside the data
+    /// stream (the connection's keepalives, which the peer echoes at
+    /// once). Known before the path has carried data: a path hundreds of
+    /// milliseconds further away than the others is known to be far
+    /// before a single data packet on it has held the stream in the
+    /// resequencer (see `Pet::relative_delays`).
+    pub rtt_hint: Option<Duration>,
+    /// The smallest one-way delay plus clock offset (receiver clock minus
+    /// the peer's send time, ns) of the peer's keepalives on this path:
+    /// the side that echoes keepalives learns from it how much further
+    /// one path is than another before sending data on them.
+    pub owd_hint_raw_ns: Option<i64>,
+    /// When the connection first sent on a path it has not heard from
+    /// since: the path's round trip is at least the time since (see
+    /// `Sender::pacing_bound`). `None` once anything arrived on it.
+    pub silent_since: Option<Instant>,
 }
 
 impl PathState {
@@ -100,6 +116,9 @@ impl PathState {
             last_feedback: None,
             usable: true,
             pacer_free_at: None,
+            rtt_hint: None,
+            owd_hint_raw_ns: None,
+            silent_since: None,
         }
     }
 }

@@ -154,6 +154,17 @@ impl Pet {
 
     /// Relative one-way delay of each path (slot-indexed): its base delay
     /// minus the smallest base delay of any path. `None` without samples.
+    ///
+    /// A path whose data has not been reported yet has no base delay; if
+    /// keepalives measured it ([`PathState::owd_hint_raw_ns`] on the side
+    /// that receives them, [`PathState::rtt_hint`] on the side that sends
+    /// them), its keepalives' one-way delay less the nearest path's, or
+    /// half the difference to the nearest path's round trip, stands in. Without it, a path 300 ms further
+    /// away counted as being as near as the nearest one until data on it
+    /// had been reported: its first packets (the initial pairs, a ping)
+    /// went on it as if it were near, held everything behind them in the
+    /// resequencer for 300 ms, and the inner TCP, whose RTO had been set
+    /// by the near path's 40 ms, timed out spuriously.
     pub fn relative_delays(paths: &[PathState]) -> Delays {
         let mut out = [None; MAX_PATHS];
         let min = paths.iter().filter_map(|p| p.owd.base_raw_ns()).min();
@@ -164,6 +175,34 @@ impl Pet {
                         Some(Duration::from_nanos((b - min).max(0) as u64));
                 }
             }
+        }
+        // The peer's keepalives give the one-way delays directly (plus a
+        // clock offset that cancels against the nearest path's).
+        let near_raw = paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.owd_hint_raw_ns)
+            .min();
+        // The nearest round trip: keepalive or data, whichever is smaller.
+        let rtt = |p: &PathState| match (p.rtt_hint, p.rtt.min_rtt()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let nearest = paths.iter().filter(|p| p.usable).filter_map(rtt).min();
+        for p in paths {
+            let s = p.id.0 as usize % MAX_PATHS;
+            if out[s].is_some() {
+                continue;
+            }
+            let one_way = p
+                .owd_hint_raw_ns
+                .zip(near_raw)
+                .map(|(h, n)| Duration::from_nanos((h - n).max(0) as u64));
+            let half_rtt = p
+                .rtt_hint
+                .zip(nearest)
+                .map(|(h, n)| h.saturating_sub(n) / 2);
+            out[s] = one_way.or(half_rtt);
         }
         out
     }
@@ -378,8 +417,25 @@ impl Pet {
         let small = len <= self.cfg.small_packet_bytes;
         let limit = self.cfg.initial_pairs;
         let sent = self.initial_pairs_sent;
+        let best = self.edpf(now, len, paths, delays);
+        // A path known to be far (its delay from a round trip measured
+        // outside the data stream) gets its initial pairs only where they
+        // arrive no later than `probe_slack` after the packet would on the
+        // measured paths: once the near paths' queues are as long as the
+        // delay difference, which happens only when the inner TCP's window
+        // is large enough for the far path to add anything. Earlier, each
+        // such pair held the whole stream in the resequencer for the delay
+        // difference and the inner TCP, clocked by the near path, timed
+        // out spuriously (Phatak et al. Section 4: an RTT jump beyond the
+        // RTO's smoothing). The first packets of a transfer, before any
+        // path is measured, pair round robin as before.
+        let slack = self.cfg.probe_slack;
+        let arrives_in_time = move |p: &PathState| match (best, delays[slot(p)]) {
+            (Some((_, best_d)), Some(delay)) => now + delay <= best_d + slack,
+            _ => true,
+        };
         if let Some(i) = self.round_robin(paths, |p| {
-            !small && p.bw.estimate_bps().is_none() && sent[slot(p)] < limit
+            !small && p.bw.estimate_bps().is_none() && sent[slot(p)] < limit && arrives_in_time(p)
         }) {
             self.initial_pairs_sent[slot(&paths[i])] += 1;
             return Some((i, false));
@@ -389,18 +445,17 @@ impl Pet {
             p.last_sent
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
-        let best = self.edpf(now, len, paths, delays);
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
                 self.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
             }
-            // Without an estimate of the path there is nothing to predict
-            // (a small packet is predicted as if the path were infinitely
-            // fast: a probe of TCP ACKs onto a far path holds every later
-            // ACK in the resequencer).
-            _ => true,
+            // Without an estimate of the path only its delay, if known,
+            // predicts anything (a small packet is predicted as if the
+            // path were infinitely fast: a probe of TCP ACKs onto a far
+            // path holds every later ACK in the resequencer).
+            _ => arrives_in_time(p),
         };
         if let Some(i) = paths.iter().position(|p| p.usable && stale(p) && safe(p)) {
             if best.is_none_or(|(b, _)| b != i) {
@@ -692,6 +747,57 @@ mod tests {
         assert!(
             t >= Instant::from_secs_f64(1.0) && t <= Instant::from_secs_f64(1.05),
             "probe at {t:?}"
+        );
+    }
+
+    /// Keepalives make a path's delay known before it carries data: its
+    /// one-way delay on the side that receives them, half its round trip
+    /// on the side that sends them.
+    #[test]
+    fn keepalives_stand_in_for_an_unmeasured_paths_delay() {
+        let mut paths = unknown_paths(3);
+        paths[0].rtt_hint = Some(Duration::from_millis(40));
+        paths[1].rtt_hint = Some(Duration::from_millis(600));
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[0], Some(Duration::ZERO));
+        assert_eq!(d[1], Some(Duration::from_millis(280)));
+        assert_eq!(d[2], None);
+        paths[0].owd_hint_raw_ns = Some(5_020_000_000);
+        paths[2].owd_hint_raw_ns = Some(5_300_000_000);
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[2], Some(Duration::from_millis(280)));
+        // Data-based delays win where there are any.
+        paths[1].owd.on_sample(Instant::ZERO, 7_000_000);
+        paths[0].owd.on_sample(Instant::ZERO, 5_000_000);
+        let d = Pet::relative_delays(&paths);
+        assert_eq!(d[1], Some(Duration::from_millis(2)));
+    }
+
+    /// Issue 13: a far path known only from its keepalives gets its
+    /// initial pair only once the near path's queue is as long as the
+    /// delay difference (the pair then arrives in order), and a small
+    /// packet on an idle bond goes by the near path.
+    #[test]
+    fn a_far_path_is_probed_only_when_it_delivers_in_order() {
+        let mut paths = with_estimates(&[10e6]);
+        paths.extend(unknown_paths(2).into_iter().skip(1));
+        paths[0].rtt_hint = Some(Duration::from_millis(40));
+        paths[1].rtt_hint = Some(Duration::from_millis(600));
+        let mut pet = Pet::new(PetConfig::default());
+        let ack = PacketInfo {
+            len: 52,
+            retransmit: false,
+        };
+        assert_eq!(pet.select(Instant::ZERO, &ack, &paths).unwrap().index, 0);
+        // A burst: each 1500-byte packet adds 1.2 ms to path 0's queue.
+        let now = Instant::from_millis(1);
+        let first_far = (0..400)
+            .position(|_| pet.select(now, &pkt(false), &paths).unwrap().index == 1)
+            .expect("the far path got its initial pair");
+        let queued = Duration::from_secs_f64(first_far as f64 * 1500.0 * 8.0 / 10e6);
+        assert!(
+            queued + Duration::from_millis(10) >= Duration::from_millis(280),
+            "initial pair on the far path behind only {queued:?} of near queue"
         );
     }
 }

@@ -90,7 +90,15 @@ pub struct SenderConfig {
     /// Lower end of the pacing queue bound: room for TCP's sawtooth when
     /// the paths are equally far (like a bottleneck buffer).
     pub pacing_min_backlog: Duration,
-    /// Upper end of the pacing queue bound.
+    /// Upper end of the pacing queue bound. It must exceed twice the
+    /// largest delay difference the bond is to use: with 300 ms (the
+    /// earlier default) a path 280 ms further away than the near one was
+    /// used only while the near queue was between 280 and 300 ms long, so
+    /// after every loss TCP's window shrank below the far path and it sat
+    /// idle; a path 580 ms further away was never used at all. The
+    /// resequencer's largest hold (2 s by default) bounds what a far path
+    /// can add anyway, and only a TCP window large enough to fill the
+    /// queue ever makes it this long.
     pub pacing_max_backlog: Duration,
     /// A path is paced only while its latest pair sample came from packets
     /// of at least this many bytes. A direction carrying only TCP ACKs
@@ -138,7 +146,7 @@ impl Default for SenderConfig {
             pacing_gain: 0.995,
             pacing_delay_factor: 2.0,
             pacing_min_backlog: Duration::from_millis(50),
-            pacing_max_backlog: Duration::from_millis(300),
+            pacing_max_backlog: Duration::from_millis(2000),
             pacing_min_pair_len: 1000,
             pair_hold: Duration::from_millis(5),
             hold_unmeasured_pairs: false,
@@ -363,6 +371,33 @@ impl Sender {
         self.sched.paths_changed(&self.paths);
     }
 
+    /// A round trip measured on the path outside the data stream (a
+    /// keepalive and its echo): kept as the path's [`PathState::rtt_hint`]
+    /// (the smallest seen).
+    pub fn on_path_rtt_sample(&mut self, id: PathId, rtt: Duration) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            p.rtt_hint = Some(p.rtt_hint.map_or(rtt, |h| h.min(rtt)));
+        }
+    }
+
+    /// The connection sent on a path it has never heard from (`Some`, the
+    /// first time), or heard from it (`None`): see
+    /// [`PathState::silent_since`].
+    pub fn set_path_silent_since(&mut self, id: PathId, since: Option<Instant>) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            p.silent_since = since.and(p.silent_since.or(since));
+        }
+    }
+
+    /// A keepalive from the peer arrived on the path: `raw_ns` is the
+    /// arrival time less its send time in the peer's clock (kept as the
+    /// path's [`PathState::owd_hint_raw_ns`], the smallest seen).
+    pub fn on_path_owd_sample(&mut self, id: PathId, raw_ns: i64) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            p.owd_hint_raw_ns = Some(p.owd_hint_raw_ns.map_or(raw_ns, |h| h.min(raw_ns)));
+        }
+    }
+
     /// Allows or forbids scheduling on a path (liveness decisions are the caller's).
     pub fn set_usable(&mut self, id: PathId, usable: bool) {
         if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
@@ -428,7 +463,7 @@ impl Sender {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            if at.saturating_since(now) > self.pacing_bound() {
+            if at.saturating_since(now) > self.pacing_bound(now) {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.open_pair[s] = None;

@@ -17,21 +17,40 @@ impl Sender {
     /// far path would never carry the full-size pairs that get it paced.
     /// In the lab this left a 2 Mbit/s path of fast-slow unused for a
     /// whole run, one run in three.
-    pub(super) fn pacing_bound(&self) -> Duration {
+    ///
+    /// A path not heard from yet counts too, for a while: its round trip
+    /// is at least the time since the connection first sent on it
+    /// (`PathState::silent_since`). A transfer starts as soon as the near
+    /// path answers; a path 280 ms further away answers 560 ms later, and
+    /// meanwhile the bound, counting the near path alone (50 ms), stopped
+    /// TCP's slow start at a window of 80 packets. CUBIC then climbed from
+    /// there for ten seconds before the window covered the far path. The
+    /// lower bound counts only while it is below `pacing_max_backlog`, so
+    /// a path that never answers lengthens the bound only during the
+    /// first moments of a connection.
+    pub(super) fn pacing_bound(&self, now: Instant) -> Duration {
         let delays = crate::sched::Pet::relative_delays(&self.paths);
-        let far = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| delays[slot(p.id)])
-            .max()
-            .unwrap_or_default();
         let near_rtt = self
             .paths
             .iter()
             .filter(|p| p.usable)
             .filter_map(|p| p.rtt.min_rtt())
             .min()
+            .unwrap_or_default();
+        let silent = self
+            .paths
+            .iter()
+            .filter_map(|p| p.silent_since)
+            .map(|t| now.saturating_since(t))
+            .filter(|&rtt| rtt < self.cfg.pacing_max_backlog)
+            .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
+        let far = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| delays[slot(p.id)])
+            .chain(silent)
+            .max()
             .unwrap_or_default();
         (far.mul_f64(self.cfg.pacing_delay_factor.max(0.0)) + near_rtt)
             .max(self.cfg.pacing_min_backlog)

@@ -354,7 +354,7 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     assert!(s.pacing_rate(0).is_some());
     // Twice the 80 ms the far path is behind: EDPF can queue enough on the
     // near path to reach it.
-    let bound = s.pacing_bound();
+    let bound = s.pacing_bound(Instant::from_millis(300));
     assert!(bound >= Duration::from_millis(150), "{bound:?}");
 }
 
@@ -511,4 +511,35 @@ mod arq {
             }
         }
     }
+}
+
+/// A path not heard from since the connection first sent on it has a
+/// round trip at least that long: the near path may queue for it while it
+/// answers (issue 13), but a path that never answers stops counting.
+#[test]
+fn pacing_bound_waits_for_a_silent_path_for_a_while() {
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let min = cfg.pacing_min_backlog;
+    let max = cfg.pacing_max_backlog;
+    let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
+    s.add_path(PathId(0), PathParams::default());
+    s.add_path(PathId(1), PathParams::default());
+    s.set_usable(PathId(1), false);
+    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
+    s.set_path_silent_since(PathId(1), Some(Instant::ZERO));
+    // A later keepalive does not move the start.
+    s.set_path_silent_since(PathId(1), Some(Instant::from_millis(200)));
+    // 400 ms without an answer: at least 200 ms further one way.
+    assert_eq!(
+        s.pacing_bound(Instant::from_millis(400)),
+        Duration::from_millis(400)
+    );
+    // Never answering: no longer counted.
+    assert_eq!(s.pacing_bound(Instant::ZERO + max), min);
+    // Answered: the lower bound is gone.
+    s.set_path_silent_since(PathId(1), None);
+    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
 }

@@ -87,6 +87,10 @@ pub struct LabRunOptions {
     pub seed: u64,
     /// The receive window, packets (Linux autotunes to several MB).
     pub rwnd_pkts: u32,
+    /// Also report the goodput from this second of the transfer on (the
+    /// lab bench's `--from`): the steady part of a long run next to the
+    /// whole, which counts the start-up.
+    pub from_s: Option<f64>,
 }
 
 impl Default for LabRunOptions {
@@ -96,6 +100,7 @@ impl Default for LabRunOptions {
             omit_s: 2.0,
             seed: 1,
             rwnd_pkts: 4096,
+            from_s: None,
         }
     }
 }
@@ -106,6 +111,12 @@ pub struct LabResult {
     pub mode: String,
     pub goodput_mbps: f64,
     pub share_of_sum: f64,
+    /// With [`LabRunOptions::from_s`]: goodput from that second on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_from_mbps: Option<f64>,
+    /// The same as a share of the sum of the path rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_from: Option<f64>,
     /// IP rate each path's uplink delivered during the transfer.
     pub path_mbps: Vec<f64>,
     pub retransmits: u64,

@@ -55,6 +55,9 @@ pub struct Outcome {
     /// length.
     pub bytes: u64,
     pub seconds: f64,
+    /// With `LabRunOptions::from_s`: payload delivered in order from then
+    /// to the end, and that interval's length.
+    pub from: Option<(u64, f64)>,
     /// IP bytes each uplink delivered during the transfer, and its length.
     pub path_bytes: Vec<u64>,
     pub transfer_seconds: f64,
@@ -76,10 +79,13 @@ impl Outcome {
 
     pub(super) fn into_result(self, mode: String, sum_mbps: f64) -> LabResult {
         let g = self.goodput_mbps();
+        let from = self.from.map(|(b, s)| b as f64 * 8.0 / s.max(1e-9) / 1e6);
         LabResult {
             mode,
             goodput_mbps: g,
             share_of_sum: g / sum_mbps,
+            goodput_from_mbps: from,
+            share_from: from.map(|f| f / sum_mbps),
             path_mbps: self
                 .path_bytes
                 .iter()
@@ -492,14 +498,25 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
         return Outcome::default();
     };
     let up0: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
-    w.run_until(start + secs(opts.omit_s));
-    let b0 = w.rx.delivered_bytes();
+    // Byte counts at the interval starts, earliest first.
+    let mut marks: Vec<f64> = std::iter::once(opts.omit_s).chain(opts.from_s).collect();
+    marks.sort_by(f64::total_cmp);
+    let mut at = Vec::new();
+    for &m in &marks {
+        w.run_until(start + secs(m.min(opts.duration_s)));
+        at.push((m, w.rx.delivered_bytes()));
+    }
+    let count = |s: f64| at.iter().find(|(m, _)| *m == s).map_or(0, |(_, b)| *b);
     let end = start + secs(opts.duration_s);
     w.run_until(end);
     let tcp = w.tx.stats();
+    let total = w.rx.delivered_bytes();
     Outcome {
-        bytes: w.rx.delivered_bytes() - b0,
+        bytes: total - count(opts.omit_s),
         seconds: opts.duration_s - opts.omit_s,
+        from: opts
+            .from_s
+            .map(|f| (total - count(f), (opts.duration_s - f).max(0.0))),
         path_bytes: w
             .up
             .iter()
@@ -570,6 +587,8 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     let omit = Instant::ZERO + secs(opts.omit_s);
     let end = Instant::ZERO + secs(opts.duration_s);
     let mut b0: Option<u64> = None;
+    let from = opts.from_s.map(|f| Instant::ZERO + secs(f));
+    let mut bf: Option<u64> = None;
     loop {
         let timers = tx
             .iter()
@@ -580,6 +599,9 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         };
         if b0.is_none() && t > omit {
             b0 = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
+        }
+        if bf.is_none() && from.is_some_and(|f| t > f) {
+            bf = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
         }
         if t > end {
             break;
@@ -637,6 +659,9 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     Outcome {
         bytes: total - b0.unwrap_or(total),
         seconds: opts.duration_s - opts.omit_s,
+        from: opts
+            .from_s
+            .map(|f| (total - bf.unwrap_or(total), (opts.duration_s - f).max(0.0))),
         path_bytes: up.iter().map(|l| l.stats.delivered_bytes).collect(),
         transfer_seconds: opts.duration_s,
         segments_sent: stats.segments_sent,
@@ -652,5 +677,86 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: end.as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lab(name: &str) -> LabConfig {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../lab")
+            .join(format!("{name}.toml"));
+        braid_lab::load_config(&p).unwrap()
+    }
+
+    /// Runs until `delivered` grows past `before`; the time it took.
+    fn wait_delivery(
+        w: &mut TunnelWorld,
+        before: u64,
+        delivered: impl Fn(&TunnelWorld) -> u64,
+    ) -> Duration {
+        let t0 = w.now;
+        while delivered(w) == before {
+            assert!(
+                w.now.saturating_since(t0) < Duration::from_secs(3),
+                "never delivered"
+            );
+            let t = w.now + Duration::from_micros(250);
+            w.run_until(t);
+        }
+        w.now.saturating_since(t0)
+    }
+
+    /// Issue 13, point 5: a ping through an idle bond of a near and a far
+    /// path sees the near path's round trip (within 5 ms), before and
+    /// after the far path carried data.
+    #[test]
+    fn idle_bond_pings_at_the_near_paths_round_trip() {
+        for name in ["far", "geo"] {
+            let cfg = lab(name);
+            let near_rtt = Duration::from_secs_f64(2.0 * cfg.resolve(0, Direction::Up).delay_s);
+            for transfer in [0u64, 3000] {
+                let mut w = TunnelWorld::build(TunnelSetup {
+                    up: links(&cfg, Direction::Up),
+                    down: links(&cfg, Direction::Down),
+                    conn: ConnConfig::default(),
+                    tcp: lab_tcp(
+                        u32::from(braid_core::conn::DEFAULT_INNER_MTU),
+                        &LabRunOptions::default(),
+                    ),
+                    total_packets: Some(transfer),
+                    seed: 1,
+                    faults: Faults::default(),
+                });
+                // Established, the transfer (if any) done, idle for a while.
+                w.run_until(Instant::from_millis(20_000));
+                assert!(w.tx.is_done() || transfer == 0);
+                let me = w.me.expect("established");
+                let up = |w: &TunnelWorld| w.server.status(w.now).counters.packets_delivered;
+                let down =
+                    |w: &TunnelWorld| w.client.status(w.now).tunnel.counters.packets_delivered;
+                for k in 0..10 {
+                    let ack = crate::tcp::Ack::cumulative(0, 0, 52);
+                    let mut b = Vec::new();
+                    encode_ack(&ack, w.mss, me, FAR, 1_000_000 + k, &mut b);
+                    let before = up(&w);
+                    w.client.send_packet(w.now, &b);
+                    let there = wait_delivery(&mut w, before, up);
+                    encode_ack(&ack, w.mss, FAR, me, 2_000_000 + k, &mut b);
+                    let before = down(&w);
+                    w.server.send_packet(w.now, &b);
+                    let back = wait_delivery(&mut w, before, down);
+                    let rtt = there + back;
+                    assert!(
+                        rtt <= near_rtt + Duration::from_millis(5),
+                        "{name}, after {transfer} packets: ping {k} took {rtt:?} (near path {near_rtt:?})"
+                    );
+                    let t = w.now + Duration::from_millis(300);
+                    w.run_until(t);
+                }
+            }
+        }
     }
 }
