@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::hello::{ClientHello, ServerHello};
+use super::hello::{ClientHello, HelloError, ServerHello};
 use super::tunnel::{Arrival, Role, Tunnel};
 use super::{ClientStatus, ConnConfig, Event, Output, Outputs, TunnelParams};
 use crate::crypto::{
@@ -87,6 +87,9 @@ pub struct Connection {
     retry_at: Instant,
     /// The server's epoch from the last handshake.
     server_epoch: Option<u64>,
+    /// The version byte of the last server hello refused for its version
+    /// (see [`HelloError::Version`]); cleared by a handshake that succeeds.
+    server_version_refused: Option<u8>,
     params: Option<TunnelParams>,
     out: Outputs,
     closed: bool,
@@ -131,6 +134,7 @@ impl Connection {
             pending: None,
             retry_at: now,
             server_epoch: None,
+            server_version_refused: None,
             params: None,
             closed: false,
         };
@@ -361,13 +365,21 @@ impl Connection {
                 return;
             }
         };
-        let Some(hello) = ServerHello::parse(&est.payload) else {
-            // Authenticated but unintelligible: a server of another
-            // version. Keep retrying; the operator sees the counter.
-            self.tunnel.counters.handshake_failed += 1;
-            self.pending = None;
-            return;
+        let hello = match ServerHello::parse(&est.payload) {
+            Ok(h) => h,
+            Err(e) => {
+                // Authenticated but unintelligible: a server of another
+                // version (named in the status) or a broken one. Keep
+                // retrying; the operator sees the counter and the reason.
+                if let HelloError::Version { got } = e {
+                    self.server_version_refused = Some(got);
+                }
+                self.tunnel.counters.handshake_failed += 1;
+                self.pending = None;
+                return;
+            }
         };
+        self.server_version_refused = None;
         self.pending = None;
         self.tunnel.counters.handshakes += 1;
         let mut params = hello.params;
@@ -480,6 +492,7 @@ impl Connection {
         ClientStatus {
             params: self.params,
             handshaking: self.pending.is_some(),
+            server_version_refused: self.server_version_refused,
             tunnel,
         }
     }

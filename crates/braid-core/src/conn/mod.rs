@@ -93,7 +93,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 pub use client::{Connection, PathError};
 pub use endpoint::Endpoint;
-pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
+pub use hello::{ClientHello, HelloError, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
 pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, ServerConfig};
 
@@ -513,6 +513,10 @@ pub struct ClientStatus {
     pub params: Option<TunnelParams>,
     /// A handshake is in progress (initial or rekey).
     pub handshaking: bool,
+    /// The server answered with a hello of this other protocol version
+    /// ([`HelloError::Version`]), so no session could be made; `None`
+    /// once a handshake succeeds.
+    pub server_version_refused: Option<u8>,
     pub tunnel: TunnelStatus,
 }
 
