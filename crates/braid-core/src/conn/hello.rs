@@ -26,7 +26,7 @@
 //!   repair and count every repair frame as a decode error; the two
 //!   versions therefore do not talk. Added: the NACK frame (type 0x06,
 //!   [`crate::wire::nack`]), the `REPAIR` data flag, the `SKIP` control
-//!   message.
+//!   message and the FEC parity frame (type 0x07, [`crate::wire::parity`]).
 
 use std::net::Ipv4Addr;
 

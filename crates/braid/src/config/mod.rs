@@ -521,7 +521,7 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
     }
     if let Some(r) = &t.repair {
         c.repair = braid_core::repair::RepairMode::parse(r).ok_or_else(|| {
-            anyhow!("`tuning.repair`: unknown mode `{r}`; use \"arq\" (resend path losses inside the tunnel) or \"off\"")
+            anyhow!("`tuning.repair`: unknown mode `{r}`; use \"auto\" (ARQ on near paths, FEC on far or very lossy ones), \"arq\" (resend path losses inside the tunnel), \"fec\" (Reed-Solomon parity, no resends) or \"off\"")
         })?;
     }
     if let Some(b) = t.reorder_max_buffer_bytes {
