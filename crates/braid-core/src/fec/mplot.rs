@@ -20,9 +20,13 @@ pub const KAPPA_PROACTIVE: f64 = 1.0;
 pub const KAPPA_REACTIVE: f64 = 0.0;
 /// Weight of the newest sample in the EWMAs of eqs 2-3.
 pub const EWMA_WEIGHT: f64 = 0.5;
-/// Loss rates are clamped below this in eqs 9-10: at p → 1 the code rate
-/// `p/(1−p)` has no bound, and a block can carry at most 255 packets.
-pub const MAX_LOSS: f64 = 0.9;
+/// Loss rates are clamped below this in eqs 9-10, which caps the code
+/// rate `p/(1−p)` at 1: at most one parity packet per data packet. At
+/// p → 1 the rate has no bound; an aggregate loss above one half comes
+/// from paths going down rather than random loss, and parity beyond the
+/// data's own volume starved the data in the simulator's swarm (seed
+/// 193: 5505 parity frames for 2469 data packets, no progress for 13 s).
+pub const MAX_LOSS: f64 = 0.5;
 
 /// eq 1: the rank of a path, `w (1 − p) / rtt` (packets per second for
 /// `w` in packets and `rtt` in seconds). Zero for a non-positive RTT.
@@ -235,7 +239,11 @@ mod tests {
         // p = 0.05, σ = 0.05: q = 0.1, x = 0.1/0.9.
         assert!((proactive_rate(0.05, 0.05) - 0.1 / 0.9).abs() < 1e-12);
         assert_eq!(proactive_rate(0.0, 0.0), 0.0);
-        assert!(proactive_rate(1.0, 1.0).is_finite());
+        assert_eq!(
+            proactive_rate(1.0, 1.0),
+            1.0,
+            "capped at one per data packet"
+        );
     }
 
     #[test]

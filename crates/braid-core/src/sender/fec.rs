@@ -39,9 +39,10 @@ const MAX_PENDING: usize = 1024;
 /// smaller `F` keeps the resequencer's wait for a block short.
 pub const MAX_BLOCK_DATA: usize = 128;
 /// Most parity frames sent for one block in all (proactive, reactive and
-/// the wrap-around resends), so that a block on a dead path cannot use
-/// the link without end.
-const MAX_SENDS_PER_BLOCK: usize = 3 * MAX_SHARDS;
+/// the wrap-around resends), as a multiple of its `K` shards: one
+/// wrap-around, so that losses on a dead path cannot make a block use the
+/// links without end.
+const MAX_SENDS_FACTOR: usize = 2;
 
 /// Settings of the encoder.
 #[derive(Copy, Clone, Debug)]
@@ -261,7 +262,7 @@ impl FecEncoder {
     /// p-block's start).
     fn take(block: &mut SentBlock, count: usize, reactive: bool) -> Vec<ParityOut> {
         let total = block.shards.len();
-        let count = count.min(MAX_SENDS_PER_BLOCK.saturating_sub(block.sent));
+        let count = count.min((MAX_SENDS_FACTOR * total).saturating_sub(block.sent));
         (0..count)
             .map(|_| {
                 let index = block.sent % total;
