@@ -7,10 +7,10 @@ use braid_core::conn::{ClientHello, ServerHello};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Some(h) = ClientHello::parse(data) {
+    if let Ok(h) = ClientHello::parse(data) {
         assert_eq!(&h.to_bytes()[..], data);
     }
-    if let Some(h) = ServerHello::parse(data) {
+    if let Ok(h) = ServerHello::parse(data) {
         assert_eq!(&h.to_bytes()[..], data);
     }
 });

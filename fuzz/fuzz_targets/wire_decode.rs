@@ -29,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
             let rates: Vec<_> = v.rates().collect();
             emit_nack(&ranges, &rates, &mut out).unwrap();
         }
+        Frame::Parity(h, shard) => {
+            h.emit(shard, &mut out).unwrap();
+        }
     }
     assert_eq!(out, data, "decode/emit round trip");
 });

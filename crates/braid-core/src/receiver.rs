@@ -94,6 +94,8 @@ pub struct Receiver<P> {
     pub nack_frames: u64,
     /// Repair copies received (flag `REPAIR`).
     pub repairs_received: u64,
+    /// Packets rebuilt from FEC parity ([`Receiver::handle_rebuilt`]).
+    pub fec_rebuilt: u64,
 }
 
 impl<P> Receiver<P> {
@@ -109,6 +111,7 @@ impl<P> Receiver<P> {
             feedback_frames: 0,
             nack_frames: 0,
             repairs_received: 0,
+            fec_rebuilt: 0,
         }
     }
 
@@ -147,6 +150,17 @@ impl<P> Receiver<P> {
         }
         self.reseq
             .handle_packet(now, hdr.path, seq, prev, len, payload);
+    }
+
+    /// A packet rebuilt from FEC parity that came on `path`: it fills its
+    /// gap in the resequencer like a repair copy. No feedback is sent for
+    /// it and no per-path loss detection sees it: it did not cross a path
+    /// as data, and the sender must count its first copy as lost (eq 2's
+    /// loss statistics).
+    pub fn handle_rebuilt(&mut self, now: Instant, path: PathId, seq: u64, len: usize, payload: P) {
+        self.fec_rebuilt += 1;
+        self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+        self.reseq.handle_packet(now, path, seq, None, len, payload);
     }
 
     /// Writes the next due feedback frame into `buf`; returns the path to

@@ -69,6 +69,10 @@ fn exercise(frame: &Frame<'_>) -> usize {
             v.ranges().map(|r| r.upto as usize & 1).sum::<usize>()
                 + v.rates().map(|r| r.loss as usize).sum::<usize>()
         }
+        Frame::Parity(h, shard) => {
+            assert!(h.is_valid() && shard.len() >= 2);
+            h.index as usize + shard.len()
+        }
     }
 }
 
@@ -261,6 +265,22 @@ proptest! {
             let rates: Vec<NackRate> = v.rates().collect();
             let mut out = vec![0u8; bytes.len()];
             let n = emit_nack(&ranges, &rates, &mut out).unwrap();
+            prop_assert_eq!(&out[..n], &bytes[..]);
+        }
+    }
+
+    /// Arbitrary bytes behind a parity type byte never panic, and whatever
+    /// decodes re-encodes to the same bytes.
+    #[test]
+    fn parity_arbitrary_bodies_decode_exactly(body in proptest::collection::vec(any::<u8>(), 0..300), version_ok in any::<bool>()) {
+        let mut bytes = vec![braid_core::wire::TYPE_PARITY];
+        bytes.extend_from_slice(&body);
+        if version_ok && bytes.len() > 1 {
+            bytes[1] = braid_core::wire::PARITY_VERSION;
+        }
+        if let Ok(Frame::Parity(h, shard)) = decode(&bytes) {
+            let mut out = vec![0u8; bytes.len()];
+            let n = h.emit(shard, &mut out).unwrap();
             prop_assert_eq!(&out[..n], &bytes[..]);
         }
     }

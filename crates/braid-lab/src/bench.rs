@@ -147,6 +147,10 @@ pub struct BenchOptions {
     /// test with the omitted start-up included.
     #[serde(default)]
     pub from_s: Option<u32>,
+    /// UDP at this offered rate (Mbit/s of iperf3 payload) instead of TCP:
+    /// every mode then reports its loss and jitter (real-time traffic).
+    #[serde(default)]
+    pub udp_rate_mbit: Option<f64>,
 }
 
 impl Default for BenchOptions {
@@ -158,6 +162,7 @@ impl Default for BenchOptions {
             port: 5201,
             settle_s: 1.0,
             from_s: None,
+            udp_rate_mbit: None,
         }
     }
 }
@@ -188,6 +193,14 @@ pub struct BenchResult {
     /// IP-level rate each path delivered during the run (emulator counters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_mbps: Vec<f64>,
+    /// UDP runs: the datagrams lost end to end, in percent (iperf3's
+    /// `lost_percent`: what the paths lost and braid did not repair, plus
+    /// what the sender's own queues dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_percent: Option<f64>,
+    /// UDP runs: the receiver's jitter in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
 }
 
 /// `{"scenario": name, "results": [...]}`.
@@ -274,6 +287,11 @@ pub fn bench_with(
             cfg.name
         );
     }
+    if let Some(r) = opts.udp_rate_mbit {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("UDP rate {r} Mbit/s: give a positive rate");
+        }
+    }
     if let Some(f) = opts.from_s {
         let total = opts.duration_s + opts.omit_s;
         if f >= total {
@@ -306,6 +324,7 @@ pub fn bench_with(
             omit_s: opts.omit_s,
             reverse: opts.reverse,
             intervals: opts.from_s.is_some(),
+            udp_rate_mbit: opts.udp_rate_mbit,
             ..IperfSpec::default()
         };
         // Every mode sees the same path history: the trace starts over
@@ -338,6 +357,8 @@ pub fn bench_with(
             share_of_sum: r.received_mbps / sum,
             retransmits: r.retransmits,
             path_mbps,
+            lost_percent: r.lost_percent.filter(|_| opts.udp_rate_mbit.is_some()),
+            jitter_ms: r.jitter_ms.filter(|_| opts.udp_rate_mbit.is_some()),
         });
     }
     Ok(BenchReport {

@@ -84,6 +84,10 @@ pub struct IperfResult {
     pub retransmits: Option<u64>,
     /// UDP loss percentage, if UDP.
     pub lost_percent: Option<f64>,
+    /// UDP jitter (RFC 3550's smoothed interarrival variation) the
+    /// receiver measured, in ms, if UDP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
     /// The receiver's reporting intervals, in order, the omitted start-up
     /// included (empty unless [`IperfSpec::intervals`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -172,6 +176,7 @@ pub fn parse_iperf_json(text: &str) -> anyhow::Result<IperfResult> {
             .and_then(|s| s.get("retransmits"))
             .and_then(|x| x.as_u64()),
         lost_percent: f(end.get("sum"), "lost_percent").or(f(Some(recv), "lost_percent")),
+        jitter_ms: f(end.get("sum"), "jitter_ms").or(f(Some(recv), "jitter_ms")),
         intervals: Vec::new(),
     })
 }
@@ -438,6 +443,7 @@ mod tests {
             seconds: 0.0,
             retransmits: None,
             lost_percent: None,
+            jitter_ms: None,
             intervals: receiver_intervals(&v, false, 2),
         };
         assert_eq!(r.intervals.len(), 6);

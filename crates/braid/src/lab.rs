@@ -49,6 +49,11 @@ pub enum LabCmd {
         /// omitted start-up included), next to the whole test's.
         #[arg(long, value_name = "SECONDS")]
         from: Option<u32>,
+        /// Measure UDP instead of TCP (iperf3 -u): offer this rate in Mbit/s,
+        /// or with a `%` suffix this share of the sum of the path rates
+        /// (e.g. `--udp 60%`); every mode reports loss and jitter.
+        #[arg(long, value_name = "MBIT|PERCENT%")]
+        udp: Option<String>,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -138,6 +143,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             duration,
             omit,
             from,
+            udp,
             keep,
         } => {
             if let Some(f) = from {
@@ -146,6 +152,10 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 }
             }
             let cfg = load(&file)?;
+            let udp_rate_mbit = udp
+                .as_deref()
+                .map(|u| udp_rate(u, cfg.sum_rate_mbit(braid_lab::Direction::Up)))
+                .transpose()?;
             let modes: Vec<Mode> = modes
                 .iter()
                 .map(|m| {
@@ -164,6 +174,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 duration_s: duration,
                 omit_s: omit,
                 from_s: from,
+                udp_rate_mbit,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);
@@ -186,6 +197,24 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
     }
 }
 
+/// The offered UDP rate of `--udp`: Mbit/s, or `N%` of `sum` (the sum of
+/// the path rates in the data direction).
+fn udp_rate(arg: &str, sum: f64) -> anyhow::Result<f64> {
+    let bad = || {
+        anyhow::anyhow!(
+            "--udp {arg}: give a rate in Mbit/s (`--udp 12`) or a share of the sum of the path rates (`--udp 60%`)"
+        )
+    };
+    let r = match arg.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0 * sum,
+        None => arg.trim().parse::<f64>().map_err(|_| bad())?,
+    };
+    if !(r.is_finite() && r > 0.0) {
+        return Err(bad());
+    }
+    Ok(r)
+}
+
 /// The human-readable report: one row per mode; with `--from`, a column of
 /// goodput from that second on next to the whole test's.
 fn table(out: &Output, from: Option<u32>) -> String {
@@ -197,9 +226,15 @@ fn table(out: &Output, from: Option<u32>) -> String {
         out.scenario, out.sum_mbps, out.ceiling_share
     );
     let from_head = from.map(|f| format!("from {f} s")).unwrap_or_default();
+    let udp = out.results.iter().any(|r| r.lost_percent.is_some());
+    let udp_head = if udp {
+        format!(" {:>9} {:>10}", "loss %", "jitter ms")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         t,
-        "{:<16} {:>10} {:>14} {:>10}",
+        "{:<16} {:>10} {:>14} {:>10}{udp_head}",
         "mode", "Mbit/s", "share of sum", from_head
     );
     for r in out.results {
@@ -208,9 +243,15 @@ fn table(out: &Output, from: Option<u32>) -> String {
             (Some(_), Some(g)) => format!("{g:.2}"),
             (Some(_), None) => "-".into(),
         };
+        let udp_cols = if udp {
+            let opt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
+            format!(" {:>9} {:>10}", opt(r.lost_percent, 3), opt(r.jitter_ms, 2))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
-            "{:<16} {:>10.2} {:>14.3} {:>10}",
+            "{:<16} {:>10.2} {:>14.3} {:>10}{udp_cols}",
             r.mode, r.goodput_mbps, r.share_of_sum, from_col
         );
     }
@@ -229,6 +270,8 @@ mod tests {
             share_of_sum: g / 20.0,
             retransmits: None,
             path_mbps: vec![],
+            lost_percent: None,
+            jitter_ms: None,
         }
     }
 
@@ -274,5 +317,38 @@ mod tests {
         assert!(super::braid_mode("braid-adas").is_ok());
         let err = super::braid_mode("braid-adaz").err().unwrap().to_string();
         assert!(err.contains("adaz") && err.contains("adas"), "{err}");
+    }
+
+    #[test]
+    fn udp_rate_takes_mbit_or_a_share_of_the_sum() {
+        assert_eq!(udp_rate("12", 20.0).unwrap(), 12.0);
+        assert!((udp_rate("60%", 20.0).unwrap() - 12.0).abs() < 1e-9);
+        for bad in ["", "x", "-3", "0%", "60 %%"] {
+            let e = udp_rate(bad, 20.0).unwrap_err().to_string();
+            assert!(e.contains("--udp 60%"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn udp_results_add_loss_and_jitter_columns() {
+        let mut r = result("braid-pet", 12.0, None);
+        r.lost_percent = Some(0.05);
+        r.jitter_ms = Some(1.234);
+        let results = [r, result("single-best", 5.0, None)];
+        let out = Output {
+            scenario: "bursty",
+            ceiling_share: 0.93,
+            sum_mbps: 20.0,
+            results: &results,
+        };
+        let t = table(&out, None);
+        assert!(t.contains("loss %") && t.contains("jitter ms"), "{t}");
+        assert!(t.contains("0.050") && t.contains("1.23"), "{t}");
+        let tcp = [result("braid-pet", 12.0, None)];
+        let out = Output {
+            results: &tcp,
+            ..out
+        };
+        assert!(!table(&out, None).contains("loss %"));
     }
 }

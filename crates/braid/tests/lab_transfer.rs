@@ -333,3 +333,123 @@ fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
         "the far path carried {far_share:.3} of the bytes (near {near}, far {far})"
     );
 }
+
+/// `lab/lossy.toml` with the lossy path's loss raised to 5 % each way.
+const LOSSY_LAB: &str = r#"
+name = "lossy-transfer-test"
+seed = 1
+[[path]]
+name = "clean"
+rate_mbit = 10.0
+delay_ms = 20.0
+queue_bytes = 50000
+[[path]]
+name = "lossy"
+rate_mbit = 10.0
+delay_ms = 30.0
+queue_bytes = 75000
+loss = 0.05
+"#;
+
+/// TCP segments the kernel of namespace `ns` has retransmitted
+/// (`Tcp: RetransSegs` of its /proc/net/snmp). The tunnel itself speaks
+/// UDP, so in the client namespace this counts the inner TCP only.
+fn retrans_segs(ns: &str) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+        .output()
+        .expect("reading /proc/net/snmp");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "RetransSegs")
+        .expect("RetransSegs in /proc/net/snmp");
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+/// A 50 MB TCP upload over a clean path and one losing 5 % of its packets
+/// each way: every byte arrives (equal SHA-256), and the inner TCP's
+/// retransmissions are reported. The tunnel repairs the path losses, so
+/// the inner TCP retransmits far fewer segments than the path lost.
+#[test]
+#[ignore = "needs root, network namespaces, python3 and iperf3 (bash .ci/run runs it as root)"]
+fn fifty_megabytes_over_a_five_percent_lossy_path() {
+    if let Err(why) = topo::check_environment() {
+        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
+    }
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
+    let cfg = LabConfig::from_toml_str(LOSSY_LAB, "lossy test lab").unwrap();
+    let _lock = topo::LabLock::acquire().unwrap();
+    braid_lab::up(
+        &cfg,
+        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
+    )
+    .unwrap();
+    let result = std::panic::catch_unwind(|| run_lossy_transfer(&cfg, &exe));
+    braid_lab::down().unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
+    let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
+    let sink = Reap(Some(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                NS_SRV,
+                "python3",
+                "-c",
+                SINK,
+                &PORT.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let retrans_before = retrans_segs(NS_CLI);
+    let t0 = Instant::now();
+    let source = Reap(Some(
+        Command::new("ip")
+            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
+            .args([
+                topo::SRV_ADDR.to_string(),
+                PORT.to_string(),
+                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
+                BYTES.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let sent = source.output();
+    let got = sink.output();
+    let secs = t0.elapsed().as_secs_f64();
+    let retrans = retrans_segs(NS_CLI) - retrans_before;
+    drop(daemons);
+    teardown();
+    // Full-size segments: about 1.3 kB of payload each through the tunnel.
+    let segments = BYTES / 1300;
+    eprintln!(
+        "sent {sent}\ngot  {got}\n{BYTES} bytes in {secs:.1} s ({:.1} Mbit/s); inner TCP retransmitted {retrans} segments (about {:.3} % of {segments})",
+        BYTES as f64 * 8.0 / secs / 1e6,
+        retrans as f64 * 100.0 / segments as f64
+    );
+    assert!(
+        sent.ends_with(&BYTES.to_string()),
+        "source did not finish: {sent:?}"
+    );
+    assert_eq!(sent, got, "what arrived differs from what was sent");
+    // The lossy path carries about half the segments and loses 5 % of
+    // them (2.5 % of all); without repair TCP would retransmit at least
+    // that many. With it, well under a fifth of that.
+    assert!(
+        (retrans as f64) < 0.005 * segments as f64,
+        "inner TCP retransmitted {retrans} of about {segments} segments"
+    );
+}

@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::hello::{ClientHello, ServerHello};
+use super::hello::{ClientHello, HelloError, ServerHello};
 use super::tunnel::{Arrival, Role, Tunnel};
 use super::{ClientStatus, ConnConfig, Event, Output, Outputs, TunnelParams};
 use crate::crypto::{
@@ -103,6 +103,9 @@ pub struct Connection {
     /// Handshake attempts started with no session in hand since the last
     /// success (see [`Connection::retry_wait`]).
     blocked_attempts: u32,
+    /// The version byte of the last server hello refused for its version
+    /// (see [`HelloError::Version`]); cleared by a handshake that succeeds.
+    server_version_refused: Option<u8>,
     params: Option<TunnelParams>,
     out: Outputs,
     closed: bool,
@@ -148,6 +151,7 @@ impl Connection {
             retry_at: now,
             server_epoch: None,
             blocked_attempts: 0,
+            server_version_refused: None,
             params: None,
             closed: false,
         };
@@ -431,13 +435,21 @@ impl Connection {
                 return;
             }
         };
-        let Some(hello) = ServerHello::parse(&est.payload) else {
-            // Authenticated but unintelligible: a server of another
-            // version. Keep retrying; the operator sees the counter.
-            self.tunnel.counters.handshake_failed += 1;
-            self.pending = None;
-            return;
+        let hello = match ServerHello::parse(&est.payload) {
+            Ok(h) => h,
+            Err(e) => {
+                // Authenticated but unintelligible: a server of another
+                // version (named in the status) or a broken one. Keep
+                // retrying; the operator sees the counter and the reason.
+                if let HelloError::Version { got } = e {
+                    self.server_version_refused = Some(got);
+                }
+                self.tunnel.counters.handshake_failed += 1;
+                self.pending = None;
+                return;
+            }
         };
+        self.server_version_refused = None;
         self.pending = None;
         self.blocked_attempts = 0;
         self.tunnel.counters.handshakes += 1;
@@ -551,6 +563,7 @@ impl Connection {
         ClientStatus {
             params: self.params,
             handshaking: self.pending.is_some(),
+            server_version_refused: self.server_version_refused,
             tunnel,
         }
     }

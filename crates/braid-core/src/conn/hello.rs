@@ -12,15 +12,52 @@
 //! peer lost its tunnel state (see the module doc of [`super`]).
 //!
 //! Parsing is strict (exact length, known version, prefix length <= 32,
-//! MTU >= 576) and never panics; a bad payload fails the handshake.
+//! MTU >= 576) and never panics; a bad payload fails the handshake. The
+//! version byte is read first and reported on its own
+//! ([`HelloError::Version`]), so a peer of another version is refused
+//! with a reason an operator can act on instead of an unexplained
+//! failure.
+//!
+//! Versions:
+//! - 1: data, feedback, keepalive and control frames.
+//! - 2: lossy-path repair. A version-1 decoder refuses every one of its
+//!   additions (unknown frame type, undefined data flag) or ignores it (an
+//!   unknown control kind), so a mixed pair would silently lose the
+//!   repair and count every repair frame as a decode error; the two
+//!   versions therefore do not talk. Added: the NACK frame (type 0x06,
+//!   [`crate::wire::nack`]), the `REPAIR` data flag, the `SKIP` control
+//!   message and the FEC parity frame (type 0x07, [`crate::wire::parity`]).
 
 use std::net::Ipv4Addr;
 
 use super::TunnelParams;
 
 /// Version of the hello payloads (and so of the tunnel protocol on top of
-/// the Noise prologue's `braid v2`).
-pub const HELLO_VERSION: u8 = 1;
+/// the Noise prologue's `braid v2`); see the module doc for what each
+/// version carries.
+pub const HELLO_VERSION: u8 = 2;
+
+/// Why a hello payload was refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HelloError {
+    /// The peer speaks another version of the tunnel protocol (the
+    /// version byte it sent). Checked before anything else, on a payload
+    /// of any length, since another version may have another layout.
+    #[error("peer speaks tunnel protocol version {got}, this side speaks {HELLO_VERSION}: run the same braid release on client and server")]
+    Version { got: u8 },
+    /// Right version, but the wrong length or an invalid field.
+    #[error("malformed hello payload")]
+    Malformed,
+}
+
+/// The version byte of `b`, refused unless it is [`HELLO_VERSION`].
+fn check_version(b: &[u8]) -> Result<(), HelloError> {
+    match b.get(field::VERSION) {
+        None => Err(HelloError::Malformed),
+        Some(&HELLO_VERSION) => Ok(()),
+        Some(&got) => Err(HelloError::Version { got }),
+    }
+}
 
 /// Smallest MTU an IPv4 host must accept (RFC 791); a smaller advertised
 /// tunnel MTU is refused.
@@ -65,13 +102,20 @@ impl ClientHello {
         b
     }
 
-    /// `None` unless `b` is exactly a version-1 client hello.
-    pub fn parse(b: &[u8]) -> Option<ClientHello> {
-        if b.len() != Self::LEN || b[field::VERSION] != HELLO_VERSION {
-            return None;
+    /// `b` as a client hello of [`HELLO_VERSION`].
+    ///
+    /// Errors: [`HelloError::Version`] for another version byte,
+    /// [`HelloError::Malformed`] for an empty payload or a wrong length.
+    pub fn parse(b: &[u8]) -> Result<ClientHello, HelloError> {
+        check_version(b)?;
+        if b.len() != Self::LEN {
+            return Err(HelloError::Malformed);
         }
-        Some(ClientHello {
-            conn_id: u64::from_be_bytes(b[field::CONN_ID].try_into().ok()?),
+        let id: [u8; 8] = b[field::CONN_ID]
+            .try_into()
+            .map_err(|_| HelloError::Malformed)?;
+        Ok(ClientHello {
+            conn_id: u64::from_be_bytes(id),
         })
     }
 }
@@ -90,22 +134,28 @@ impl ServerHello {
         b
     }
 
-    /// `None` unless `b` is exactly a valid version-1 server hello.
-    pub fn parse(b: &[u8]) -> Option<ServerHello> {
-        if b.len() != Self::LEN || b[field::VERSION] != HELLO_VERSION {
-            return None;
+    /// `b` as a valid server hello of [`HELLO_VERSION`].
+    ///
+    /// Errors: [`HelloError::Version`] for another version byte,
+    /// [`HelloError::Malformed`] for a wrong length, a prefix length above
+    /// 32 or an MTU below 576.
+    pub fn parse(b: &[u8]) -> Result<ServerHello, HelloError> {
+        check_version(b)?;
+        if b.len() != Self::LEN {
+            return Err(HelloError::Malformed);
         }
-        let addr = |r: core::ops::Range<usize>| -> Option<Ipv4Addr> {
-            let o: [u8; 4] = b[r].try_into().ok()?;
-            Some(Ipv4Addr::from(o))
+        let bad = |_| HelloError::Malformed;
+        let addr = |r: core::ops::Range<usize>| -> Result<Ipv4Addr, HelloError> {
+            let o: [u8; 4] = b[r].try_into().map_err(bad)?;
+            Ok(Ipv4Addr::from(o))
         };
         let prefix_len = b[field::PREFIX];
-        let mtu = u16::from_be_bytes(b[field::MTU].try_into().ok()?);
+        let mtu = u16::from_be_bytes(b[field::MTU].try_into().map_err(bad)?);
         if prefix_len > 32 || mtu < MIN_MTU {
-            return None;
+            return Err(HelloError::Malformed);
         }
-        Some(ServerHello {
-            epoch: u64::from_be_bytes(b[field::EPOCH].try_into().ok()?),
+        Ok(ServerHello {
+            epoch: u64::from_be_bytes(b[field::EPOCH].try_into().map_err(bad)?),
             params: TunnelParams {
                 address: addr(field::ADDRESS)?,
                 prefix_len,
@@ -121,7 +171,7 @@ mod tests {
     use super::*;
 
     static SERVER_BYTES: [u8; 20] = [
-        0x01, // version
+        0x02, // version
         0, 0, 0, 0, 0, 0, 0x12, 0x34, // epoch
         10, 77, 0, 2,  // address
         24, // prefix
@@ -144,21 +194,27 @@ mod tests {
     #[test]
     fn test_emit_and_parse_server_hello() {
         assert_eq!(server_hello().to_bytes(), SERVER_BYTES);
-        assert_eq!(ServerHello::parse(&SERVER_BYTES), Some(server_hello()));
+        assert_eq!(ServerHello::parse(&SERVER_BYTES), Ok(server_hello()));
     }
 
     #[test]
     fn test_parse_server_hello_errors() {
-        assert_eq!(ServerHello::parse(&SERVER_BYTES[..19]), None);
+        let malformed = Err(HelloError::Malformed);
+        assert_eq!(ServerHello::parse(&SERVER_BYTES[..19]), malformed);
+        assert_eq!(ServerHello::parse(&[]), malformed);
         let mut b = SERVER_BYTES;
-        b[0] = 2;
-        assert_eq!(ServerHello::parse(&b), None, "version");
+        b[0] = 3;
+        assert_eq!(
+            ServerHello::parse(&b),
+            Err(HelloError::Version { got: 3 }),
+            "version"
+        );
         let mut b = SERVER_BYTES;
         b[13] = 33;
-        assert_eq!(ServerHello::parse(&b), None, "prefix");
+        assert_eq!(ServerHello::parse(&b), malformed, "prefix");
         let mut b = SERVER_BYTES;
         b[18..20].copy_from_slice(&100u16.to_be_bytes());
-        assert_eq!(ServerHello::parse(&b), None, "mtu");
+        assert_eq!(ServerHello::parse(&b), malformed, "mtu");
     }
 
     #[test]
@@ -167,9 +223,36 @@ mod tests {
             conn_id: 0xdead_beef_0102_0304,
         };
         let b = h.to_bytes();
-        assert_eq!(b, [1, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
-        assert_eq!(ClientHello::parse(&b), Some(h));
-        assert_eq!(ClientHello::parse(&b[..8]), None);
-        assert_eq!(ClientHello::parse(&[]), None);
+        assert_eq!(b, [2, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
+        assert_eq!(ClientHello::parse(&b), Ok(h));
+        assert_eq!(ClientHello::parse(&b[..8]), Err(HelloError::Malformed));
+        assert_eq!(ClientHello::parse(&[]), Err(HelloError::Malformed));
+    }
+
+    /// A version-1 peer (no NACK, REPAIR or SKIP) is refused by
+    /// its version, whatever the length of the rest, and the error names
+    /// both versions.
+    #[test]
+    fn version_one_hellos_are_refused_by_version() {
+        let v1_client = [1, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4];
+        assert_eq!(
+            ClientHello::parse(&v1_client),
+            Err(HelloError::Version { got: 1 })
+        );
+        let mut v1_server = SERVER_BYTES;
+        v1_server[0] = 1;
+        assert_eq!(
+            ServerHello::parse(&v1_server),
+            Err(HelloError::Version { got: 1 })
+        );
+        assert_eq!(
+            ClientHello::parse(&[1]),
+            Err(HelloError::Version { got: 1 })
+        );
+        let text = HelloError::Version { got: 1 }.to_string();
+        assert!(
+            text.contains("version 1") && text.contains("speaks 2"),
+            "{text}"
+        );
     }
 }

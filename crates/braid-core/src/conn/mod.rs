@@ -95,7 +95,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 pub use client::{Connection, PathError};
 pub use endpoint::Endpoint;
-pub use hello::{ClientHello, ServerHello, HELLO_VERSION};
+pub use hello::{ClientHello, HelloError, ServerHello, HELLO_VERSION};
 pub use pool::{Ipv4Net, PoolError};
 pub use server::{ClientEntry, IntakeDrops, RejectReason, Rejection, Server, ServerConfig};
 
@@ -164,6 +164,8 @@ pub struct ConnConfig {
     /// repair. Both ends should agree: a receiver that holds gaps for
     /// repairs a peer never sends delays each loss by its hold time.
     pub repair: RepairMode,
+    /// Settings of FEC repair (modes `fec` and `auto`).
+    pub fec: crate::repair::FecConfig,
     /// Payload bytes of sent packets kept for repair (the memory bound of
     /// ARQ); the age bound is `sender.repair.max_age`.
     pub repair_retain_bytes: usize,
@@ -208,7 +210,10 @@ impl Default for ConnConfig {
             max_outputs: DEFAULT_MAX_OUTPUTS,
             reorder_timer_from_first_seen: true,
             pacing: true,
-            repair: RepairMode::Arq,
+            // ARQ on near paths, FEC on far or very lossy ones (see
+            // `RepairMode::Auto`); on paths that are neither, as `arq`.
+            repair: RepairMode::Auto,
+            fec: crate::repair::FecConfig::default(),
             // About 2 s of a 30 Mbit/s bond.
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
@@ -297,6 +302,14 @@ pub struct Counters {
     /// Handshakes completed (client: responses accepted; server: inits
     /// accepted).
     pub handshakes: u64,
+    /// FEC parity frames sent, and their plaintext bytes.
+    pub fec_parity_sent: u64,
+    pub fec_parity_bytes: u64,
+    /// Of the parity frames sent, those sent for a reported loss (eq 10).
+    pub fec_parity_reactive: u64,
+    /// FEC parity frames received, and inner packets rebuilt from them.
+    pub fec_parity_received: u64,
+    pub fec_rebuilt: u64,
     /// Not a braid packet: unknown type byte or too short.
     pub drop_malformed: u64,
     /// Transport packet for a session this side does not hold.
@@ -536,6 +549,10 @@ pub struct ClientStatus {
     pub params: Option<TunnelParams>,
     /// A handshake is in progress (initial or rekey).
     pub handshaking: bool,
+    /// The server answered with a hello of this other protocol version
+    /// ([`HelloError::Version`]), so no session could be made; `None`
+    /// once a handshake succeeds.
+    pub server_version_refused: Option<u8>,
     pub tunnel: TunnelStatus,
 }
 

@@ -30,7 +30,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::hello::{ClientHello, ServerHello};
+use super::hello::{ClientHello, HelloError, ServerHello};
 use super::ip::ipv4_destination;
 use super::pool::{Ipv4Net, PoolError};
 use super::ratelimit::RateLimiter;
@@ -90,6 +90,9 @@ pub enum RejectReason {
     UnknownClient(PublicKey),
     /// The Noise message did not decrypt: corrupted, or another version.
     Undecryptable,
+    /// An admitted client speaks another version of the tunnel protocol
+    /// (the version byte of its hello): one side needs upgrading.
+    Version { got: u8 },
 }
 
 /// The latest rejected initiation and how many were rejected in all.
@@ -219,6 +222,11 @@ impl Server {
             (HandshakeError::Decrypt, _) => RejectReason::Undecryptable,
             _ => return,
         };
+        self.note_reason(now, from, reason);
+    }
+
+    /// Records `reason` as the latest rejection.
+    fn note_reason(&mut self, now: Instant, from: SocketAddr, reason: RejectReason) {
         let count = self.last_rejection.map_or(0, |r| r.count) + 1;
         self.last_rejection = Some(Rejection {
             at: now,
@@ -378,9 +386,15 @@ impl Server {
             }
         };
         let key = *pending.client();
-        let Some(hello) = ClientHello::parse(pending.payload()) else {
-            self.counters.handshake_failed += 1;
-            return;
+        let hello = match ClientHello::parse(pending.payload()) {
+            Ok(h) => h,
+            Err(e) => {
+                if let HelloError::Version { got } = e {
+                    self.note_reason(now, from, RejectReason::Version { got });
+                }
+                self.counters.handshake_failed += 1;
+                return;
+            }
         };
         if self.by_index.contains_key(&pending.local_index()) {
             // Index collision (1 in 2^32 per live session): the client

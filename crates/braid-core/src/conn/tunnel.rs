@@ -15,6 +15,8 @@
 //!
 //! The client-or-server differences are few and explicit in [`Role`].
 
+mod fec;
+
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -123,6 +125,8 @@ pub(crate) struct Tunnel {
     retained: Retained,
     /// The redundant mode's choice of packets to copy.
     redundancy: Policy,
+    /// FEC encoder and decoder (see [`fec`]).
+    fec: fec::TunnelFec,
 }
 
 impl Tunnel {
@@ -149,6 +153,7 @@ impl Tunnel {
             paced: HashMap::new(),
             retained: retained(cfg),
             redundancy: Policy::new(cfg.redundancy.clone()),
+            fec: fec::TunnelFec::new(cfg),
         }
     }
 
@@ -172,6 +177,7 @@ impl Tunnel {
         self.paced.clear();
         self.retained = retained(&self.cfg);
         self.redundancy = Policy::new(self.cfg.redundancy.clone());
+        self.fec = fec::TunnelFec::new(&self.cfg);
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
             self.sender.set_usable(l.id, l.up);
@@ -355,6 +361,7 @@ impl Tunnel {
             Frame::Data(h, _) => Some(h.path),
             Frame::Feedback(v) => Some(v.path),
             Frame::Keepalive(k) | Frame::KeepaliveAck(k) => Some(k.path),
+            Frame::Parity(h, _) => Some(h.path),
             // A NACK names the paths it reports on and may come on any.
             Frame::Control(_) | Frame::Nack(_) => None,
         };
@@ -392,7 +399,9 @@ impl Tunnel {
                 }
                 self.receiver
                     .handle_data(now, &h, payload.len(), payload.to_vec());
+                self.fec_on_data(now, h.path, h.seq, payload);
             }
+            Frame::Parity(h, shard) => self.fec_on_parity(now, h.path, &h, shard),
             Frame::Feedback(v) => self.sender.handle_feedback_on(now, v.path, v.entries()),
             Frame::Nack(v) => self.sender.handle_nack(now, v.ranges(), v.rates()),
             Frame::Keepalive(k) => {
@@ -455,6 +464,9 @@ impl Tunnel {
         let sender = &self.sender;
         self.retained.prune(now, |seq| sender.is_acked(seq));
         while let Some(seq) = self.sender.next_repair() {
+            if self.fec_takes_loss(now, seq, out) {
+                continue;
+            }
             let Some(payload) = self.retained.get(seq).map(<[u8]>::to_vec) else {
                 self.sender.abandon_repair(seq);
                 continue;
@@ -694,10 +706,14 @@ impl Tunnel {
         if ok && self.transmit(now, tx.path, &plain, out) {
             self.counters.packets_sent += 1;
         }
-        if !tx.header.flags.has(crate::wire::DataFlags::REPAIR) {
+        let first_copy = !tx.header.flags.has(crate::wire::DataFlags::REPAIR);
+        if first_copy {
             self.retained.insert(now, tx.seq, packet);
         }
         self.plain = plain;
+        if first_copy {
+            self.fec_on_sent(now, tx.seq, packet, out);
+        }
     }
 
     /// Sends a keepalive on path `id`.
@@ -776,6 +792,7 @@ impl Tunnel {
         self.sender.handle_timeout(now);
         self.send_repairs(now, out);
         self.release_paced(now, out);
+        self.fec_poll(now, out);
         self.receiver.handle_timeout(now);
         self.sessions.handle_timeout(now);
         let (timeout, iv) = (self.cfg.path_timeout, self.cfg.keepalive_interval);
@@ -813,6 +830,7 @@ impl Tunnel {
             self.sender.poll_timeout(),
             self.receiver.poll_timeout(),
             self.sessions.poll_timeout(),
+            self.fec_poll_timeout(),
         ]
         .into_iter()
         .flatten()

@@ -24,11 +24,15 @@
 //!   (`RepairConfig::congestion_rate_factor`). The tunnel's pacing-queue drops are never numbered, so they
 //!   are never repaired either.
 //!
-//! Not built: the erasure-coded repair of MPLOT (block FEC, eqs 9-12).
-//! [`RepairMode`] therefore has no `Fec` or `Auto`.
+//! - FEC (MPLOT §II-A, §III): Reed-Solomon blocks over consecutive
+//!   tunnel packets (`sender::fec`, [`fec`], [`crate::fec::mplot`] for
+//!   eqs 1-3, 9, 10, 12), proactive parity at the rate of eq 9 from the
+//!   aggregate loss, reactive parity per eq 10 when a block's losses
+//!   exceed the parity it got. [`RepairMode`] says when FEC or ARQ is used.
 
 mod classify;
 pub mod detect;
+pub mod fec;
 mod retain;
 
 pub use classify::{LossClassifier, LossKind};
@@ -45,6 +49,25 @@ pub enum RepairMode {
     Off,
     /// Retransmission of lost packets inside the tunnel (ARQ).
     Arq,
+    /// Erasure coding only: proactive parity per eq 9, reactive per eq 10,
+    /// no retransmission. A loss no block covers is passed on.
+    Fec,
+    /// Per path, by its condition (the rule is [`FecConfig::fec_serves`]):
+    /// ARQ where a retransmission round trip fits the latency budget,
+    /// FEC where it does not.
+    ///
+    /// Why: ARQ sends only what was lost, so it costs nothing on a clean
+    /// path and the least on a lossy one, but each repair waits a round
+    /// trip (the NACK back, the copy out) and a lost copy another one.
+    /// Parity costs bandwidth all the time (eq 9 provisions for the mean
+    /// loss plus a deviation) but repairs without waiting. So FEC pays
+    /// exactly where the round trip costs more than the latency budget:
+    /// a far path (a repair would arrive after the resequencer's budget
+    /// for it), or a very lossy one (repair copies are lost too, each
+    /// loss of one costs another round trip). Real-time UDP would want
+    /// FEC on every path; the tunnel does not tell inner flows apart, so
+    /// a deployment carrying mostly real-time traffic sets `fec`.
+    Auto,
 }
 
 impl RepairMode {
@@ -53,6 +76,8 @@ impl RepairMode {
         match self {
             RepairMode::Off => "off",
             RepairMode::Arq => "arq",
+            RepairMode::Fec => "fec",
+            RepairMode::Auto => "auto",
         }
     }
 
@@ -61,8 +86,61 @@ impl RepairMode {
         match s {
             "off" => Some(RepairMode::Off),
             "arq" => Some(RepairMode::Arq),
+            "fec" => Some(RepairMode::Fec),
+            "auto" => Some(RepairMode::Auto),
             _ => None,
         }
+    }
+}
+
+/// FEC settings of one tunnel (both directions' encoder and decoder).
+#[derive(Copy, Clone, Debug)]
+pub struct FecConfig {
+    /// `auto`: a path whose expected ARQ repair time is above this is
+    /// served by FEC (see [`FecConfig::fec_serves`]); 150 ms is ITU-T
+    /// G.114's one-way budget for interactive traffic.
+    pub latency_budget: crate::time::Duration,
+    /// Longest a run of packets waits for its block to fill before it is
+    /// coded as it is (MPLOT: do not wait for data). The data go out at
+    /// once either way; this delays only the parity, and so the rebuild
+    /// of a loss, while a longer block needs fewer parity packets for the
+    /// same rate (`k = ⌈x F⌉` rounds up).
+    pub max_block_wait: crate::time::Duration,
+    /// Bytes of parity kept for reactive repair, and of received data
+    /// kept for rebuilding, each.
+    pub max_bytes: usize,
+}
+
+impl Default for FecConfig {
+    fn default() -> Self {
+        FecConfig {
+            latency_budget: crate::time::Duration::from_millis(150),
+            max_block_wait: crate::time::Duration::from_millis(20),
+            max_bytes: 4 << 20,
+        }
+    }
+}
+
+impl FecConfig {
+    /// Whether, in `auto` mode, losses on a path with smoothed RTT `srtt`
+    /// and loss rate `loss` are repaired by FEC rather than ARQ (why: see
+    /// [`RepairMode::Auto`]).
+    ///
+    /// The rule: FEC when the expected time an ARQ repair takes,
+    /// `srtt / (1 − loss)`, is above `latency_budget`. A repair arrives
+    /// about one RTT after the loss (the NACK back, the copy out; at
+    /// least the path's own RTT when it is the only path), and each copy
+    /// is lost again with probability `loss`, so the rounds are
+    /// geometric with mean `1 / (1 − loss)`. So a far path (RTT above
+    /// the budget) always gets FEC, and a near one only when it loses so
+    /// much that repeated rounds exceed the budget: 30 % loss on a 60 ms
+    /// path (86 ms) stays with ARQ, which sends only what was lost,
+    /// while parity at eq 9's rate would take the bandwidth of the other
+    /// paths (measured in `tests/conn_lossy.rs`: goodput fell below the
+    /// clean path alone when that path's losses were left to FEC).
+    pub fn fec_serves(&self, srtt: crate::time::Duration, loss: f64) -> bool {
+        let rounds = 1.0 / (1.0 - loss.clamp(0.0, 0.99));
+        srtt.as_secs_f64() * rounds > self.latency_budget.as_secs_f64()
     }
 }
 
@@ -97,5 +175,34 @@ impl Default for RepairConfig {
             congestion_rate_factor: 1.0,
             classify: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rule_takes_fec_where_arq_rounds_exceed_the_budget() {
+        let c = FecConfig::default();
+        let ms = Duration::from_millis;
+        assert!(!c.fec_serves(ms(40), 0.0), "near and clean: ARQ");
+        assert!(!c.fec_serves(ms(60), 0.30), "R-MTP's case: 86 ms, ARQ");
+        assert!(c.fec_serves(ms(400), 0.0), "far: FEC");
+        assert!(c.fec_serves(ms(100), 0.5), "200 ms of rounds: FEC");
+        assert!(c.fec_serves(ms(10), 1.0), "a path losing everything: FEC");
+    }
+
+    #[test]
+    fn modes_parse_and_print() {
+        for m in [
+            RepairMode::Off,
+            RepairMode::Arq,
+            RepairMode::Fec,
+            RepairMode::Auto,
+        ] {
+            assert_eq!(RepairMode::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(RepairMode::parse("FEC"), None);
     }
 }

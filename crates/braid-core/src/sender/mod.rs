@@ -195,6 +195,8 @@ pub struct SenderStats {
     /// Lost packets given up: too old, too many attempts, or their payload
     /// was no longer retained.
     pub repairs_abandoned: u64,
+    /// Losses left to FEC (reactive parity) instead of a resend.
+    pub repairs_fec: u64,
     /// Feedback entries reporting a copy on another path than the one the
     /// packet was last sent on (the original arrived after all, or the repair did).
     pub feedback_other_copy: u64,
@@ -873,6 +875,7 @@ enum LossCause {
     Nack,
 }
 
+pub mod fec;
 mod pacing;
 mod redundancy;
 mod repair;

@@ -95,6 +95,22 @@ impl Sender {
         None
     }
 
+    /// The path packet `seq` was (last) sent on, while its record is kept.
+    pub fn sent_path(&self, seq: u64) -> Option<PathId> {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        self.ring[idx]
+            .as_ref()
+            .filter(|r| r.seq == seq)
+            .map(|r| r.path)
+    }
+
+    /// Gives up the repair of `seq` without a SKIP notice: another repair
+    /// (FEC) covers it, and the receiver should keep holding its gap.
+    pub fn repair_elsewhere(&mut self, seq: u64) {
+        let _ = seq;
+        self.stats.repairs_fec += 1;
+    }
+
     /// Whether lost packets wait in the repair queue.
     pub fn has_repairs(&self) -> bool {
         !self.repair_queue.is_empty()

@@ -11,6 +11,8 @@
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
 //! CONTROL   0x05 | kind u8 | body...                   (session control, see [`Control`])
 //! NACK      0x06 | version u8 | nranges u8 | nrates u8 | ... (loss report, see [`nack`])
+//! PARITY    0x07 | version u8 | path u8 | first u32 | data u8 | parity u8 | index u8
+//!                | shard...                            (FEC parity, see [`parity`])
 //! ```
 //! All integers big-endian.
 //!
@@ -29,6 +31,7 @@
 
 pub mod feedback;
 pub mod nack;
+pub mod parity;
 pub mod seq;
 
 pub use feedback::{
@@ -39,6 +42,7 @@ pub use nack::{
     emit_nack, nack_len, NackRange, NackRate, NackView, MAX_NACK_RANGES, MAX_NACK_RATES,
     NACK_VERSION,
 };
+pub use parity::{ParityHeader, PARITY_HEADER_LEN, PARITY_VERSION};
 
 use crate::path::PathId;
 
@@ -120,6 +124,11 @@ pub enum WireError {
     /// differently.
     #[error("non-zero bytes in a field marked absent")]
     NonCanonical,
+    /// A parity frame's block shape is not a valid code (no data shard,
+    /// more than [`crate::fec::MAX_SHARDS`] shards) or its index is not one
+    /// of the block's parity shards.
+    #[error("invalid FEC block shape or parity index")]
+    BadBlock,
 }
 
 /// Frame type bytes.
@@ -134,6 +143,8 @@ pub const TYPE_KEEPALIVE_ACK: u8 = 0x04;
 pub const TYPE_CONTROL: u8 = 0x05;
 /// Frame type byte of a loss report.
 pub const TYPE_NACK: u8 = 0x06;
+/// Frame type byte of an FEC parity shard.
+pub const TYPE_PARITY: u8 = 0x07;
 
 /// Flags of a data frame.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -333,6 +344,8 @@ pub enum Frame<'a> {
     Control(Control<'a>),
     /// A loss report.
     Nack(NackView<'a>),
+    /// One parity shard of an FEC block, and the shard.
+    Parity(ParityHeader, &'a [u8]),
 }
 
 /// Decodes one frame. Never panics, never allocates.
@@ -350,6 +363,8 @@ pub enum Frame<'a> {
 /// - [`WireError::TrailingBytes`]: bytes after a feedback or keepalive frame.
 /// - NACK frames: [`WireError::UnknownVersion`], then the count, length,
 ///   trailing-byte and range-flag checks of [`nack`].
+/// - PARITY frames: [`WireError::UnknownVersion`], then length, then
+///   [`WireError::BadBlock`] (see [`parity`]).
 pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
     let ty = *buf
         .first()
@@ -379,6 +394,10 @@ pub fn decode(buf: &[u8]) -> Result<Frame<'_>, WireError> {
             }))
         }
         TYPE_NACK => Ok(Frame::Nack(nack::parse(buf)?)),
+        TYPE_PARITY => {
+            let (h, shard) = parity::parse(buf)?;
+            Ok(Frame::Parity(h, shard))
+        }
         other => Err(WireError::UnknownType(other)),
     }
 }

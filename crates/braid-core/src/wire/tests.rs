@@ -289,7 +289,7 @@ fn test_emit_control() {
 fn test_parse_generic_errors() {
     assert_eq!(decode(&[]), Err(WireError::Truncated { need: 1, got: 0 }));
     assert_eq!(decode(&[0x00]), Err(WireError::UnknownType(0x00)));
-    assert_eq!(decode(&[0x07, 1, 2, 3]), Err(WireError::UnknownType(0x07)));
+    assert_eq!(decode(&[0x08, 1, 2, 3]), Err(WireError::UnknownType(0x08)));
     assert_eq!(
         decode(&DATA_BYTES[..8]),
         Err(WireError::Truncated { need: 9, got: 8 })

@@ -183,7 +183,7 @@ pub struct TuningFile {
     pub reorder: Option<bool>,
     pub reorder_loss_timeout_ms: Option<u64>,
     pub reorder_max_buffer_bytes: Option<usize>,
-    /// Repair of path losses inside the tunnel: "arq" (default) or "off".
+    /// Repair of path losses inside the tunnel: "auto" (default: ARQ on near paths, FEC on far or very lossy ones), "arq", "fec" or "off".
     pub repair: Option<String>,
     /// Longest the resequencer holds a gap (its hold adapts below this).
     pub reorder_max_hold_ms: Option<u64>,
@@ -572,7 +572,7 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
     }
     if let Some(r) = &t.repair {
         c.repair = braid_core::repair::RepairMode::parse(r).ok_or_else(|| {
-            anyhow!("`tuning.repair`: unknown mode `{r}`; use \"arq\" (resend path losses inside the tunnel) or \"off\"")
+            anyhow!("`tuning.repair`: unknown mode `{r}`; use \"auto\" (ARQ on near paths, FEC on far or very lossy ones), \"arq\" (resend path losses inside the tunnel), \"fec\" (Reed-Solomon parity, no resends) or \"off\"")
         })?;
     }
     if let Some(b) = t.reorder_max_buffer_bytes {

@@ -361,6 +361,17 @@ impl<F: TunFactory> ClientDaemon<F> {
             .map(|p| format!("{} via `{}`", p.settings.server, p.settings.name))
             .collect();
         let icmp = self.counts.icmp_errors.load(Ordering::Relaxed);
+        let refused = self.conn.status(self.clock.now()).server_version_refused;
+        if let Some(got) = refused {
+            let text = format!(
+                "the server ({}) speaks tunnel protocol version {got} and this client version {}: run the same braid release on both",
+                servers.join(", "),
+                braid_core::conn::HELLO_VERSION
+            );
+            warn!("{text}");
+            self.problem = Some(text);
+            return;
+        }
         let text = format!(
             "no handshake answer from the server after {}s ({}; {icmp} ICMP errors): check that the server runs and its UDP port is reachable, that server_public_key ({}) is the server's public key (`braid keygen --public-of` its key file), and that the server lists this client's public key {} in a [[client]]",
             waited.as_secs(),

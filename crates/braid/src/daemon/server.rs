@@ -305,6 +305,11 @@ impl<T: Tun> ServerDaemon<T> {
                 "handshake from {} rejected: it does not decrypt (corrupted, or another braid version)",
                 r.from
             ),
+            RejectReason::Version { got } => format!(
+                "handshake from {} rejected: that client speaks tunnel protocol version {got} and this server version {}; run the same braid release on both",
+                r.from,
+                braid_core::conn::HELLO_VERSION
+            ),
         };
         warn!(rejected = r.count, "{text}");
         self.problem = Some(text);
