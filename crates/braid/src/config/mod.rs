@@ -183,7 +183,7 @@ pub struct TuningFile {
     pub reorder: Option<bool>,
     pub reorder_loss_timeout_ms: Option<u64>,
     pub reorder_max_buffer_bytes: Option<usize>,
-    /// Repair of path losses inside the tunnel: "auto" (default: ARQ on near paths, FEC on far or very lossy ones), "arq", "fec" or "off".
+    /// Repair of path losses inside the tunnel: "arq" (default: resend path losses inside the tunnel), "auto" (ARQ on near paths, FEC on far or very lossy ones), "fec" or "off".
     pub repair: Option<String>,
     /// Longest the resequencer holds a gap (its hold adapts below this).
     pub reorder_max_hold_ms: Option<u64>,
