@@ -14,5 +14,6 @@
 //! packets of unequal length.
 
 mod block;
+pub mod mplot;
 
 pub use block::{BlockCode, FecError, MAX_SHARDS};
