@@ -17,6 +17,8 @@
 //! - [`reorder`]: the receiver's resequencer (BMP of PET/BMP, Section V-B).
 //! - [`wire`]: the tunnel frame formats, checked decoding.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
+//! - [`mplot`]: MPLOT, braid's own reliable multipath transport (block
+//!   FEC across paths, per-path ECN congestion control).
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
@@ -26,6 +28,7 @@ pub mod conn;
 pub mod crypto;
 pub mod fec;
 pub mod flow;
+pub mod mplot;
 pub mod path;
 pub mod receiver;
 pub mod reorder;
