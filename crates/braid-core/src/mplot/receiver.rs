@@ -23,6 +23,14 @@ use crate::mplot::sender::Coding;
 use crate::mplot::wire::{Ack, DataView, MAX_PATHS};
 use crate::time::Instant;
 
+/// How many ACKs echo one CE mark. The paper copies "the latest ECN state"
+/// of each forward path into every ACK; read literally, a path whose last
+/// packet was marked would be echoed by every ACK of every other path until
+/// it sends again, and its window halved once per RTT for a single mark.
+/// braid echoes a mark in the next two ACKs instead (two, so that one lost
+/// ACK does not lose the mark; the sender halves at most once per RTT).
+pub const CE_ECHOES: u8 = 2;
+
 /// Settings of a receiver.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReceiverConfig {
@@ -35,6 +43,9 @@ pub struct ReceiverConfig {
     pub max_shard_len: u16,
     /// Seed of the reverse-path choice.
     pub seed: u64,
+    /// Send each ACK back on the path its packet came on instead of a
+    /// random one (the PTCP baseline of §IV-G; MPLOT itself draws).
+    pub ack_on_arrival_path: bool,
 }
 
 impl ReceiverConfig {
@@ -45,6 +56,7 @@ impl ReceiverConfig {
             max_blocks_ahead: 128,
             max_shard_len: 1500,
             seed,
+            ack_on_arrival_path: false,
         }
     }
 }
@@ -104,8 +116,9 @@ pub struct ReceiverStats {
 pub struct Receiver {
     cfg: ReceiverConfig,
     rng: ChaCha8Rng,
-    /// Latest CE state per forward path.
-    ce: u16,
+    /// CE marks to echo, per forward path: how many more ACKs still carry
+    /// the path's bit (see [`Receiver::handle_data`]).
+    ce_left: [u8; MAX_PATHS],
     blocks: BTreeMap<u32, RecvBlock>,
     /// Every block below is decoded.
     cum_block: u32,
@@ -123,7 +136,7 @@ impl Receiver {
     pub fn new(cfg: ReceiverConfig) -> Self {
         Receiver {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
-            ce: 0,
+            ce_left: [0; MAX_PATHS],
             blocks: BTreeMap::new(),
             cum_block: 0,
             decoded_above: BTreeSet::new(),
@@ -182,11 +195,8 @@ impl Receiver {
             });
         }
         self.stats.packets += 1;
-        let bit = 1u16 << h.path;
         if ce {
-            self.ce |= bit;
-        } else {
-            self.ce &= !bit;
+            self.ce_left[usize::from(h.path)] = CE_ECHOES;
         }
         let mut have = 255u8;
         let mut decoded = self.is_decoded(h.block);
@@ -227,7 +237,12 @@ impl Receiver {
             }
         }
         // Uniform over the paths (multiply-shift, bias below 2^-32 · paths).
-        let reverse = ((u64::from(self.rng.next_u32()) * self.cfg.paths as u64) >> 32) as usize;
+        let reverse = if self.cfg.ack_on_arrival_path {
+            usize::from(h.path)
+        } else {
+            ((u64::from(self.rng.next_u32()) * self.cfg.paths as u64) >> 32) as usize
+        };
+        let ce_paths = self.take_ce();
         self.acks.push_back((
             reverse,
             Ack {
@@ -235,13 +250,26 @@ impl Receiver {
                 pos: h.pos,
                 have,
                 decoded,
-                ce_paths: self.ce,
+                ce_paths,
                 block: h.block,
                 cum_block: self.cum_block,
                 seq: h.seq,
             },
         ));
         Ok(())
+    }
+
+    /// The CE map of the next ACK: bit `i` while path `i`'s latest mark
+    /// has been echoed fewer than [`CE_ECHOES`] times.
+    fn take_ce(&mut self) -> u16 {
+        let mut map = 0u16;
+        for (i, left) in self.ce_left.iter_mut().enumerate() {
+            if *left > 0 {
+                map |= 1 << i;
+                *left -= 1;
+            }
+        }
+        map
     }
 
     fn decode(&mut self, id: u32) -> Result<(), RecvError> {

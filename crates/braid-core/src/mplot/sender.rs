@@ -104,7 +104,7 @@ impl SenderConfig {
             kappa2: 0.0,
             header_bytes: 50,
             max_packet: 750,
-            max_blocks: 32,
+            max_blocks: 128,
             mapping: Mapping::Rank,
             coding: Coding::Real,
             arq: false,
@@ -175,6 +175,8 @@ pub struct Sender {
     outstanding: Vec<VecDeque<u64>>,
     /// Send time of the latest-sent packet acknowledged on each path.
     latest_acked: Vec<Option<Instant>>,
+    /// When each path last had a packet acknowledged.
+    last_ack_at: Vec<Option<Instant>>,
     records: HashMap<u64, SentRec>,
     /// Lost records kept for late acknowledgements, purged by age.
     lost_records: VecDeque<(Instant, u64)>,
@@ -210,6 +212,7 @@ impl Sender {
             cc: (0..n).map(|_| PathCc::new(cfg.cc)).collect(),
             outstanding: vec![VecDeque::new(); n],
             latest_acked: vec![None; n],
+            last_ack_at: vec![None; n],
             records: HashMap::new(),
             lost_records: VecDeque::new(),
             blocks: VecDeque::new(),
@@ -508,6 +511,9 @@ impl Sender {
                 let rtt = now.saturating_since(rec.sent_at);
                 self.cc[path].on_ack(rec.size as usize, Some(rtt));
             }
+            if !rec.lost {
+                self.last_ack_at[path] = Some(now);
+            }
             let la = &mut self.latest_acked[path];
             if la.is_none_or(|t| rec.sent_at > t) {
                 *la = Some(rec.sent_at);
@@ -553,14 +559,33 @@ impl Sender {
         }
     }
 
-    /// Eq 2 for the block at `bi` and path `path`, then the EWMAs of eq 2–3.
+    /// Eq 2, then the EWMAs of eq 2–3, after a packet of the block at `bi`
+    /// sent on `path` resolved (acknowledged or deemed lost).
+    ///
+    /// The paper does not say which block `b` the ratios are taken over.
+    /// The newest resolutions belong to blocks whose losses are mostly not
+    /// yet known (a loss is known a reordering window after the packets
+    /// around it are acknowledged), so their ratios read low; braid takes
+    /// the oldest block still held that has resolved packets on the path
+    /// (`SPECS.md`'s "oldest block with feedback"). Blocks stay held until
+    /// none of their packets is in flight, so that block's ratio is
+    /// (nearly) final.
     fn update_stats(&mut self, bi: usize, path: usize) {
-        let b = &self.blocks[bi];
-        let (r, s) = b.per_path[path];
-        if let Some(p) = mplot::path_loss_inst(r, s) {
+        let oldest_on_path = self
+            .blocks
+            .iter()
+            .take(bi + 1)
+            .find(|b| b.per_path[path].1 > 0)
+            .map(|b| b.per_path[path]);
+        if let Some(p) = oldest_on_path.and_then(|(r, s)| mplot::path_loss_inst(r, s)) {
             self.cc[path].loss = mplot::ewma(self.cc[path].loss, p);
         }
-        if let Some(p) = mplot::aggregate_loss_inst(&b.per_path) {
+        let oldest = self
+            .blocks
+            .iter()
+            .take(bi + 1)
+            .find(|b| b.per_path.iter().any(|pp| pp.1 > 0));
+        if let Some(p) = oldest.and_then(|b| mplot::aggregate_loss_inst(&b.per_path)) {
             self.stats_agg.update(p);
         }
     }
@@ -665,12 +690,19 @@ impl Sender {
             .min()
     }
 
+    /// The RTO deadline of a path: RTO after the later of its oldest
+    /// packet in flight and its latest acknowledgement (the timer restarts
+    /// on every acknowledgement, RFC 6298 5.3).
     fn rto_deadline(&self, path: usize) -> Option<Instant> {
         let first = self.outstanding[path]
             .iter()
             .filter_map(|s| self.records.get(s))
             .find(|r| !r.lost)?;
-        Some(first.sent_at + self.cc[path].rto())
+        let from = match self.last_ack_at[path] {
+            Some(t) => t.max(first.sent_at),
+            None => first.sent_at,
+        };
+        Some(from + self.cc[path].rto())
     }
 
     /// Fires every per-path RTO that is due: TCP's window response, and all

@@ -20,9 +20,10 @@
 //! one (`seq`, `path`, `block`, `pos`), how many distinct packets of that
 //! block the receiver holds (`have`, saturated at 255) or that it has
 //! decoded the block, every block below `cum_block` decoded, and, per
-//! forward path, whether its latest packet arrived marked Congestion
-//! Experienced (`ce_paths`, bit `i` for path `i`, the paper's "ECN bit of
-//! the corresponding forward path" read as a bitmap, `SPECS.md` §2.2).
+//! forward path, whether a packet marked Congestion Experienced arrived on
+//! it lately (`ce_paths`, bit `i` for path `i`: the paper's "ECN bit of the
+//! corresponding forward path" read as a bitmap, `SPECS.md` §2.2; see
+//! `receiver::CE_ECHOES` for how long a mark is echoed).
 //!
 //! Decoding is checked as in [`crate::wire`]: lengths first, no panics, no
 //! allocation, undefined flags and inconsistent block fields refused.
@@ -137,7 +138,7 @@ pub struct Ack {
     pub have: u8,
     /// The receiver has decoded `block` (or delivered it already).
     pub decoded: bool,
-    /// Latest CE state of each forward path, bit `i` for path `i`.
+    /// Recent CE marks of each forward path, bit `i` for path `i`.
     pub ce_paths: u16,
     pub block: u32,
     /// Every block below this one is decoded.
