@@ -44,6 +44,9 @@ use crate::mplot::cc::{CcConfig, PathCc};
 use crate::mplot::wire::{Ack, DataHeader, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
+/// PTCP's duplicate-ACK threshold (TCP's three).
+const DUPTHRESH: usize = 3;
+
 /// How packets are mapped to paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mapping {
@@ -90,8 +93,9 @@ pub struct SenderConfig {
     pub mapping: Mapping,
     pub coding: Coding,
     /// PTCP baseline (§IV-G): no PFEC, no r-block; a lost packet is resent
-    /// as itself (ARQ by the wrap-around rule, exactly `r` packets), and a
-    /// loss halves the path's window as in TCP.
+    /// as itself (ARQ by the wrap-around rule, exactly `r` packets); a
+    /// loss halves the path's window as in TCP (once per RTT), and, as in
+    /// NewReno, a lost retransmission is found only by the path's RTO.
     pub arq: bool,
 }
 
@@ -152,6 +156,8 @@ struct SentRec {
     size: u32,
     sent_at: Instant,
     lost: bool,
+    /// A resend of a position already sent (after the p-block).
+    retx: bool,
 }
 
 /// Counters for reports and tests.
@@ -448,6 +454,7 @@ impl Sender {
 
     fn send_from(&mut self, now: Instant, bi: usize, path: usize) -> Transmit {
         let b = &mut self.blocks[bi];
+        let retx = b.sent as usize >= b.shape.p_block();
         let pos = b
             .take_next(now)
             .expect("picked blocks have a pending packet");
@@ -477,6 +484,7 @@ impl Sender {
                 size: size as u32,
                 sent_at: now,
                 lost: false,
+                retx,
             },
         );
         self.outstanding[path].push_back(seq);
@@ -577,8 +585,11 @@ impl Sender {
             .take(bi + 1)
             .find(|b| b.per_path[path].1 > 0)
             .map(|b| b.per_path[path]);
+        // PTCP's windows are TCP's: no division by the acceptance rate.
         if let Some(p) = oldest_on_path.and_then(|(r, s)| mplot::path_loss_inst(r, s)) {
-            self.cc[path].loss = mplot::ewma(self.cc[path].loss, p);
+            if !self.cfg.arq {
+                self.cc[path].loss = mplot::ewma(self.cc[path].loss, p);
+            }
         }
         let oldest = self
             .blocks
@@ -615,6 +626,24 @@ impl Sender {
                 }
                 Some(r) if r.lost => {
                     self.outstanding[path].pop_front();
+                }
+                // PTCP (TCP NewReno per path): a lost retransmission is
+                // found only by the RTO, a first transmission by three
+                // packets sent after it on the path being acknowledged
+                // (the duplicate-ACK threshold).
+                Some(r) if self.cfg.arq && r.retx => break,
+                Some(_) if self.cfg.arq => {
+                    let later_acked = self.outstanding[path]
+                        .iter()
+                        .skip(1)
+                        .filter(|s| !self.records.contains_key(s))
+                        .take(DUPTHRESH)
+                        .count();
+                    if later_acked < DUPTHRESH {
+                        break;
+                    }
+                    self.outstanding[path].pop_front();
+                    self.declare_lost(now, seq);
                 }
                 Some(r) if r.sent_at + win < latest => {
                     self.outstanding[path].pop_front();
