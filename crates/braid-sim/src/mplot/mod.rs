@@ -49,6 +49,12 @@ impl MplotReport {
             .find(|r| r.scheme == scheme && (r.x - x).abs() < 1e-9)
     }
 
+    /// The report as one JSON object, `{"name", "rows": [...]}`, as the
+    /// other sweeps print.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+
     /// One JSON object per line.
     pub fn to_json_lines(&self) -> String {
         self.rows
