@@ -305,24 +305,6 @@ pub fn run(spec: &RunSpec) -> RunOutput {
             push(&mut heap, &mut evs, at, Ev::Timer(s));
         }
     }
-    if std::env::var_os("MPLOT_DEBUG").is_some() {
-        let st = &sessions[0].sender;
-        eprintln!(
-            "M={} stats={:?} cuts={:?} timeouts={:?} win={:?} p={:.3}",
-            m,
-            st.stats,
-            (0..sessions[0].paths.len())
-                .map(|i| st.path(i).ce_cuts)
-                .collect::<Vec<_>>(),
-            (0..sessions[0].paths.len())
-                .map(|i| st.path(i).timeouts)
-                .collect::<Vec<_>>(),
-            (0..sessions[0].paths.len())
-                .map(|i| st.path(i).window() as u64)
-                .collect::<Vec<_>>(),
-            st.loss_stats().mean
-        );
-    }
     let secs = spec.duration_s - spec.warmup_s;
     out.goodput_mbps /= secs * 1e6;
     out.throughput_mbps /= secs * 1e6;
