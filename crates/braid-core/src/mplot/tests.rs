@@ -61,8 +61,18 @@ struct Outcome {
 }
 
 fn run(paths: &[PathSpec], data: &[u8], seed: u64, limit_s: u64) -> Outcome {
+    run_with(SenderConfig::new(paths.len()), paths, data, seed, limit_s)
+}
+
+fn run_with(
+    cfg: SenderConfig,
+    paths: &[PathSpec],
+    data: &[u8],
+    seed: u64,
+    limit_s: u64,
+) -> Outcome {
     let n = paths.len();
-    let mut sender = Sender::new(SenderConfig::new(n)).unwrap();
+    let mut sender = Sender::new(cfg).unwrap();
     let mut receiver = Receiver::new(ReceiverConfig::new(n, seed));
     let mut fwd: Vec<Link> = paths
         .iter()
@@ -312,4 +322,41 @@ fn a_receiver_refuses_what_it_cannot_hold() {
     // The CE mark of the first packet is echoed a second time, then no more.
     assert!(ack.decoded && ack.cum_block == 1 && ack.ce_paths == 1);
     assert_eq!(r.poll_read().unwrap().data, vec![1u8; 8]);
+}
+
+#[test]
+fn baselines_also_deliver_the_bytes() {
+    let lossy = PathSpec { loss: 0.2, ..CLEAN };
+    let data = payload(400_000, 6);
+    // PTCP: no parity at all; every loss is repaired by resending the
+    // packet itself.
+    let mut ptcp = SenderConfig::new(2);
+    ptcp.arq = true;
+    ptcp.mapping = Mapping::Blind;
+    let o = run_with(ptcp, &[lossy, CLEAN], &data, 6, 60);
+    assert!(o.received == data, "PTCP bytes differ");
+    assert!(o.sender.stats.lost > 0 && o.sender.stats.rfec_queued > 0);
+    let mut blind = SenderConfig::new(2);
+    blind.mapping = Mapping::Blind;
+    let o = run_with(blind, &[lossy, CLEAN], &data, 6, 60);
+    assert!(o.received == data, "BLIND bytes differ");
+}
+
+#[test]
+fn senders_refuse_bad_configs_and_misuse() {
+    assert_eq!(
+        Sender::new(SenderConfig::new(0)).err(),
+        Some(SenderError::Paths(0))
+    );
+    assert_eq!(
+        Sender::new(SenderConfig::new(17)).err(),
+        Some(SenderError::Paths(17))
+    );
+    let mut c = SenderConfig::new(1);
+    c.max_packet = 200;
+    assert_eq!(Sender::new(c).err(), Some(SenderError::PacketSize(200)));
+    let mut s = Sender::new(SenderConfig::new(1)).unwrap();
+    assert_eq!(s.write_virtual(10), Err(SenderError::WrongCoding));
+    s.finish();
+    assert_eq!(s.write(b"x"), Err(SenderError::Finished));
 }
