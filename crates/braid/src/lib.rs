@@ -7,7 +7,9 @@
 //! - [`daemon`]: the tokio runtime around `braid_core::conn` (sockets, TUN,
 //!   control socket, Prometheus endpoint);
 //! - [`keygen`]: `braid keygen`;
-//! - [`status`]: `braid status` and the report both it and `/metrics` render.
+//! - [`status`]: `braid status` and the report both it and `/metrics` render;
+//! - [`transport`]: `braid send` / `braid recv`, a file over several UDP
+//!   paths with braid's own MPLOT transport.
 
 pub mod config;
 pub mod daemon;
@@ -15,6 +17,7 @@ pub mod instance;
 pub mod keygen;
 pub mod labtunnel;
 pub mod status;
+pub mod transport;
 
 use std::path::PathBuf;
 
