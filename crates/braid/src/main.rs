@@ -11,6 +11,7 @@ mod benchflood;
 mod benchtunnel;
 mod demo;
 mod lab;
+mod sendrecv;
 mod sim;
 
 /// braid: stripe ordinary TCP and UDP connections across several network
@@ -66,6 +67,15 @@ enum Command {
     Keygen(braid::keygen::KeygenArgs),
     /// Show a running daemon's paths and counters.
     Status(braid::status::StatusArgs),
+    /// Send a file over several paths with braid's own multipath transport
+    /// (MPLOT), encrypted with the tunnel's keys:
+    /// `braid send FILE --to HOST:PORT --path ADDR_OR_IFACE --path ... --key FILE --peer-key KEY`.
+    /// Prints the file's SHA-256 once the receiver has verified it.
+    Send(sendrecv::SendArgs),
+    /// Receive files sent with `braid send`:
+    /// `braid recv --listen ADDR:PORT --key FILE --allow SENDER_KEY [--out DIR]`.
+    /// Stores the file only when complete and its SHA-256 matches.
+    Recv(sendrecv::RecvArgs),
 }
 
 /// Commands that print results die quietly on a closed pipe
@@ -98,6 +108,8 @@ fn main() -> ExitCode {
         Command::Showconf(a) => braid::instance::showconf(a),
         Command::Keygen(a) => braid::keygen::run(a),
         Command::Status(a) => braid::status::run(a),
+        Command::Send(a) => sendrecv::send(a),
+        Command::Recv(a) => sendrecv::recv(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
