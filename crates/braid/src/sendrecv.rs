@@ -79,10 +79,13 @@ pub fn send(a: SendArgs) -> Result<()> {
     let s = transport::send_file(&a.file, &o)?;
     let secs = s.elapsed.as_secs_f64();
     eprintln!(
-        "sent {} bytes in {secs:.2} s ({:.1} Mb/s); bytes on each path: {:?}",
+        "sent {} bytes in {secs:.2} s ({:.1} Mb/s); bytes on each path: {:?}; {} packets, {} lost, {} timeouts",
         s.bytes,
         s.bytes as f64 * 8e-6 / secs.max(1e-9),
-        s.path_bytes
+        s.path_bytes,
+        s.packets,
+        s.lost,
+        s.timeouts
     );
     println!("{}  {}", hex(&s.sha256), a.file.display());
     Ok(())

@@ -68,10 +68,7 @@ fn a_file_crosses_three_paths_intact() {
     let o = SendOptions::new(addr, loopback_paths(3), skey.clone(), rkey.public_key());
     let sent = send_file(&src, &o).unwrap_or_else(|e| panic!("{e}"));
     let got = rx.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
-    eprintln!(
-        "{} bytes in {:?}, per path {:?}",
-        sent.bytes, sent.elapsed, sent.path_bytes
-    );
+    eprintln!("{sent:?}");
     assert_eq!(sent.sha256, digest);
     assert_eq!(got.sha256, digest, "{}", hex(&got.sha256));
     assert_eq!(got.bytes, 3_001_234);

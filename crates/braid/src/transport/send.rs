@@ -80,6 +80,10 @@ pub struct Sent {
     pub elapsed: Duration,
     /// Bytes put on each path (MPLOT packet sizes, FEC and resends included).
     pub path_bytes: Vec<u64>,
+    /// MPLOT packets sent, deemed lost, and per-path retransmission timeouts.
+    pub packets: u64,
+    pub lost: u64,
+    pub timeouts: u64,
 }
 
 fn bind(path: &Path, to: SocketAddr) -> Result<UdpSocket, TransferError> {
@@ -236,8 +240,20 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             path_bytes[t.path] += t.size as u64;
             busy = true;
         }
-        for s in &socks {
-            while let Ok((n, from)) = s.recv_from(&mut rbuf) {
+        // One datagram from each socket in turn: the ACKs of one path come
+        // back on any path (the receiver draws), and draining one socket
+        // before the next would reorder them, so that the sender deems
+        // packets lost that arrived.
+        let mut drained = vec![false; socks.len()];
+        while drained.iter().any(|d| !d) {
+            for (si, s) in socks.iter().enumerate() {
+                if drained[si] {
+                    continue;
+                }
+                let Ok((n, from)) = s.recv_from(&mut rbuf) else {
+                    drained[si] = true;
+                    continue;
+                };
                 busy = true;
                 if from != o.to || PacketType::of(&rbuf[..n]) != Some(PacketType::Transport) {
                     continue;
@@ -267,6 +283,9 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                                 sha256: hasher.clone().finalize().into(),
                                 elapsed: started.elapsed(),
                                 path_bytes,
+                                packets: sender.stats.packets_sent,
+                                lost: sender.stats.lost,
+                                timeouts: sender.stats.timeouts,
                             })
                         } else {
                             Err(TransferError::Verify(msg))
