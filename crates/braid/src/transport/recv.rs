@@ -451,8 +451,9 @@ fn send(s: &mut Session, sock: &UdpSocket, to: SocketAddr, plain: &[u8], clock: 
 fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; all zeroes is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid NUL-terminated path and a zeroed out-struct.
+    // SAFETY: a valid NUL-terminated path and a writable out-struct.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
