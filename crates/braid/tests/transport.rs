@@ -178,3 +178,27 @@ fn help_texts() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--to"));
 }
+
+/// A file that grows while it is sent is discarded on both sides.
+#[test]
+fn a_file_changed_while_sent_is_discarded() {
+    let dir = tempdir("changed");
+    let (src, _) = file(&dir, 8_000_000);
+    let (skey, rkey) = (key(10), key(11));
+    let (addr, rx) = receiver(&dir, &rkey, &skey, Duration::from_secs(30));
+    let o = SendOptions::new(addr, loopback_paths(2), skey, rkey.public_key());
+    let grow = src.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(grow).unwrap();
+        f.write_all(b"more").unwrap();
+    });
+    let e = send_file(&src, &o).unwrap_err();
+    writer.join().unwrap();
+    assert!(matches!(e, TransferError::Changed(_)), "{e}");
+    let r = rx.join().unwrap().unwrap_err().to_string();
+    assert!(r.contains("changed while it was sent"), "{r}");
+    assert_eq!(std::fs::read_dir(dir.join("out")).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
