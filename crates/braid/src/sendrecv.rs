@@ -20,9 +20,15 @@ pub struct SendArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
     /// A path: a local address to send from (192.168.1.5) or an interface
-    /// (wlan0; needs root or CAP_NET_RAW). Repeat for each path, 1 to 16.
-    #[arg(long = "path", value_name = "IFACE_OR_ADDR", required = true)]
-    pub paths: Vec<Path>,
+    /// (wlan0; needs root or CAP_NET_RAW), optionally `=HOST:PORT`, another
+    /// address of the receiver this path sends to instead of --to (a
+    /// multihomed receiver). Repeat for each path, 1 to 16.
+    #[arg(
+        long = "path",
+        value_name = "IFACE_OR_ADDR[=HOST:PORT]",
+        required = true
+    )]
+    pub paths: Vec<String>,
     /// This sender's private key file (`braid keygen --out FILE`; mode 0600).
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
@@ -66,14 +72,36 @@ fn public_key(text: &str, flag: &str) -> Result<PublicKey> {
         .map_err(|e| anyhow!("{flag} {text:?}: {e}; paste the public key `braid keygen` printed"))
 }
 
+fn resolve(hp: &str, what: &str) -> Result<SocketAddr> {
+    hp.to_socket_addrs()
+        .with_context(|| format!("{what}: {hp:?} is not HOST:PORT of the receiver"))?
+        .next()
+        .ok_or_else(|| anyhow!("{what}: {hp} has no address"))
+}
+
 pub fn send(a: SendArgs) -> Result<()> {
     let to =
         a.to.to_socket_addrs()
             .with_context(|| format!("--to {}: give HOST:PORT of the receiver", a.to))?
             .next()
             .ok_or_else(|| anyhow!("--to {}: the name has no address", a.to))?;
+    let mut paths = Vec::new();
+    let mut path_to = Vec::new();
+    for p in &a.paths {
+        let (local, remote) = match p.split_once('=') {
+            Some((l, r)) => (l, Some(resolve(r, &format!("--path {p}"))?)),
+            None => (p.as_str(), None),
+        };
+        paths.push(
+            local
+                .parse::<Path>()
+                .map_err(|e| anyhow!("--path {p}: {e}"))?,
+        );
+        path_to.push(remote);
+    }
     let key = braid::config::load_private_key(&a.key, "--key")?;
-    let mut o = SendOptions::new(to, a.paths, key, public_key(&a.peer_key, "--peer-key")?);
+    let mut o = SendOptions::new(to, paths, key, public_key(&a.peer_key, "--peer-key")?);
+    o.path_to = path_to;
     o.handshake_timeout = Duration::from_secs(a.handshake_timeout.max(1));
     o.progress = !a.quiet;
     let s = transport::send_file(&a.file, &o)?;

@@ -46,8 +46,21 @@ fn receiver(
     std::net::SocketAddr,
     std::thread::JoinHandle<Result<Received, TransferError>>,
 ) {
+    receiver_on("127.0.0.1:0", dir, rkey, allow, wait)
+}
+
+fn receiver_on(
+    listen: &str,
+    dir: &std::path::Path,
+    rkey: &PrivateKey,
+    allow: &PrivateKey,
+    wait: Duration,
+) -> (
+    std::net::SocketAddr,
+    std::thread::JoinHandle<Result<Received, TransferError>>,
+) {
     let o = ReceiveOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
+        listen.parse().unwrap(),
         dir.join("out"),
         rkey.clone(),
         vec![allow.public_key()],
@@ -200,5 +213,31 @@ fn a_file_changed_while_sent_is_discarded() {
     let r = rx.join().unwrap().unwrap_err().to_string();
     assert!(r.contains("changed while it was sent"), "{r}");
     assert_eq!(std::fs::read_dir(dir.join("out")).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Paths may go to different addresses of a multihomed receiver.
+#[test]
+fn paths_reach_a_multihomed_receiver() {
+    let dir = tempdir("multi");
+    let (src, digest) = file(&dir, 500_000);
+    let (skey, rkey) = (key(12), key(13));
+    let (addr, rx) = receiver_on("0.0.0.0:0", &dir, &rkey, &skey, Duration::from_secs(30));
+    let port = addr.port();
+    let mut o = SendOptions::new(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        loopback_paths(2),
+        skey,
+        rkey.public_key(),
+    );
+    o.path_to = vec![None, Some(format!("127.0.0.2:{port}").parse().unwrap())];
+    let sent = send_file(&src, &o).unwrap_or_else(|e| panic!("{e}"));
+    let got = rx.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got.sha256, digest);
+    assert!(
+        sent.path_bytes.iter().all(|&b| b > 0),
+        "{:?}",
+        sent.path_bytes
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

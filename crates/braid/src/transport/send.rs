@@ -46,6 +46,10 @@ pub struct SendOptions {
     pub to: SocketAddr,
     /// One socket per path, in order (1..=16).
     pub paths: Vec<Path>,
+    /// Per path, another address of the receiver to send to instead of
+    /// `to` (a multihomed receiver, one address per access network); the
+    /// same length as `paths` or empty.
+    pub path_to: Vec<Option<SocketAddr>>,
     /// This sender's private key.
     pub key: PrivateKey,
     /// The receiver's public key.
@@ -63,12 +67,25 @@ impl SendOptions {
         SendOptions {
             to,
             paths,
+            path_to: Vec::new(),
             key,
             peer_key,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             progress: false,
         }
+    }
+}
+
+impl SendOptions {
+    /// Where path `i` sends.
+    pub fn dest(&self, i: usize) -> SocketAddr {
+        self.path_to.get(i).copied().flatten().unwrap_or(self.to)
+    }
+
+    /// Whether a datagram from `a` is from the receiver.
+    fn is_peer(&self, a: SocketAddr) -> bool {
+        a == self.to || self.path_to.contains(&Some(a))
     }
 }
 
@@ -140,6 +157,13 @@ fn stamp(f: &File) -> std::io::Result<(u64, Option<SystemTime>)> {
 /// Sends `file` to the receiver in `o`, returning once the receiver has
 /// verified and stored it.
 pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, TransferError> {
+    if !o.path_to.is_empty() && o.path_to.len() != o.paths.len() {
+        return Err(TransferError::Local(format!(
+            "{} per-path destinations for {} paths; give one per path or none",
+            o.path_to.len(),
+            o.paths.len()
+        )));
+    }
     if o.paths.is_empty() || o.paths.len() > wire::MAX_PATHS {
         return Err(TransferError::Local(format!(
             "{} paths given; give 1 to {} with --path",
@@ -173,7 +197,8 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
     let socks = o
         .paths
         .iter()
-        .map(|p| bind(p, o.to))
+        .enumerate()
+        .map(|(i, p)| bind(p, o.dest(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let clock = Clock::new();
     let mut rng = crate::daemon::os_rng().map_err(|e| TransferError::Local(format!("{e:#}")))?;
@@ -236,7 +261,7 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             session
                 .encrypt(&frame[..1 + n], &mut pkt, now)
                 .map_err(|e| local("encrypting", e))?;
-            send_on(&socks[t.path], o.to, &pkt);
+            send_on(&socks[t.path], o.dest(t.path), &pkt);
             path_bytes[t.path] += t.size as u64;
             busy = true;
         }
@@ -255,7 +280,7 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                     continue;
                 };
                 busy = true;
-                if from != o.to || PacketType::of(&rbuf[..n]) != Some(PacketType::Transport) {
+                if !o.is_peer(from) || PacketType::of(&rbuf[..n]) != Some(PacketType::Transport) {
                     continue;
                 }
                 plain.clear();
@@ -309,14 +334,7 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             let end = stamp(&f).map_err(|e| local(format!("cannot stat {}", file.display()), e))?;
             if end != start_stamp || read != offer.size {
                 let why = format!("{} changed while it was sent", file.display());
-                control(
-                    &mut session,
-                    &socks[0],
-                    o.to,
-                    Kind::Abort,
-                    why.as_bytes(),
-                    &clock,
-                );
+                abort_all(&mut session, &socks, o, why.as_bytes(), &clock);
                 return Err(TransferError::Changed(file.display().to_string()));
             }
             let mut m = read.to_be_bytes().to_vec();
@@ -325,21 +343,14 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
         }
         if let Some(m) = &fin {
             if std::time::Instant::now() >= next_fin {
-                for s in &socks {
-                    control(&mut session, s, o.to, Kind::Fin, m, &clock);
+                for (i, s) in socks.iter().enumerate() {
+                    control(&mut session, s, o.dest(i), Kind::Fin, m, &clock);
                 }
                 next_fin = std::time::Instant::now() + Duration::from_millis(200);
             }
         }
         if last_heard.elapsed() >= o.idle_timeout {
-            control(
-                &mut session,
-                &socks[0],
-                o.to,
-                Kind::Abort,
-                b"sender timed out",
-                &clock,
-            );
+            abort_all(&mut session, &socks, o, b"sender timed out", &clock);
             return Err(TransferError::Silent {
                 side: "receiver",
                 idle: o.idle_timeout,
@@ -370,6 +381,13 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
         if !busy {
             std::thread::sleep(Duration::from_micros(200));
         }
+    }
+}
+
+/// ABORT on every path (one of them may be down).
+fn abort_all(s: &mut Session, socks: &[UdpSocket], o: &SendOptions, why: &[u8], clock: &Clock) {
+    for (i, sock) in socks.iter().enumerate() {
+        control(s, sock, o.dest(i), Kind::Abort, why, clock);
     }
 }
 
@@ -410,7 +428,8 @@ fn handshake(
                 clock.now(),
             )
             .map_err(|e| local("handshake", e))?;
-            send_on(&socks[attempt % socks.len()], o.to, &msg);
+            let i = attempt % socks.len();
+            send_on(&socks[i], o.dest(i), &msg);
             pending.push(init);
             attempt += 1;
             next += Duration::from_secs(1);
@@ -418,7 +437,7 @@ fn handshake(
         for s in socks {
             while let Ok((n, from)) = s.recv_from(&mut buf) {
                 let msg = &buf[..n];
-                if from != o.to || PacketType::of(msg) != Some(PacketType::HandshakeResponse) {
+                if !o.is_peer(from) || PacketType::of(msg) != Some(PacketType::HandshakeResponse) {
                     continue;
                 }
                 let Some(idx) = peek_receiver_index(msg) else {
