@@ -97,6 +97,14 @@ pub struct SenderConfig {
     /// loss halves the path's window as in TCP (once per RTT), and, as in
     /// NewReno, a lost retransmission is found only by the path's RTO.
     pub arq: bool,
+    /// For paths whose queues do not mark ECN (most of today's Internet,
+    /// and sockets that cannot read CE): a loss halves the path's window
+    /// at most once per smoothed RTT, as an ECN-Echo does (§II-C). Without
+    /// it a path's window shrinks only on RTOs, grows to `cc.max_window`
+    /// and overflows a drop-tail queue, and FEC repairs the overflow at a
+    /// large cost in sent bytes. Off in the paper's simulations, where
+    /// every congested queue marks.
+    pub halve_on_loss: bool,
 }
 
 impl SenderConfig {
@@ -112,6 +120,7 @@ impl SenderConfig {
             mapping: Mapping::Rank,
             coding: Coding::Real,
             arq: false,
+            halve_on_loss: false,
         }
     }
 }
@@ -666,8 +675,9 @@ impl Sender {
         self.lost_records.push_back((now, seq));
         let path = usize::from(rec.path);
         self.cc[path].on_lost(rec.size as usize);
-        if self.cfg.arq {
-            // PTCP: TCP's response to a loss, at most once per RTT.
+        if self.cfg.arq || self.cfg.halve_on_loss {
+            // PTCP, or a path without ECN: TCP's response to a loss, at
+            // most once per RTT.
             self.cc[path].on_ce(now);
         }
         self.stats.lost += 1;

@@ -360,3 +360,33 @@ fn senders_refuse_bad_configs_and_misuse() {
     s.finish();
     assert_eq!(s.write(b"x"), Err(SenderError::Finished));
 }
+
+/// `halve_on_loss` (paths without ECN): a lossy path's window is cut on
+/// losses, more often than a clean one's; without the flag no loss cuts a
+/// window.
+#[test]
+fn halve_on_loss_cuts_only_lossy_paths() {
+    // No ECN marks at all, so every cut is a loss response.
+    let unmarked = PathSpec {
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let lossy = PathSpec {
+        loss: 0.1,
+        ..unmarked
+    };
+    let data = payload(400_000, 7);
+    let mut cfg = SenderConfig::new(2);
+    cfg.halve_on_loss = true;
+    let o = run_with(cfg, &[lossy, unmarked], &data, 7, 60);
+    assert!(o.received == data, "bytes differ");
+    // The clean path is cut too, less often: its packets whose ACKs were
+    // drawn onto the lossy reverse path and lost count as lost.
+    let (c0, c1) = (o.sender.path(0).ce_cuts, o.sender.path(1).ce_cuts);
+    assert!(c0 > c1, "lossy path cut {c0} times, clean path {c1}");
+    assert!(c0 > 0);
+    let o = run_with(SenderConfig::new(2), &[lossy, unmarked], &data, 7, 60);
+    assert!(o.received == data, "bytes differ");
+    assert_eq!(o.sender.path(0).ce_cuts, 0, "cut without the flag");
+    assert_eq!(o.sender.path(1).ce_cuts, 0, "cut without the flag");
+}

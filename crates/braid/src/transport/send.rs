@@ -211,6 +211,9 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
 
     let mut cfg = SenderConfig::new(socks.len());
     cfg.header_bytes = wire::DATA_HEADER_LEN + OVERHEAD;
+    // These sockets neither set ECT nor read CE, so congestion shows only
+    // as loss.
+    cfg.halve_on_loss = true;
     let mut sender = Sender::new(cfg).map_err(|e| local("MPLOT sender", e))?;
     let mut hasher = Sha256::new();
     let mut read = 0u64;
