@@ -21,6 +21,8 @@
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
 //! - [`redundancy`]: the redundant ("reliability first") mode: which
 //!   packets are copied onto a second path.
+//! - [`mplot`]: MPLOT, braid's own reliable multipath transport (block
+//!   FEC across paths, per-path ECN congestion control).
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
@@ -30,6 +32,7 @@ pub mod conn;
 pub mod crypto;
 pub mod fec;
 pub mod flow;
+pub mod mplot;
 pub mod path;
 pub mod receiver;
 pub mod redundancy;

@@ -6,6 +6,9 @@
 //! `braid_core::receiver::Receiver`, exchanging real wire-format frames.
 //! The same scenario and seed always give the same output.
 //!
+//! [`mplot`] runs MPLOT's experiments (paper 002 §IV) with the shipped
+//! `braid_core::mplot` transport and its baselines.
+//!
 //! [`tunnel`] runs lab files instead: the shipped tunnel endpoints
 //! (`braid_core::conn`), handshake and encryption included, carry a
 //! Linux-like TCP over links of the shared model `braid-net`.
@@ -16,6 +19,7 @@ pub mod analysis;
 pub mod cross;
 pub mod event;
 pub mod link;
+pub mod mplot;
 pub mod packet;
 pub mod plot;
 pub mod prism;

@@ -9,7 +9,9 @@
 //! - [`keygen`]: `braid keygen`;
 //! - [`relay`]: `braid relay`, a neighbour's host forwarding a client's
 //!   tunnel datagrams over its uplink (PRISM's community relay);
-//! - [`status`]: `braid status` and the report both it and `/metrics` render.
+//! - [`status`]: `braid status` and the report both it and `/metrics` render;
+//! - [`transport`]: `braid send` / `braid recv`, a file over several UDP
+//!   paths with braid's own MPLOT transport.
 
 pub mod config;
 pub mod daemon;
@@ -18,6 +20,7 @@ pub mod keygen;
 pub mod labtunnel;
 pub mod relay;
 pub mod status;
+pub mod transport;
 
 use std::path::PathBuf;
 

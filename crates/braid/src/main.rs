@@ -11,6 +11,7 @@ mod benchflood;
 mod benchtunnel;
 mod demo;
 mod lab;
+mod sendrecv;
 mod sim;
 
 /// braid: stripe ordinary TCP and UDP connections across several network
@@ -71,6 +72,15 @@ enum Command {
     /// undecrypted, rate-limited per client. `braid relay --config relay.toml`
     /// (see examples/relay.toml); a client path uses it with `via`.
     Relay(braid::DaemonArgs),
+    /// Send a file over several paths with braid's own multipath transport
+    /// (MPLOT), encrypted with the tunnel's keys:
+    /// `braid send FILE --to HOST:PORT --path ADDR_OR_IFACE --path ... --key FILE --peer-key KEY`.
+    /// Prints the file's SHA-256 once the receiver has verified it.
+    Send(sendrecv::SendArgs),
+    /// Receive files sent with `braid send`:
+    /// `braid recv --listen ADDR:PORT --key FILE --allow SENDER_KEY [--out DIR]`.
+    /// Stores the file only when complete and its SHA-256 matches.
+    Recv(sendrecv::RecvArgs),
 }
 
 /// Commands that print results die quietly on a closed pipe
@@ -107,6 +117,8 @@ fn main() -> ExitCode {
         Command::Keygen(a) => braid::keygen::run(a),
         Command::Status(a) => braid::status::run(a),
         Command::Relay(a) => braid::relay::run_cmd(&a.file("relay"), a.check),
+        Command::Send(a) => sendrecv::send(a),
+        Command::Recv(a) => sendrecv::recv(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,7 +12,9 @@ pub enum SimCmd {
     /// Run a scenario file (e.g. scenarios/pet-table1.toml) and print the
     /// results of every scheme it lists, or a lab file (e.g.
     /// lab/two-equal.toml, recognised by its [[path]] tables) through the
-    /// shipped tunnel with the modes of `braid lab bench`.
+    /// shipped tunnel with the modes of `braid lab bench`, or an MPLOT
+    /// experiment (e.g. scenarios/mplot-fig11.toml, recognised by its
+    /// [mplot] table) with the shipped multipath transport.
     Run {
         /// Scenario or lab TOML file.
         file: PathBuf,
@@ -76,6 +78,38 @@ pub enum SimCmd {
         #[arg(default_value = "scenarios")]
         dir: PathBuf,
     },
+}
+
+/// An MPLOT scenario file has an `[mplot]` table (scenarios/mplot-*.toml).
+fn is_mplot_file(file: &Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(braid_sim::mplot::MplotScenario::is_mplot(&text))
+}
+
+/// Runs an MPLOT experiment (paper 002 §IV) and prints one row per
+/// (scheme, x).
+fn run_mplot(
+    file: &Path,
+    seeds: Option<u32>,
+    threads: usize,
+    format: Format,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let mut sc = braid_sim::mplot::MplotScenario::load(file)?;
+    if let Some(s) = seeds {
+        sc.mplot.seeds = s;
+    }
+    let start = std::time::Instant::now();
+    let r = braid_sim::mplot::run(&sc, threads);
+    match format {
+        Format::Table => print!("{}", r.to_table()),
+        Format::Json => println!("{}", r.to_json()),
+    }
+    if !quiet {
+        eprintln!("{:.2} s wall time", start.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 /// A lab file has `[[path]]` tables and no `schemes`; a scenario file
@@ -212,6 +246,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                     quiet,
                 );
             }
+            if is_mplot_file(&file)? {
+                return run_mplot(&file, seeds, threads, format, quiet);
+            }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();
             if sc.sweep.is_some() {
@@ -281,6 +318,13 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                 .collect();
             entries.sort();
             for p in entries {
+                if is_mplot_file(&p).unwrap_or(false) {
+                    match braid_sim::mplot::MplotScenario::load(&p) {
+                        Ok(s) => println!("{:<32} {}", p.display(), s.description),
+                        Err(e) => println!("{:<32} (invalid: {e})", p.display()),
+                    }
+                    continue;
+                }
                 match Scenario::load(&p) {
                     Ok(s) => println!("{:<32} {}", p.display(), s.description),
                     Err(e) => println!("{:<32} (invalid: {e})", p.display()),

@@ -206,7 +206,11 @@ impl Tunnel {
                 .collect();
         }
         let ranks: Vec<f64> = w.iter().map(|&(_, w, r, p)| mplot::rank(w, p, r)).collect();
-        let good = mplot::good_paths(&ranks);
+        let mut good = mplot::good_paths(&ranks);
+        if !good.contains(&true) {
+            // One path, or equal ranks: no path is worse than another.
+            good.fill(true);
+        }
         let mut ranked: Vec<(f64, PathId)> = w
             .drain(..)
             .zip(ranks)

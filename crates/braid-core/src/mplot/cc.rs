@@ -1,0 +1,241 @@
+//! Per-path congestion control of MPLOT (§II-C; `SPECS.md` §2.3).
+//!
+//! Each path has its own window, RTT estimator and retransmission timer;
+//! reliability is the aggregate's business (block FEC), so a path's window
+//! reacts only to congestion it is told about:
+//! - an ECN-Echo halves the window, at most once per smoothed RTT (RFC 3168
+//!   §6.1.2: one reduction per window of data);
+//! - a loss without a mark does **not** shrink it (on a lossy wireless path
+//!   a loss says nothing about the queue);
+//! - the increase is divided by the path's acceptance rate `1 - p̂_i`, so a
+//!   path that loses a fraction `p̂_i` of its packets still grows as fast in
+//!   delivered packets as a clean one: `Δw = s / (1 - p̂)` per acknowledged
+//!   packet of `s` bytes in slow start, `Δw = s² / (w (1 - p̂))` in
+//!   congestion avoidance (the reading `SPECS.md` suggests, per ACK);
+//! - a retransmission timeout is TCP's (window to one packet, slow start,
+//!   exponential backoff); there is no fast retransmit.
+//!
+//! Windows are in bytes (packets vary between 250 and 750 bytes per block,
+//! §III-C), so eq 12 has a byte budget to divide.
+
+use crate::fec::mplot::MAX_LOSS_ESTIMATE;
+use crate::path::rtt::RttEstimator;
+use crate::time::{Duration, Instant};
+
+/// Limits of one path's controller.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CcConfig {
+    /// The packet size windows are counted against for their floor and the
+    /// initial window (the largest MPLOT size, 750 B).
+    pub mss: usize,
+    /// Initial window, in packets of `mss`.
+    pub initial_window: usize,
+    /// Window ceiling in bytes (ns-2's `window_`; also bounds the sender's
+    /// in-flight records).
+    pub max_window: usize,
+    /// RTT assumed before the first sample.
+    pub initial_rtt: Duration,
+    /// Lower bound of the RTO (RFC 6298 2.4 says 1 s; ns-2 and Linux use
+    /// 200 ms, which the simulations follow).
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig {
+            mss: 750,
+            initial_window: 2,
+            max_window: 4 << 20,
+            initial_rtt: Duration::from_millis(333),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One path's window, RTT and timer state.
+#[derive(Clone, Debug)]
+pub struct PathCc {
+    cfg: CcConfig,
+    /// `w_i`, bytes.
+    cwnd: f64,
+    ssthresh: f64,
+    rtt: RttEstimator,
+    /// Consecutive timeouts: the RTO is doubled this many times.
+    backoff: u32,
+    /// When the window was last halved for a mark.
+    last_cut: Option<Instant>,
+    /// `p̂_i`, the smoothed loss of the path (eq 2 EWMA), kept by the sender.
+    pub loss: f64,
+    /// Bytes sent on the path and not yet acknowledged or deemed lost.
+    pub in_flight: usize,
+    /// Number of window halvings (ECN) so far.
+    pub ce_cuts: u64,
+    /// Number of timeouts so far.
+    pub timeouts: u64,
+}
+
+impl PathCc {
+    pub fn new(cfg: CcConfig) -> Self {
+        PathCc {
+            cwnd: (cfg.initial_window * cfg.mss) as f64,
+            ssthresh: cfg.max_window as f64,
+            rtt: RttEstimator::new(cfg.initial_rtt),
+            backoff: 0,
+            last_cut: None,
+            loss: 0.0,
+            in_flight: 0,
+            ce_cuts: 0,
+            timeouts: 0,
+            cfg,
+        }
+    }
+
+    /// `w_i` in bytes.
+    pub fn window(&self) -> f64 {
+        self.cwnd
+    }
+
+    /// Whether a packet of `size` bytes fits the window now.
+    pub fn can_send(&self, size: usize) -> bool {
+        (self.in_flight + size) as f64 <= self.cwnd.max(size as f64)
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> Duration {
+        self.rtt.srtt()
+    }
+
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// The RTO with backoff (RFC 6298 2.3–2.5).
+    pub fn rto(&self) -> Duration {
+        let base = self
+            .rtt
+            .rto(Duration::from_millis(1), self.cfg.min_rto, self.cfg.max_rto);
+        base.saturating_mul(1u32 << self.backoff.min(16))
+            .min(self.cfg.max_rto)
+    }
+
+    /// A packet of `size` bytes sent on this path.
+    pub fn on_sent(&mut self, size: usize) {
+        self.in_flight += size;
+    }
+
+    /// A packet of `size` bytes left the flight without an acknowledgement
+    /// (deemed lost). The window is not touched (§II-C).
+    pub fn on_lost(&mut self, size: usize) {
+        self.in_flight = self.in_flight.saturating_sub(size);
+    }
+
+    /// A packet of `size` bytes was acknowledged; `rtt` is its sample, taken
+    /// from the send time of a sequence number that is never reused, so no
+    /// Karn ambiguity arises.
+    pub fn on_ack(&mut self, size: usize, rtt: Option<Duration>) {
+        self.in_flight = self.in_flight.saturating_sub(size);
+        if let Some(r) = rtt {
+            self.rtt.update(r);
+        }
+        self.backoff = 0;
+        let accept = 1.0 - self.loss.clamp(0.0, MAX_LOSS_ESTIMATE);
+        let s = size as f64;
+        if self.cwnd < self.ssthresh {
+            self.cwnd += s / accept;
+        } else {
+            self.cwnd += s * s / (self.cwnd * accept);
+        }
+        self.cwnd = self.cwnd.min(self.cfg.max_window as f64);
+    }
+
+    /// The receiver echoed a CE mark for this path: halve the window unless
+    /// it was halved less than one smoothed RTT ago. Returns whether it cut.
+    pub fn on_ce(&mut self, now: Instant) -> bool {
+        if let Some(t) = self.last_cut {
+            if now.saturating_since(t) < self.srtt() {
+                return false;
+            }
+        }
+        self.cwnd = (self.cwnd / 2.0).max((2 * self.cfg.mss) as f64);
+        self.ssthresh = self.cwnd;
+        self.last_cut = Some(now);
+        self.ce_cuts += 1;
+        true
+    }
+
+    /// The path's retransmission timer fired: TCP's response (window to one
+    /// packet, `ssthresh` to half the window, slow start, doubled RTO).
+    /// Everything in flight is deemed lost by the caller.
+    pub fn on_timeout(&mut self) {
+        self.ssthresh = (self.cwnd / 2.0).max((2 * self.cfg.mss) as f64);
+        self.cwnd = self.cfg.mss as f64;
+        self.backoff = (self.backoff + 1).min(16);
+        self.in_flight = 0;
+        self.timeouts += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ce_halves_once_per_rtt() {
+        let mut cc = PathCc::new(CcConfig::default());
+        for _ in 0..40 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(40)));
+        }
+        let w = cc.window();
+        let t0 = Instant::from_millis(1000);
+        assert!(cc.on_ce(t0));
+        assert_eq!(cc.window(), w / 2.0);
+        // A second echo within the RTT does nothing.
+        assert!(!cc.on_ce(t0 + Duration::from_millis(20)));
+        assert_eq!(cc.window(), w / 2.0);
+        assert!(cc.on_ce(t0 + Duration::from_millis(60)));
+        assert_eq!(cc.window(), w / 4.0);
+    }
+
+    #[test]
+    fn loss_does_not_shrink_and_increase_is_scaled() {
+        let mut a = PathCc::new(CcConfig::default());
+        let mut b = PathCc::new(CcConfig::default());
+        b.loss = 0.5;
+        a.on_sent(750);
+        a.on_lost(750);
+        assert_eq!(a.window(), 1500.0);
+        assert_eq!(a.in_flight, 0);
+        a.on_ack(750, None);
+        b.on_ack(750, None);
+        // Slow start: +s and +s/(1-p).
+        assert_eq!(a.window(), 2250.0);
+        assert_eq!(b.window(), 3000.0);
+        // Congestion avoidance after a cut.
+        a.on_ce(Instant::ZERO);
+        let w = a.window();
+        a.on_ack(750, None);
+        assert!((a.window() - (w + 750.0 * 750.0 / w)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn timeout_is_tcps_with_backoff() {
+        let mut cc = PathCc::new(CcConfig::default());
+        cc.on_ack(750, Some(Duration::from_millis(40)));
+        let rto = cc.rto();
+        assert_eq!(rto, Duration::from_millis(200));
+        cc.on_timeout();
+        assert_eq!(cc.window(), 750.0);
+        assert_eq!(cc.rto(), rto * 2);
+        cc.on_timeout();
+        assert_eq!(cc.rto(), rto * 4);
+        cc.on_ack(750, None);
+        assert_eq!(cc.rto(), rto);
+        for _ in 0..40 {
+            cc.on_timeout();
+        }
+        assert_eq!(cc.rto(), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,392 @@
+//! Sender and receiver together over in-memory paths: every frame goes
+//! through the wire encoder and the checked decoder, paths have a rate, a
+//! delay, random loss and a CE threshold on their queue.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::wire::{decode, emit_ack, emit_data, Frame};
+use super::*;
+use crate::time::{Duration, Instant};
+
+#[derive(Clone, Copy)]
+struct PathSpec {
+    mbit: f64,
+    delay_ms: u64,
+    loss: f64,
+    /// Queue (ms of backlog) above which packets are CE-marked.
+    ce_above_ms: u64,
+}
+
+struct Link {
+    spec: PathSpec,
+    busy_until: Instant,
+}
+
+impl Link {
+    /// Delivery time and CE mark, or `None` if lost.
+    fn offer(
+        &mut self,
+        now: Instant,
+        bytes: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<(Instant, bool)> {
+        if rng.gen::<f64>() < self.spec.loss {
+            return None;
+        }
+        let start = self.busy_until.max(now);
+        let backlog = start.saturating_since(now);
+        let ser = Duration::from_secs_f64(bytes as f64 * 8.0 / (self.spec.mbit * 1e6));
+        self.busy_until = start + ser;
+        let ce = backlog > Duration::from_millis(self.spec.ce_above_ms);
+        Some((
+            self.busy_until + Duration::from_millis(self.spec.delay_ms),
+            ce,
+        ))
+    }
+}
+
+enum Ev {
+    Data(Vec<u8>, bool),
+    Ack(Vec<u8>),
+}
+
+struct Outcome {
+    received: Vec<u8>,
+    done_at: Instant,
+    sender: Sender,
+}
+
+fn run(paths: &[PathSpec], data: &[u8], seed: u64, limit_s: u64) -> Outcome {
+    run_with(SenderConfig::new(paths.len()), paths, data, seed, limit_s)
+}
+
+fn run_with(
+    cfg: SenderConfig,
+    paths: &[PathSpec],
+    data: &[u8],
+    seed: u64,
+    limit_s: u64,
+) -> Outcome {
+    let n = paths.len();
+    let mut sender = Sender::new(cfg).unwrap();
+    let mut receiver = Receiver::new(ReceiverConfig::new(n, seed));
+    let mut fwd: Vec<Link> = paths
+        .iter()
+        .map(|&spec| Link {
+            spec,
+            busy_until: Instant::ZERO,
+        })
+        .collect();
+    let mut rev: Vec<Link> = paths
+        .iter()
+        .map(|&spec| Link {
+            spec: PathSpec {
+                loss: spec.loss,
+                ..spec
+            },
+            busy_until: Instant::ZERO,
+        })
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    let mut queue: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
+    let mut events: std::collections::HashMap<u64, Ev> = Default::default();
+    let mut id = 0u64;
+    sender.write(data).unwrap();
+    sender.finish();
+    let mut received = Vec::new();
+    let mut now = Instant::ZERO;
+    let mut buf = vec![0u8; 2048];
+    let limit = Instant::from_millis(limit_s * 1000);
+    while !(receiver.is_complete() && sender.is_done()) && now < limit {
+        while let Some(t) = sender.poll_transmit(now).unwrap() {
+            let len = emit_data(&t.header, &t.shard, &mut buf).unwrap();
+            if let Some((at, ce)) = fwd[t.path].offer(now, t.size, &mut rng) {
+                queue.push(Reverse((at, id)));
+                events.insert(id, Ev::Data(buf[..len].to_vec(), ce));
+                id += 1;
+            }
+        }
+        let next_ev = queue.peek().map(|Reverse((t, _))| *t);
+        let next = match (next_ev, sender.poll_timeout()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(limit),
+        };
+        now = now.max(next);
+        if next_ev.is_some_and(|t| t <= now) {
+            let Reverse((_, eid)) = queue.pop().unwrap();
+            match events.remove(&eid).unwrap() {
+                Ev::Data(bytes, ce) => {
+                    let Frame::Data(view) = decode(&bytes).unwrap() else {
+                        panic!("not data")
+                    };
+                    receiver.handle_data(now, ce, &view).unwrap();
+                    while let Some((path, ack)) = receiver.poll_ack() {
+                        let len = emit_ack(&ack, &mut buf).unwrap();
+                        if let Some((at, _)) = rev[path].offer(now, 40, &mut rng) {
+                            queue.push(Reverse((at, id)));
+                            events.insert(id, Ev::Ack(buf[..len].to_vec()));
+                            id += 1;
+                        }
+                    }
+                    while let Some(c) = receiver.poll_read() {
+                        received.extend_from_slice(&c.data);
+                    }
+                }
+                Ev::Ack(bytes) => {
+                    let Frame::Ack(ack) = decode(&bytes).unwrap() else {
+                        panic!("not an ack")
+                    };
+                    sender.handle_ack(now, &ack);
+                }
+            }
+        }
+        sender.handle_timeout(now);
+    }
+    Outcome {
+        received,
+        done_at: now,
+        sender,
+    }
+}
+
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+const CLEAN: PathSpec = PathSpec {
+    mbit: 10.0,
+    delay_ms: 20,
+    loss: 0.0,
+    ce_above_ms: 20,
+};
+
+#[test]
+fn clean_paths_move_the_bytes_without_repair() {
+    let data = payload(2_000_000, 1);
+    let o = run(&[CLEAN, CLEAN], &data, 1, 60);
+    assert_eq!(o.received.len(), data.len());
+    assert!(o.received == data, "bytes differ");
+    assert_eq!(o.sender.stats.rfec_queued, 0, "{:?}", o.sender.stats);
+    // 16 Mbit over 20 Mbit/s of paths: a few seconds with slow start.
+    assert!(o.done_at < Instant::from_millis(4_000), "{:?}", o.done_at);
+    // Both paths carried data and the queues marked (ECN is the only brake).
+    assert!(o.sender.path(0).ce_cuts > 0 && o.sender.path(1).ce_cuts > 0);
+}
+
+#[test]
+fn lossy_paths_recover_by_fec_without_shrinking_windows() {
+    let lossy = PathSpec { loss: 0.3, ..CLEAN };
+    let data = payload(1_000_000, 2);
+    let o = run(&[lossy, lossy, lossy], &data, 2, 60);
+    assert!(
+        o.received == data,
+        "bytes differ ({} of {})",
+        o.received.len(),
+        data.len()
+    );
+    // The EWMAs (weight 0.5 per packet) are noisy; their mean over the
+    // paths and the aggregate is near the true 30 %.
+    let est = (0..3).map(|i| o.sender.path(i).loss).sum::<f64>() / 3.0;
+    let est = (est + o.sender.loss_stats().mean) / 2.0;
+    assert!((0.15..0.6).contains(&est), "loss estimates {est}");
+    assert!(o.sender.stats.rfec_queued > 0);
+    // 8 Mbit over 30 Mbit/s at 30 % loss: the windows still open.
+    assert!(o.done_at < Instant::from_millis(6_000), "{:?}", o.done_at);
+}
+
+#[test]
+fn a_dead_path_does_not_stop_the_transfer() {
+    let dead = PathSpec { loss: 1.0, ..CLEAN };
+    let data = payload(500_000, 3);
+    let o = run(&[CLEAN, dead], &data, 3, 60);
+    assert!(o.received == data);
+    assert!(o.sender.path(1).timeouts > 0);
+    assert!(o.sender.path(1).loss > 0.8, "{}", o.sender.path(1).loss);
+    // The dead path ranks last.
+    let r = o.sender.ranks();
+    assert!(r[1] < r[0]);
+}
+
+#[test]
+fn empty_and_tiny_streams_complete() {
+    for len in [0, 1, 699, 701] {
+        let data = payload(len, 4);
+        let o = run(&[CLEAN], &data, 4, 10);
+        assert_eq!(o.received, data, "len {len}");
+        assert!(o.sender.is_done());
+    }
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let lossy = PathSpec { loss: 0.2, ..CLEAN };
+    let data = payload(300_000, 5);
+    let a = run(&[lossy, CLEAN], &data, 9, 60);
+    let b = run(&[lossy, CLEAN], &data, 9, 60);
+    assert_eq!(a.done_at, b.done_at);
+    assert_eq!(a.sender.stats, b.sender.stats);
+}
+
+#[test]
+fn a_receiver_refuses_what_it_cannot_hold() {
+    let mut r = Receiver::new(ReceiverConfig::new(2, 0));
+    let h = DataHeader {
+        fin: false,
+        virtual_shard: false,
+        path: 0,
+        pos: 0,
+        data: 2,
+        total: 4,
+        shard_len: 4,
+        block: 500,
+        seq: 0,
+        offset: 0,
+        block_bytes: 8,
+    };
+    let v = DataView {
+        header: h,
+        shard: &[1, 2, 3, 4],
+    };
+    assert!(matches!(
+        r.handle_data(Instant::ZERO, false, &v),
+        Err(RecvError::Window { .. })
+    ));
+    let h2 = DataHeader {
+        path: 5,
+        block: 0,
+        ..h
+    };
+    assert_eq!(
+        r.handle_data(
+            Instant::ZERO,
+            false,
+            &DataView {
+                header: h2,
+                shard: &[0; 4]
+            }
+        ),
+        Err(RecvError::Path(5))
+    );
+    let ok = DataHeader { block: 0, ..h };
+    r.handle_data(
+        Instant::ZERO,
+        true,
+        &DataView {
+            header: ok,
+            shard: &[1; 4],
+        },
+    )
+    .unwrap();
+    let (_, ack) = r.poll_ack().unwrap();
+    assert_eq!((ack.have, ack.decoded, ack.ce_paths), (1, false, 1));
+    let bad = DataHeader {
+        block: 0,
+        pos: 1,
+        offset: 9,
+        ..h
+    };
+    assert_eq!(
+        r.handle_data(
+            Instant::ZERO,
+            false,
+            &DataView {
+                header: bad,
+                shard: &[1; 4]
+            }
+        ),
+        Err(RecvError::Inconsistent(0))
+    );
+    // The parity position completes the block: F = 2 distinct packets.
+    let p = DataHeader {
+        block: 0,
+        pos: 3,
+        ..h
+    };
+    let code = crate::fec::BlockCode::new(2, 2).unwrap();
+    let parity = code.encode(&[[1u8; 4], [1u8; 4]]).unwrap();
+    r.handle_data(
+        Instant::ZERO,
+        false,
+        &DataView {
+            header: p,
+            shard: &parity[1],
+        },
+    )
+    .unwrap();
+    let (_, ack) = r.poll_ack().unwrap();
+    // The CE mark of the first packet is echoed a second time, then no more.
+    assert!(ack.decoded && ack.cum_block == 1 && ack.ce_paths == 1);
+    assert_eq!(r.poll_read().unwrap().data, vec![1u8; 8]);
+}
+
+#[test]
+fn baselines_also_deliver_the_bytes() {
+    let lossy = PathSpec { loss: 0.2, ..CLEAN };
+    let data = payload(400_000, 6);
+    // PTCP: no parity at all; every loss is repaired by resending the
+    // packet itself.
+    let mut ptcp = SenderConfig::new(2);
+    ptcp.arq = true;
+    ptcp.mapping = Mapping::Blind;
+    let o = run_with(ptcp, &[lossy, CLEAN], &data, 6, 60);
+    assert!(o.received == data, "PTCP bytes differ");
+    assert!(o.sender.stats.lost > 0 && o.sender.stats.rfec_queued > 0);
+    let mut blind = SenderConfig::new(2);
+    blind.mapping = Mapping::Blind;
+    let o = run_with(blind, &[lossy, CLEAN], &data, 6, 60);
+    assert!(o.received == data, "BLIND bytes differ");
+}
+
+#[test]
+fn senders_refuse_bad_configs_and_misuse() {
+    assert_eq!(
+        Sender::new(SenderConfig::new(0)).err(),
+        Some(SenderError::Paths(0))
+    );
+    assert_eq!(
+        Sender::new(SenderConfig::new(17)).err(),
+        Some(SenderError::Paths(17))
+    );
+    let mut c = SenderConfig::new(1);
+    c.max_packet = 200;
+    assert_eq!(Sender::new(c).err(), Some(SenderError::PacketSize(200)));
+    let mut s = Sender::new(SenderConfig::new(1)).unwrap();
+    assert_eq!(s.write_virtual(10), Err(SenderError::WrongCoding));
+    s.finish();
+    assert_eq!(s.write(b"x"), Err(SenderError::Finished));
+}
+
+/// `halve_on_loss` (paths without ECN): a lossy path's window is cut on
+/// losses, more often than a clean one's; without the flag no loss cuts a
+/// window.
+#[test]
+fn halve_on_loss_cuts_only_lossy_paths() {
+    // No ECN marks at all, so every cut is a loss response.
+    let unmarked = PathSpec {
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let lossy = PathSpec {
+        loss: 0.1,
+        ..unmarked
+    };
+    let data = payload(400_000, 7);
+    let mut cfg = SenderConfig::new(2);
+    cfg.halve_on_loss = true;
+    let o = run_with(cfg, &[lossy, unmarked], &data, 7, 60);
+    assert!(o.received == data, "bytes differ");
+    // The clean path is cut too, less often: its packets whose ACKs were
+    // drawn onto the lossy reverse path and lost count as lost.
+    let (c0, c1) = (o.sender.path(0).ce_cuts, o.sender.path(1).ce_cuts);
+    assert!(c0 > c1, "lossy path cut {c0} times, clean path {c1}");
+    assert!(c0 > 0);
+    let o = run_with(SenderConfig::new(2), &[lossy, unmarked], &data, 7, 60);
+    assert!(o.received == data, "bytes differ");
+    assert_eq!(o.sender.path(0).ce_cuts, 0, "cut without the flag");
+    assert_eq!(o.sender.path(1).ce_cuts, 0, "cut without the flag");
+}
