@@ -629,7 +629,6 @@ mod tests {
     }
 }
 
-
 #[cfg(test)]
 mod tunnel_forms_tests {
     use super::*;
