@@ -3,7 +3,7 @@
 //! replies from the address the client wrote to, failures that say what
 //! is wrong, an idle RTT without the feedback batching delay.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use braid::config::{load_client, load_server};
@@ -11,34 +11,14 @@ use braid::daemon::client::ClientDaemon;
 use braid::daemon::server::ServerDaemon;
 use braid::daemon::tun::{channel_tun, ChannelTunFactory, ChannelTunPeer};
 use braid::keygen::write_private_key;
-use braid::status::{query, StatusReport};
+use braid::status::StatusReport;
 use braid_core::crypto::PrivateKey;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use tokio::sync::oneshot;
 
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tempdir(tag: &str) -> TempDir {
-    let d = std::env::temp_dir().join(format!("braid-hs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
-}
-
-async fn status(socket: &Path) -> StatusReport {
-    let s = socket.to_path_buf();
-    let json = tokio::task::spawn_blocking(move || query(&s))
-        .await
-        .unwrap()
-        .unwrap();
-    serde_json::from_str(&json).unwrap()
-}
+mod daemon_util;
+use daemon_util::{status, tempdir, TempDir};
 
 /// Polls `socket`'s status until `f` holds (or panics after `secs`).
 async fn wait_status(
