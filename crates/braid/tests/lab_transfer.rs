@@ -73,40 +73,8 @@ while sent < n:
 c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
 "#;
 
-fn nft(ns: &str, script: &str) {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "nft", "-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("nft");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "nft failed: {script}");
-}
-
-/// Kills the child when dropped, so a failing test leaves nothing running.
-struct Reap(Option<std::process::Child>);
-
-impl Reap {
-    fn output(mut self) -> String {
-        let out = self.0.take().unwrap().wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+mod ns_util;
+use ns_util::{nft, Reap};
 
 #[test]
 #[ignore = "needs root, network namespaces, python3, nft and iperf3 (bash .ci/run runs it as root)"]

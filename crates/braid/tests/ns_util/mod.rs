@@ -64,3 +64,39 @@ impl Drop for Lab {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Loads `script` into nftables inside namespace `ns` (`nft -f -`).
+pub fn nft(ns: &str, script: &str) {
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "nft failed: {script}");
+}
+
+/// Kills the child when dropped, so a failing test leaves nothing running.
+pub struct Reap(pub Option<std::process::Child>);
+
+impl Reap {
+    pub fn output(mut self) -> String {
+        let out = self.0.take().unwrap().wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
