@@ -113,8 +113,9 @@ fn fifty_megabytes_survive_a_path_cut() {
     }
 }
 
-fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
-    let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
+/// Starts the data sink in the server namespace and gives it time to
+/// listen.
+fn start_sink() -> Reap {
     let sink = Reap(Some(
         Command::new("ip")
             .args([
@@ -131,8 +132,13 @@ fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
             .unwrap(),
     ));
     std::thread::sleep(Duration::from_millis(500));
-    let t0 = Instant::now();
-    let source = Reap(Some(
+    sink
+}
+
+/// Starts the source of `BYTES` in the client namespace, sending from the
+/// tunnel address, with congestion control `cc` if given.
+fn start_source(cc: Option<&str>) -> Reap {
+    Reap(Some(
         Command::new("ip")
             .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
             .args([
@@ -141,10 +147,18 @@ fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
                 braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
                 BYTES.to_string(),
             ])
+            .args(cc)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
-    ));
+    ))
+}
+
+fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
+    let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
+    let sink = start_sink();
+    let t0 = Instant::now();
+    let source = start_source(None);
 
     // Midway, path 1 stops answering for 3 s, then comes back.
     std::thread::sleep(Duration::from_secs(2));
@@ -242,42 +256,13 @@ fn fifty_megabytes_over_a_far_path() {
 
 fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
-    let sink = Reap(Some(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                NS_SRV,
-                "python3",
-                "-c",
-                SINK,
-                &PORT.to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
-    std::thread::sleep(Duration::from_millis(500));
+    let sink = start_sink();
     let before = [tx_bytes(0), tx_bytes(1)];
     let t0 = Instant::now();
-    let source = Reap(Some(
-        Command::new("ip")
-            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
-            .args([
-                topo::SRV_ADDR.to_string(),
-                PORT.to_string(),
-                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
-                BYTES.to_string(),
-                // As the lab bench's iperf3 (`-C cubic`): a host's default
-                // may be BBR, whose window of about twice the near path's
-                // BDP never covers a path 280 ms further away, so braid
-                // rightly keeps off it.
-                "cubic".to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    // As the lab bench's iperf3 (`-C cubic`): a host's default may be
+    // BBR, whose window of about twice the near path's BDP never covers a
+    // path 280 ms further away, so braid rightly keeps off it.
+    let source = start_source(Some("cubic"));
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
@@ -364,37 +349,10 @@ fn fifty_megabytes_over_a_five_percent_lossy_path() {
 
 fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
-    let sink = Reap(Some(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                NS_SRV,
-                "python3",
-                "-c",
-                SINK,
-                &PORT.to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
-    std::thread::sleep(Duration::from_millis(500));
+    let sink = start_sink();
     let retrans_before = retrans_segs(NS_CLI);
     let t0 = Instant::now();
-    let source = Reap(Some(
-        Command::new("ip")
-            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
-            .args([
-                topo::SRV_ADDR.to_string(),
-                PORT.to_string(),
-                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
-                BYTES.to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    let source = start_source(None);
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
