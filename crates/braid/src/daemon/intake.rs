@@ -553,6 +553,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_pair_is_read_data_first_and_kernel_drops_counted() {
+        use braid_core::crypto::handshake::INIT_MIN_LEN;
+        let make = |d| socket2::Socket::new(d, socket2::Type::DGRAM, None);
+        let socks =
+            super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
+        let addr = socks.data.local_addr().unwrap();
+        let hs = socks.handshake.map(Arc::new);
+        assert!(hs.is_some(), "the kernel took the pair");
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors());
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut init = vec![0u8; INIT_MIN_LEN];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        let data = [0x10u8; 40];
+        // An initiation, data, and junk the handshake socket's filter
+        // drops in the kernel.
+        tx.send_to(&init, addr).unwrap();
+        tx.send_to(&data, addr).unwrap();
+        tx.send_to(&[0x55; 200], addr).unwrap();
+        tx.send_to(&[0x13; 64], addr).unwrap();
+        let mut got = (Vec::new(), Vec::new());
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            got.0.extend(drain(&mut intake.data));
+            got.1.extend(drain(&mut intake.handshakes));
+            if !got.0.is_empty() && !got.1.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got.0.len(), 1);
+        assert_eq!(got.0[0].bytes, data);
+        assert_eq!(got.1.len(), 1);
+        assert_eq!(got.1[0].bytes, init);
+        // The initiation came off the handshake socket; the kernel
+        // dropped the junk and the daemon counted it without reading it.
+        assert_eq!(intake.handshake_reads(), 1);
+        let d = intake.drops();
+        assert_eq!((d.kernel_handshake, d.malformed, d.kernel_rxq), (2, 0, 0));
+    }
+
+    #[tokio::test]
     async fn malformed_datagrams_stop_at_the_reader_and_are_counted() {
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = sock.local_addr().unwrap();
