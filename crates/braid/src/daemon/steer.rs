@@ -60,14 +60,21 @@ pub const MAX_STEERED: usize = 1024;
 pub const DATA_INDEX: u32 = 0;
 pub const HANDSHAKE_INDEX: u32 = 1;
 
-// Classic BPF opcodes (linux/filter.h, linux/bpf_common.h).
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const LD_B_ABS: u16 = 0x00 | 0x10 | 0x20;
-const LD_W_LEN: u16 = 0x00 | 0x00 | 0x80;
-const ALU_RSH_K: u16 = 0x04 | 0x70;
-const JEQ_K: u16 = 0x05 | 0x10;
-const JGT_K: u16 = 0x05 | 0x20;
-const JGE_K: u16 = 0x05 | 0x30;
+// Classic BPF opcodes (linux/filter.h, linux/bpf_common.h): class | size
+// | mode, or class | operation | source.
+/// BPF_LD | BPF_W | BPF_ABS: A = the 32-bit word at k.
+const LD_W_ABS: u16 = 0x20;
+/// BPF_LD | BPF_B | BPF_ABS: A = the byte at k.
+const LD_B_ABS: u16 = 0x30;
+/// BPF_LD | BPF_W | BPF_LEN: A = the packet's length.
+const LD_W_LEN: u16 = 0x80;
+/// BPF_ALU | BPF_RSH | BPF_K: A >>= k.
+const ALU_RSH_K: u16 = 0x74;
+/// BPF_JMP | BPF_JEQ / BPF_JGT / BPF_JGE | BPF_K.
+const JEQ_K: u16 = 0x15;
+const JGT_K: u16 = 0x25;
+const JGE_K: u16 = 0x35;
+/// BPF_RET | BPF_K: return k.
 const RET_K: u16 = 0x06;
 /// Base of loads relative to the network (IP) header.
 const SKF_NET_OFF: u32 = (-0x100000i32) as u32;
