@@ -18,10 +18,12 @@
 //! `BRAID_FLOOD_SECONDS` (default 4: half ping, half iperf3) and
 //! `BRAID_FLOOD_PPS` (default 300000, 30000 in a debug build) set each
 //! flood's length and rate; CI runs the short default. The figures are printed as JSON lines. The
-//! assertions are the targets when `BRAID_FLOOD_STRICT=1`, and
-//! looser bounds otherwise (a shared 2-core machine cannot reach the
-//! targets while other work runs; see docs/DEPLOY.md for measured
-//! figures).
+//! restarted client is held to the bounds (1 s; 2 s under the
+//! spoofed flood) in every run; the tunnel's figures are the issue's
+//! targets when `BRAID_FLOOD_STRICT=1`, and looser bounds otherwise (a
+//! shared 2-core machine cannot reach the throughput target while the
+//! generator takes a core; the last row, the same flood to a closed
+//! port, measures that share; see docs/DEPLOY.md for measured figures).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
