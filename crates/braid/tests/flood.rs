@@ -18,10 +18,12 @@
 //! `BRAID_FLOOD_SECONDS` (default 4: half ping, half iperf3) and
 //! `BRAID_FLOOD_PPS` (default 300000, 30000 in a debug build) set each
 //! flood's length and rate; CI runs the short default. The figures are printed as JSON lines. The
-//! assertions are the targets when `BRAID_FLOOD_STRICT=1`, and
-//! looser bounds otherwise (a shared 2-core machine cannot reach the
-//! targets while other work runs; see docs/DEPLOY.md for measured
-//! figures).
+//! restarted client is held to the bounds (1 s; 2 s under the
+//! spoofed flood) in every run; the tunnel's figures are the issue's
+//! targets when `BRAID_FLOOD_STRICT=1`, and looser bounds otherwise (a
+//! shared 2-core machine cannot reach the throughput target while the
+//! generator takes a core; the last row, the same flood to a closed
+//! port, measures that share; see docs/DEPLOY.md for measured figures).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -166,6 +168,9 @@ struct Row {
     server_cpu_s: f64,
     read: u64,
     kernel_drops: u64,
+    /// Dropped by the kernel on the handshake socket (buffer full, or
+    /// filtered as no initiation).
+    kernel_handshake: u64,
 }
 
 #[test]
@@ -314,17 +319,23 @@ fn server_survives_handshake_floods() {
     );
     std::thread::sleep(Duration::from_millis(500));
 
-    let kinds: [(&'static str, Option<&str>); 5] = [
-        ("baseline", None),
-        ("replay", Some("replay")),
-        ("unknown-key", Some("unknown-key")),
-        ("spoofed", Some("spoofed")),
-        ("garbage", Some("garbage")),
+    // The last row is a control: the replay flood at the same rate to a
+    // port nothing listens on, so that the server's kernel and the
+    // generator cost the machine what they do in a flood, but the
+    // daemon reads nothing. What the tunnel loses there is the machine's
+    // share, not the daemon's.
+    let kinds: [(&'static str, Option<&str>, u16); 6] = [
+        ("baseline", None, 51820),
+        ("replay", Some("replay"), 51820),
+        ("unknown-key", Some("unknown-key"), 51820),
+        ("spoofed", Some("spoofed"), 51820),
+        ("garbage", Some("garbage"), 51820),
+        ("control-closed-port", Some("replay"), 51829),
     ];
     let half = seconds / 2.0;
     let mut rows = Vec::new();
-    for (name, kind) in kinds {
-        let restart = matches!(kind, Some("replay" | "unknown-key" | "spoofed"));
+    for (name, kind, port) in kinds {
+        let restart = port == 51820 && matches!(kind, Some("replay" | "unknown-key" | "spoofed"));
         // The flood outlasts the measurements and the client restart.
         let flood_secs = seconds + if restart { 4.0 } else { 1.0 };
         let flood = kind.map(|k| {
@@ -333,7 +344,7 @@ fn server_survives_handshake_floods() {
                 "bench".into(),
                 "flood".into(),
                 "--target".into(),
-                "10.89.2.1:51820".into(),
+                format!("10.89.2.1:{port}"),
                 "--kind".into(),
                 k.into(),
                 "--pps".into(),
@@ -393,9 +404,13 @@ fn server_survives_handshake_floods() {
             server_cpu_s: cpu.as_secs_f64(),
             read,
             kernel_drops: delta("drop_kernel_rxq"),
+            kernel_handshake: delta("drop_kernel_handshake"),
         };
+        // What reached the server's sockets: read, or dropped by the
+        // kernel on arrival.
+        let arrived = row.read + row.kernel_drops + row.kernel_handshake;
         eprintln!(
-            "{{\"flood\":\"{}\",\"sent_pps\":{:.0},\"ping_loss\":{:.4},\"median_rtt_ms\":{:.2},\"iperf_mbps\":{:.1},\"restart_s\":{},\"server_cpu_s\":{:.2},\"datagrams_read\":{},\"kernel_drops\":{},\"server_us_per_datagram\":{:.2}}}",
+            "{{\"flood\":\"{}\",\"sent_pps\":{:.0},\"ping_loss\":{:.4},\"median_rtt_ms\":{:.2},\"iperf_mbps\":{:.1},\"restart_s\":{},\"server_cpu_s\":{:.2},\"datagrams_read\":{},\"kernel_drops\":{},\"kernel_handshake_drops\":{},\"server_us_per_datagram_read\":{:.2},\"server_us_per_datagram_arrived\":{:.3}}}",
             row.flood,
             row.sent_pps,
             row.ping_loss,
@@ -405,7 +420,9 @@ fn server_survives_handshake_floods() {
             row.server_cpu_s,
             row.read,
             row.kernel_drops,
-            row.server_cpu_s * 1e6 / row.read.max(1) as f64
+            row.kernel_handshake,
+            row.server_cpu_s * 1e6 / row.read.max(1) as f64,
+            row.server_cpu_s * 1e6 / arrived.max(1) as f64
         );
         if restart {
             // Settle the restarted client before the next flood.
@@ -420,6 +437,10 @@ fn server_survives_handshake_floods() {
     assert!(base.mbps > 0.0, "baseline {base:?}");
     for r in &rows[1..] {
         assert!(r.sent_pps > 0.0, "{r:?}");
+        if r.flood == "control-closed-port" {
+            assert!(r.ping_loss <= 0.2, "{r:?}");
+            continue;
+        }
         if strict {
             assert!(r.ping_loss <= 0.01, "{r:?}");
             if r.flood != "spoofed" {
@@ -432,11 +453,10 @@ fn server_survives_handshake_floods() {
             assert!(r.mbps > 0.1 * base.mbps, "{r:?} vs {base:?}");
         }
         if let Some(t) = r.restart_s {
-            let bound = match (strict, r.flood) {
-                (true, "spoofed") => 2.0,
-                (true, _) => 1.0,
-                (false, _) => 5.0,
-            };
+            // The bounds in every run: the restarted client's
+            // first initiation comes from a connected address, which the
+            // kernel steers past the flood (see daemon/steer.rs).
+            let bound = if r.flood == "spoofed" { 2.0 } else { 1.0 };
             assert!(t <= bound, "restarted client took {t} s: {r:?}");
         } else if r.flood != "garbage" {
             panic!("restarted client never handshook: {r:?}");
@@ -450,4 +470,5 @@ fn server_survives_handshake_floods() {
     assert!(counter(&s, "handshake_cookie") > 0, "{}", s["counters"]);
     assert!(counter(&s, "handshake_bad_mac") + counter(&s, "drop_malformed") > 0);
     assert!(s["counters"].get("drop_kernel_rxq").is_some());
+    assert!(s["counters"].get("drop_kernel_handshake").is_some());
 }

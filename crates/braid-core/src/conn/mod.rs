@@ -374,6 +374,10 @@ pub struct Counters {
     /// Datagrams the kernel dropped because the socket's receive queue was
     /// full (`SO_RXQ_OVFL`).
     pub drop_kernel_rxq: u64,
+    /// Server: datagrams the kernel dropped on the handshake socket (its
+    /// small receive buffer full under a flood, or refused by its filter
+    /// as no initiation by type and length).
+    pub drop_kernel_handshake: u64,
     /// Client: datagrams from an address other than the server's on a
     /// path's socket (accepted only if they authenticate).
     pub stray_datagrams: u64,
@@ -421,6 +425,7 @@ impl Counters {
             drop_handshake_queue,
             drop_stale,
             drop_kernel_rxq,
+            drop_kernel_handshake,
             stray_datagrams,
             redundant_copies,
             redundant_bytes
@@ -428,7 +433,7 @@ impl Counters {
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 33] {
+    pub fn fields(&self) -> [(&'static str, u64); 34] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -460,6 +465,7 @@ impl Counters {
             ("drop_handshake_queue", self.drop_handshake_queue),
             ("drop_stale", self.drop_stale),
             ("drop_kernel_rxq", self.drop_kernel_rxq),
+            ("drop_kernel_handshake", self.drop_kernel_handshake),
             ("stray_datagrams", self.stray_datagrams),
             ("redundant_copies", self.redundant_copies),
             ("redundant_bytes", self.redundant_bytes),

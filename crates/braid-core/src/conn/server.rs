@@ -151,6 +151,10 @@ pub struct IntakeDrops {
     pub stale: u64,
     /// Kernel receive-queue overflows (`SO_RXQ_OVFL`).
     pub kernel_rxq: u64,
+    /// Datagrams the kernel dropped on the daemon's handshake socket: its
+    /// small receive buffer full, or refused by its filter as no
+    /// initiation.
+    pub kernel_handshake: u64,
     /// Datagrams (and their bytes) the daemon's reader found to be neither
     /// a transport packet nor a handshake initiation, by the checks
     /// [`Server::handle_datagram`] would make first (type byte, transport
@@ -599,6 +603,7 @@ impl Server {
         counters.drop_handshake_queue += self.intake.handshake_queue;
         counters.drop_stale += self.intake.stale;
         counters.drop_kernel_rxq += self.intake.kernel_rxq;
+        counters.drop_kernel_handshake += self.intake.kernel_handshake;
         counters.rx_datagrams += self.intake.malformed;
         counters.rx_bytes += self.intake.malformed_bytes;
         counters.drop_malformed += self.intake.malformed;

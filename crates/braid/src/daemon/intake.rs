@@ -2,8 +2,16 @@
 //! handshakes, every queue bounded in count and in time, and every drop
 //! counted.
 //!
-//! One reader task takes datagrams off the server's UDP socket and sorts
-//! them by their type byte:
+//! One reader task takes datagrams off the server's UDP sockets and sorts
+//! them by their type byte. Where the kernel took the pair of sockets of
+//! [`super::steer`], it has sorted them already: the data socket (transport
+//! datagrams, and initiations from connected addresses) is read first and
+//! in full batches; the handshake socket at most [`HANDSHAKE_READS`] a
+//! second, [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
+//! nothing or had its turn [`DATA_TURNS`] times in a row. Between reads
+//! the kernel drops what overflows that socket's small buffer, at no cost
+//! to the daemon, and counts it (`drop_kernel_handshake`). Without the
+//! pair, everything arrives on one socket, sorted here alone:
 //!
 //! - handshake initiations go to a small queue ([`HANDSHAKE_QUEUE`]) the
 //!   main loop serves a few at a time ([`HANDSHAKE_BATCH`] per wake-up).
@@ -38,7 +46,6 @@
 //! buffer overflows are read from `SO_RXQ_OVFL` (`drop_kernel_rxq`).
 
 use std::collections::HashSet;
-use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,6 +57,7 @@ use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
+use super::recvbatch::{enable_rxq_ovfl, recv_batch, recv_from, Batch, Meta, RECV_BATCH};
 use super::reply::{LocalAddr, ReplySources};
 use super::{Clock, RecvErrors};
 
@@ -81,10 +89,19 @@ pub const ADMIT_ENTRIES: usize = 4096;
 /// per-address limit, and must not fill the main loop with work.
 pub const ADMIT_ALL_PER_SECOND: u64 = 2000;
 pub const ADMIT_ALL_BURST: u64 = 200;
+/// Datagrams read off the handshake socket per second at most: a few
+/// times what the admission limits let through ([`ADMIT_ALL_PER_SECOND`]),
+/// so that a flood costs the daemon a bounded share of its one thread
+/// (reading and admission cost about a microsecond a datagram), and the
+/// rest overflows in the kernel.
+pub const HANDSHAKE_READS: u64 = 20_000;
+/// Datagrams read off the handshake socket with one `recvmmsg`.
+pub const HANDSHAKE_RECV_BATCH: usize = 16;
+/// Data-socket batches read in a row before the handshake socket, if it
+/// has datagrams, goes first once (data cannot starve handshakes).
+pub const DATA_TURNS: u32 = 4;
 /// How often the main loop refreshes the set of connected addresses.
 const KNOWN_REFRESH: Duration = Duration::from_secs(1);
-/// Largest datagram read.
-const BUF: usize = 65_535;
 
 /// One datagram, when the kernel received it, and the local address it
 /// was sent to (with IP_PKTINFO; the server replies from it).
@@ -101,6 +118,8 @@ pub struct Datagram {
 struct ReaderCounters {
     handshake_queue: AtomicU64,
     kernel_rxq: AtomicU64,
+    /// Datagrams read off the handshake socket.
+    handshake_reads: AtomicU64,
     malformed: AtomicU64,
     malformed_bytes: AtomicU64,
 }
@@ -117,20 +136,39 @@ pub struct Intake {
     /// `handshake_queue` drops seen at the last load check.
     dropped_seen: u64,
     clock: Clock,
+    /// The data socket, whose steering program lists connected addresses.
+    data_sock: Arc<UdpSocket>,
+    /// The handshake socket, if the kernel took the pair, and its kernel
+    /// drop count at the start.
+    hs_sock: Option<(Arc<UdpSocket>, u32)>,
+    /// The connected IPv4 addresses the steering program lists now.
+    steered: Vec<std::net::Ipv4Addr>,
+    steer_log: super::RateLimitedLog,
 }
 
 impl Intake {
-    /// Turns on kernel drop counting on `sock` and spawns its reader,
-    /// which counts, logs and backs off from receive errors with `errors`.
-    pub fn spawn(sock: Arc<UdpSocket>, clock: Clock, errors: RecvErrors) -> Intake {
+    /// Turns on kernel drop counting on `sock` and spawns the reader of
+    /// it and of the handshake socket `hs` (see [`super::steer`]), which
+    /// counts, logs and backs off from receive errors with `errors`.
+    pub fn spawn(
+        sock: Arc<UdpSocket>,
+        hs: Option<Arc<UdpSocket>>,
+        clock: Clock,
+        errors: RecvErrors,
+    ) -> Intake {
         enable_rxq_ovfl(&sock);
         super::net::enable_rx_timestamps(&sock);
+        if let Some(h) = &hs {
+            super::net::enable_rx_timestamps(h);
+        }
         let (data_tx, data) = mpsc::channel(DATA_QUEUE);
         let (hs_tx, handshakes) = mpsc::channel(HANDSHAKE_QUEUE);
         let counters = Arc::new(ReaderCounters::default());
         let known = Arc::new(Mutex::new(HashSet::new()));
         let reader = Reader {
-            sock,
+            sock: sock.clone(),
+            hs: hs.clone(),
+            hs_next: std::time::Instant::now(),
             clock,
             data_tx,
             hs_tx,
@@ -152,6 +190,13 @@ impl Intake {
             under_load_until: None,
             dropped_seen: 0,
             clock,
+            data_sock: sock,
+            hs_sock: hs.map(|h| {
+                let base = super::steer::kernel_drops(&*h).unwrap_or(0);
+                (h, base)
+            }),
+            steered: Vec::new(),
+            steer_log: super::RateLimitedLog::default(),
         }
     }
 
@@ -222,13 +267,22 @@ impl Intake {
             handshake_queue: self.counters.handshake_queue.load(Ordering::Relaxed),
             stale: self.stale,
             kernel_rxq: self.counters.kernel_rxq.load(Ordering::Relaxed),
+            kernel_handshake: self.hs_sock.as_ref().map_or(0, |(h, base)| {
+                super::steer::kernel_drops(&**h).map_or(0, |d| d.wrapping_sub(*base) as u64)
+            }),
             malformed: self.counters.malformed.load(Ordering::Relaxed),
             malformed_bytes: self.counters.malformed_bytes.load(Ordering::Relaxed),
         }
     }
 
+    /// Datagrams the reader took off the handshake socket so far.
+    pub fn handshake_reads(&self) -> u64 {
+        self.counters.handshake_reads.load(Ordering::Relaxed)
+    }
+
     /// Updates the addresses whose initiations skip the admission limit,
-    /// at most every [`KNOWN_REFRESH`].
+    /// and those the kernel steers to the data socket, at most every
+    /// [`KNOWN_REFRESH`].
     fn refresh_known(&mut self, server: &Server, now: Instant) {
         if self
             .known_at
@@ -238,6 +292,27 @@ impl Intake {
         }
         self.known_at = Some(now);
         let set: HashSet<IpAddr> = server.peer_addresses().map(|a| a.ip()).collect();
+        if self.hs_sock.is_some() {
+            // IPv4 and v4-mapped: the program compares IPv4 sources.
+            let mut v4: Vec<std::net::Ipv4Addr> = set
+                .iter()
+                .filter_map(|ip| match ip {
+                    IpAddr::V4(a) => Some(*a),
+                    IpAddr::V6(a) => a.to_ipv4_mapped(),
+                })
+                .collect();
+            v4.sort_unstable();
+            v4.dedup();
+            if v4 != self.steered {
+                match super::steer::steer(&*self.data_sock, &v4) {
+                    Ok(()) => self.steered = v4,
+                    Err(e) => self.steer_log.warn(
+                        "cannot update the steering program (connected clients' initiations keep going to the handshake socket)",
+                        &e,
+                    ),
+                }
+            }
+        }
         if let Ok(mut k) = self.known.lock() {
             *k = set;
         }
@@ -247,6 +322,10 @@ impl Intake {
 /// The reader task.
 struct Reader {
     sock: Arc<UdpSocket>,
+    /// The handshake socket, read within [`HANDSHAKE_READS`].
+    hs: Option<Arc<UdpSocket>>,
+    /// When the handshake socket may be read next.
+    hs_next: std::time::Instant,
     clock: Clock,
     data_tx: mpsc::Sender<Datagram>,
     hs_tx: mpsc::Sender<Datagram>,
@@ -265,17 +344,65 @@ impl Reader {
     async fn run(mut self) {
         let mut batch = Batch::new(RECV_BATCH);
         let mut metas = Vec::with_capacity(RECV_BATCH);
+        let mut hs_batch = Batch::new(HANDSHAKE_RECV_BATCH);
+        let mut hs_metas = Vec::with_capacity(HANDSHAKE_RECV_BATCH);
+        let (sock, hs) = (self.sock.clone(), self.hs.clone());
+        let mut data_turns = 0;
         loop {
-            if let Err(e) = recv_batch(&self.sock, &mut batch, &mut metas).await {
+            // The handshake socket within its budget; first after
+            // DATA_TURNS data batches in a row, else only once the data
+            // socket has nothing.
+            let hs_open = hs.is_some() && std::time::Instant::now() >= self.hs_next;
+            let hs_sock = if hs_open { hs.as_deref() } else { None };
+            let wake = tokio::time::Instant::from_std(self.hs_next);
+            let budget_wait = async {
+                match hs {
+                    Some(_) if !hs_open => tokio::time::sleep_until(wake).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            let (from_hs, r) = if data_turns >= DATA_TURNS {
+                tokio::select! {
+                    biased;
+                    r = recv_from(hs_sock, &mut hs_batch, &mut hs_metas) => (true, r),
+                    r = recv_batch(&sock, &mut batch, &mut metas) => (false, r),
+                    () = budget_wait => continue,
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    r = recv_batch(&sock, &mut batch, &mut metas) => (false, r),
+                    r = recv_from(hs_sock, &mut hs_batch, &mut hs_metas) => (true, r),
+                    () = budget_wait => continue,
+                }
+            };
+            if let Err(e) = r {
                 self.errors.failed(&e).await;
                 continue;
             }
             self.errors.succeeded();
-            for meta in &metas {
-                if let Some(total) = meta.kernel_drops {
+            let (b, m) = if from_hs {
+                data_turns = 0;
+                // The next read of it when this batch's share of the
+                // budget is used up.
+                let n = hs_metas.len() as u32;
+                self.hs_next = std::time::Instant::now()
+                    + std::time::Duration::from_secs(1) * n / HANDSHAKE_READS as u32;
+                self.counters
+                    .handshake_reads
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                (&hs_batch.bufs, &hs_metas)
+            } else {
+                data_turns += 1;
+                (&batch.bufs, &metas)
+            };
+            for meta in m {
+                // The handshake socket's drops are read with SO_MEMINFO
+                // (they include its filter's).
+                if let (Some(total), false) = (meta.kernel_drops, from_hs) {
                     self.count_kernel(total);
                 }
-                if !self.sort(meta, &batch.bufs[meta.slot][..meta.len]).await {
+                if !self.sort(meta, &b[meta.slot][..meta.len]).await {
                     return;
                 }
             }
@@ -358,158 +485,6 @@ impl Reader {
     }
 }
 
-/// What [`recv_batch`] learns about one datagram.
-struct Meta {
-    /// Which buffer of the batch holds it.
-    slot: usize,
-    len: usize,
-    from: SocketAddr,
-    /// How long ago the kernel received it (zero without a timestamp).
-    age: std::time::Duration,
-    /// The local address it was sent to (IP_PKTINFO).
-    local: Option<LocalAddr>,
-    /// The socket's running total of datagrams the kernel dropped for want
-    /// of buffer space (`SO_RXQ_OVFL`), if the kernel said.
-    kernel_drops: Option<u32>,
-}
-
-/// Asks the kernel to report, with every datagram, how many it dropped on
-/// this socket because the receive buffer was full (`SO_RXQ_OVFL`).
-/// Best effort.
-pub fn enable_rxq_ovfl(sock: &UdpSocket) {
-    use std::os::fd::AsRawFd;
-    let on: libc::c_int = 1;
-    // SAFETY: plain setsockopt on an open socket with a c_int option value.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RXQ_OVFL,
-            &on as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-}
-
-/// Datagrams read with one `recvmmsg` call: under a flood the system call,
-/// not the work per datagram, is most of what reading costs. 64 (was 16)
-/// takes a quarter of the calls; the buffers are 64 x 64 KiB, allocated
-/// once.
-const RECV_BATCH: usize = 64;
-
-/// Buffers for one `recvmmsg` call.
-struct Batch {
-    bufs: Vec<Vec<u8>>,
-    addrs: Vec<libc::sockaddr_storage>,
-    cmsgs: Vec<[u64; 16]>,
-    iovs: Vec<libc::iovec>,
-    hdrs: Vec<libc::mmsghdr>,
-}
-
-// SAFETY: the raw pointers in `iovs` and `hdrs` point into the batch's own
-// buffers and are rewritten before every use; nothing else shares them.
-unsafe impl Send for Batch {}
-
-impl Batch {
-    fn new(n: usize) -> Batch {
-        Batch {
-            bufs: (0..n).map(|_| vec![0u8; BUF]).collect(),
-            // SAFETY: an all-zero sockaddr_storage is valid.
-            addrs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
-            cmsgs: vec![[0u64; 16]; n],
-            iovs: (0..n)
-                .map(|_| libc::iovec {
-                    iov_base: std::ptr::null_mut(),
-                    iov_len: 0,
-                })
-                .collect(),
-            // SAFETY: an all-zero mmsghdr is valid (null pointers, zero lengths).
-            hdrs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
-        }
-    }
-}
-
-/// Reads up to [`RECV_BATCH`] datagrams into `b` with one `recvmmsg`,
-/// each with its kernel timestamp (as [`super::net::recv_from_stamped`])
-/// and the socket's `SO_RXQ_OVFL` count; `out` describes them.
-async fn recv_batch(sock: &UdpSocket, b: &mut Batch, out: &mut Vec<Meta>) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = sock.as_raw_fd();
-    // A `move` closure captures the references whole, not the fields of
-    // the batch one by one (which hold raw pointers and are not `Send`).
-    sock.async_io(tokio::io::Interest::READABLE, move || {
-        let b = &mut *b;
-        let out = &mut *out;
-        let n = b.bufs.len();
-        for i in 0..n {
-            b.iovs[i] = libc::iovec {
-                iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,
-                iov_len: b.bufs[i].len(),
-            };
-            // The pointers refer to the batch's buffers, alive for the call.
-            let h = super::net::recv_header(&mut b.addrs[i], &mut b.iovs[i], &mut b.cmsgs[i]);
-            b.hdrs[i] = libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            };
-        }
-        // SAFETY: `hdrs` holds `n` headers whose buffers live in `b`.
-        let r = unsafe {
-            libc::recvmmsg(
-                fd,
-                b.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        out.clear();
-        for i in 0..r as usize {
-            let msg = &b.hdrs[i].msg_hdr;
-            let mut stamp = None;
-            let mut kernel_drops = None;
-            let mut local = None;
-            // SAFETY: the CMSG macros walk the control buffer recvmmsg
-            // filled in for this message.
-            unsafe {
-                let mut c = libc::CMSG_FIRSTHDR(msg);
-                while !c.is_null() {
-                    if let Some(l) = super::reply::pktinfo_of(&*c) {
-                        local = Some(l);
-                    }
-                    if (*c).cmsg_level == libc::SOL_SOCKET {
-                        if (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                            stamp = Some(std::ptr::read_unaligned(
-                                libc::CMSG_DATA(c) as *const libc::timespec
-                            ));
-                        } else if (*c).cmsg_type == libc::SO_RXQ_OVFL {
-                            kernel_drops =
-                                Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32));
-                        }
-                    }
-                    c = libc::CMSG_NXTHDR(msg, c);
-                }
-            }
-            let Some(from) = super::net::sockaddr_to_std(&b.addrs[i]) else {
-                continue;
-            };
-            out.push(Meta {
-                slot: i,
-                len: b.hdrs[i].msg_len as usize,
-                from,
-                age: stamp.map_or(std::time::Duration::ZERO, super::net::age_of),
-                local,
-                kernel_drops,
-            });
-        }
-        Ok(())
-    })
-    .await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,7 +507,7 @@ mod tests {
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = sock.local_addr().unwrap();
         let clock = Clock::new();
-        let mut intake = Intake::spawn(sock, clock, test_errors());
+        let mut intake = Intake::spawn(sock, None, clock, test_errors());
         assert!(!intake.under_load(clock.now()));
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut init = vec![0u8; 160];
@@ -578,11 +553,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_pair_is_read_data_first_and_kernel_drops_counted() {
+        use braid_core::crypto::handshake::INIT_MIN_LEN;
+        let make = |d| socket2::Socket::new(d, socket2::Type::DGRAM, None);
+        let socks =
+            super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
+        let addr = socks.data.local_addr().unwrap();
+        let hs = socks.handshake.map(Arc::new);
+        assert!(hs.is_some(), "the kernel took the pair");
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors());
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut init = vec![0u8; INIT_MIN_LEN];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        let data = [0x10u8; 40];
+        // An initiation, data, and junk the handshake socket's filter
+        // drops in the kernel.
+        tx.send_to(&init, addr).unwrap();
+        tx.send_to(&data, addr).unwrap();
+        tx.send_to(&[0x55; 200], addr).unwrap();
+        tx.send_to(&[0x13; 64], addr).unwrap();
+        let mut got = (Vec::new(), Vec::new());
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            got.0.extend(drain(&mut intake.data));
+            got.1.extend(drain(&mut intake.handshakes));
+            if !got.0.is_empty() && !got.1.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got.0.len(), 1);
+        assert_eq!(got.0[0].bytes, data);
+        assert_eq!(got.1.len(), 1);
+        assert_eq!(got.1[0].bytes, init);
+        // The initiation came off the handshake socket; the kernel
+        // dropped the junk and the daemon counted it without reading it.
+        assert_eq!(intake.handshake_reads(), 1);
+        let d = intake.drops();
+        assert_eq!((d.kernel_handshake, d.malformed, d.kernel_rxq), (2, 0, 0));
+    }
+
+    #[tokio::test]
     async fn malformed_datagrams_stop_at_the_reader_and_are_counted() {
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = sock.local_addr().unwrap();
         let clock = Clock::new();
-        let mut intake = Intake::spawn(sock, clock, test_errors());
+        let mut intake = Intake::spawn(sock, None, clock, test_errors());
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         // Unknown type bytes, a response and a cookie reply (never sent to
         // a server), and a transport packet too short for its header.
@@ -628,7 +644,7 @@ mod tests {
         let mut server = Server::new(cfg, PrivateKey::generate(&mut rng), &mut rng).unwrap();
         let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let clock = Clock::new();
-        let mut intake = Intake::spawn(sock, clock, test_errors());
+        let mut intake = Intake::spawn(sock, None, clock, test_errors());
         let mut replies = ReplySources::default();
         let from: SocketAddr = "192.0.2.1:1".parse().unwrap();
         let datagram = |at| Datagram {

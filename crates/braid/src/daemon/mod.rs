@@ -24,8 +24,10 @@ pub mod icmp;
 pub mod intake;
 pub mod listen;
 pub mod net;
+pub mod recvbatch;
 pub mod reply;
 pub mod server;
+pub mod steer;
 pub mod timer;
 pub mod tun;
 

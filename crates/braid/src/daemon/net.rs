@@ -208,10 +208,10 @@ pub(crate) fn sockaddr_to_std(a: &libc::sockaddr_storage) -> Option<SocketAddr> 
     }
 }
 
-/// The server's socket on `listen`.
-pub fn server_socket(listen: SocketAddr) -> Result<UdpSocket> {
-    let s = udp_socket(Domain::for_address(listen))?;
-    s.bind(&listen.into()).map_err(|e| match e.kind() {
+/// The server's sockets on `listen`: a data and a handshake socket (see
+/// [`super::steer`]), or one socket where the kernel refuses the pair.
+pub fn server_socket(listen: SocketAddr) -> Result<super::steer::ServerSockets> {
+    super::steer::ServerSockets::bind(listen, udp_socket).map_err(|e| match e.kind() {
         io::ErrorKind::AddrInUse => anyhow::anyhow!(
             "`listen`: UDP port {} is in use by another process (another braid server? `ss -ulpn 'sport = :{}'` shows which); stop it or set another listen port",
             listen.port(),
@@ -221,9 +221,7 @@ pub fn server_socket(listen: SocketAddr) -> Result<UdpSocket> {
             "`listen`: cannot bind UDP {listen} ({e}); is {} an address of this host?",
             listen.ip()
         ),
-    })?;
-    s.set_nonblocking(true)?;
-    Ok(UdpSocket::from_std(s.into())?)
+    })
 }
 
 fn run(cmd: &mut Command) -> io::Result<()> {

@@ -1,4 +1,5 @@
-//! `braid server`: one UDP socket for all clients, one TUN device holding
+//! `braid server`: one UDP port for all clients (a data and a handshake
+//! socket on it, see [`super::steer`]), one TUN device holding
 //! the tunnel network's first address; the host routes and NATs the rest.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use tracing::{info, warn};
 
 use super::intake::Intake;
 use super::reply::{send_from, source_gone, ReplySources};
+use super::steer::ServerSockets;
 use super::timer::PreciseTimer;
 use super::tun::{SystemTun, Tun};
 use super::{
@@ -83,7 +85,7 @@ impl<T: Tun> ServerDaemon<T> {
     }
 
     /// [`ServerDaemon::start`] on a socket already bound to `s.listen`.
-    pub async fn start_on(socket: UdpSocket, s: ServerSettings, tun: T) -> Result<Self> {
+    pub async fn start_on(sockets: ServerSockets, s: ServerSettings, tun: T) -> Result<Self> {
         let clock = Clock::new();
         let names = s
             .core
@@ -94,7 +96,8 @@ impl<T: Tun> ServerDaemon<T> {
         let network = s.core.network;
         let server = Server::new(s.core, s.private_key, &mut os_rng()?)
             .context("`client[].address` / `network`")?;
-        let socket = Arc::new(socket);
+        let socket = Arc::new(sockets.data);
+        let handshake_socket = sockets.handshake.map(Arc::new);
         let local_addr = socket.local_addr()?;
         let nat = match &s.nat_out_interface {
             Some(out) => {
@@ -115,12 +118,16 @@ impl<T: Tun> ServerDaemon<T> {
             None => None,
         };
         let tun = Arc::new(tun);
-        if let Err(e) = super::reply::enable_pktinfo(&socket) {
-            warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
+        // On both sockets: an initiation is answered from the address it
+        // was sent to as much as data is.
+        for sock in std::iter::once(&socket).chain(handshake_socket.as_ref()) {
+            if let Err(e) = super::reply::enable_pktinfo(sock) {
+                warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
+            }
         }
         let recv_errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
-        let intake = Intake::spawn(socket.clone(), clock, errors);
+        let intake = Intake::spawn(socket.clone(), handshake_socket, clock, errors);
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
         let tun_reader = super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");

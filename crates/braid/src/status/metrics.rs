@@ -160,6 +160,7 @@ pub fn counter_help(name: &str) -> &'static str {
         "drop_handshake_queue" => "Server: initiations dropped before the handshake queue (queue full, or the source over its admission rate).",
         "drop_stale" => "Server: datagrams that waited in the daemon's queue too long (100 ms; initiations 500 ms).",
         "drop_kernel_rxq" => "Server: datagrams the kernel dropped because the socket's receive buffer was full (SO_RXQ_OVFL).",
+        "drop_kernel_handshake" => "Server: datagrams the kernel dropped on the handshake socket: its small receive buffer full under a flood, or no initiation by type and length.",
         "handshake_unknown_client" => "Handshake initiations from a key not in the server's client list.",
         "handshake_replay" => "Handshake initiations replayed or too frequent (a client sends one per path; all but the first count here).",
         "drop_spoofed" => "Inner packets dropped on the server: a client's packet with a source address not its own.",
