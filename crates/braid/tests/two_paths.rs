@@ -48,6 +48,11 @@ fn can_run() -> Result<(), String> {
             purpose: "namespaces and veths",
         },
         Tool {
+            program: "taskset",
+            package: "util-linux",
+            purpose: "pinning each side to its own CPU",
+        },
+        Tool {
             program: "iperf3",
             package: "iperf3",
             purpose: "TCP through the tunnel",
@@ -143,12 +148,12 @@ fn wakeups(pid: u32) -> u64 {
 
 /// `ip` (for `ip netns exec`) pinned to one CPU for `side` and run at a
 /// raised priority. The tunnel is bound by its CPU here, so where the
-/// scheduler of the machine puts the daemons sets the figures: with both
-/// daemons and iperf3 on one core an upload got half of what it got on
-/// two (120-150 against 290-350 Mbit/s, in the same run), whether it had
-/// one path or two. Pinned, the client's side (iperf3 client, `braid
-/// client`) on the first CPU and the server's on the last, every round
-/// runs alike. The priority keeps other work on a shared host (a
+/// machine's scheduler puts the daemons sets the figures: unpinned,
+/// uploads in one run fell into two groups (115-200 and 280-410 Mbit/s),
+/// one path or two alike, and the two-path median of three rounds ranged
+/// from 0.67 to 1.73 times the one-path median. Pinned, the client's side
+/// (iperf3 client, `braid client`) on the first CPU and the server's on
+/// the last, every round runs alike. The priority keeps other work on a shared host (a
 /// compiler) from taking most of the CPU the tunnel needs. `taskset`,
 /// `nice` and `ip netns exec` all exec, so the child's pid is the
 /// daemon's.
