@@ -262,16 +262,24 @@ impl Topology {
     fn round(&mut self, paths: usize, seconds: u64, tag: &str) -> Round {
         let d = self.dir.display();
         let (spub, cpub) = (&self.spub, &self.cpub);
+        // BRAID_TWO_PATHS_SCHEDULER=NAME: both daemons schedule with NAME
+        // instead of the default (to tell the cost of splitting a stream
+        // from that of a second path being there, e.g. with `single`).
+        let sched = std::env::var("BRAID_TWO_PATHS_SCHEDULER")
+            .map(|s| format!("scheduler = \"{s}\"\n"))
+            .unwrap_or_default();
         std::fs::write(
             self.dir.join("server.toml"),
-            format!(
+            sched.clone()
+                + &format!(
                 "listen = \"0.0.0.0:51820\"\nprivate_key_file = \"server.key\"\nnetwork = \"10.77.0.0/24\"\n\
                  control_socket = \"{d}/server.sock\"\n[metrics]\nenabled = false\n\
                  [[client]]\nname = \"lab\"\npublic_key = \"{cpub}\"\n"
             ),
         )
         .unwrap();
-        let mut client = format!(
+        let mut client = sched.clone()
+            + &format!(
             "server = \"10.88.1.1:51820\"\nserver_public_key = \"{spub}\"\nprivate_key_file = \"client.key\"\n\
              control_socket = \"{d}/client.sock\"\n[metrics]\nenabled = false\n\
              [[path]]\nname = \"a\"\nbind = \"10.88.1.2\"\n"
