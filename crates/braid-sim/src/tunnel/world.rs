@@ -787,7 +787,11 @@ mod trace {
         let step = Duration::from_millis(250);
         let mut last_d = 0;
         let mut last_p: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
-        for k in 1..=60 {
+        let secs: u32 = std::env::var("BRAID_TRACE_S")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(15);
+        for k in 1..=secs * 4 {
             w.run_until(start + step * k);
             let d = w.rx.delivered_bytes();
             let st = w.client.status(w.now);
