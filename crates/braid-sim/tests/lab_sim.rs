@@ -3,13 +3,13 @@
 //! measured (README, "The real tunnel in the lab": `braid lab bench
 //! lab/NAME.toml --modes single-best,mptcp,braid-pet`, kernel CUBIC).
 //!
-//! Runs are 60 simulated seconds with the first 2 left out. The lab ran
-//! 15 s; in 15 s the simulated braid-pet share on fast-slow and
-//! three-paths is lower (0.84, 0.86) because of the start: slow start
-//! overshoots into the tunnel's pacing-queue bound at about 100 packets
-//! and CUBIC then plateaus near that W_max for seconds, below the ~110
-//! packets in flight at which EDPF starts using the far path. The README
-//! lists this with the figures and what remains to check in the lab.
+//! Runs are 15 simulated seconds with the first 2 left out, as the lab
+//! bench's. The start-up matters at that length: HyStart ends slow start
+//! early (about 48 packets on three-paths), and the window must then grow
+//! to the ~160 packets at which PET fills the 150 ms path. Linux's CUBIC
+//! grows by at least 5 % per RTT until its first loss; the model without
+//! that rule took until 6.7 s and measured 0.854 on three-paths (lab
+//! 0.900-0.902), 0.885 on fast-slow (lab 0.908-0.917).
 
 use std::path::PathBuf;
 
@@ -24,30 +24,36 @@ fn lab(name: &str) -> braid_lab::LabConfig {
 }
 
 fn run(name: &str, modes: &[LabMode]) -> LabReport {
-    let opts = LabRunOptions {
-        duration_s: 60.0,
-        ..LabRunOptions::default()
-    };
+    // The lab bench's defaults: 15 s, the first 2 left out.
+    let opts = LabRunOptions::default();
+    assert_eq!((opts.duration_s, opts.omit_s), (15.0, 2.0));
     let r = run_lab(&lab(name), modes, &opts);
     eprintln!("{}", serde_json::to_string(&r).unwrap());
     r
 }
 
-/// Lab figures (README): single-best share and the middle of braid-pet's
-/// range over five runs.
-const LAB: [(&str, f64, f64); 3] = [
-    ("two-equal", 0.483, 0.915),
-    ("fast-slow", 0.804, 0.912),
-    ("three-paths", 0.552, 0.909),
+/// Lab figures (README, "The real tunnel in the lab": three runs of
+/// `braid lab bench lab/NAME.toml --modes single-best,mptcp,braid-pet
+/// --format json`, 15 s, kernel CUBIC through the real tunnel, 2-core
+/// machine otherwise idle): single-best share, and the lowest and highest
+/// braid-pet share.
+const LAB: [(&str, f64, (f64, f64)); 3] = [
+    ("two-equal", 0.483, (0.912, 0.917)),
+    ("fast-slow", 0.804, (0.908, 0.917)),
+    ("three-paths", 0.552, (0.900, 0.902)),
 ];
+
+/// How far the issue lets the simulated braid-pet share be from the lab's.
+const AGREEMENT: f64 = 0.05;
 
 /// CUBIC against the kernel: TCP alone on each lab file's best path gets
 /// within 5 % of the lab's single-best goodput; braid-pet's share is
-/// within 0.05 of the lab's; and the shipped tunnel really ran (both
-/// paths carried data, nothing was lost on the links of a loss-free lab).
+/// within 0.05 of the lab's band (measured: 0.917, 0.917, 0.907, each
+/// within 0.01 of it); and the shipped tunnel really ran (every path
+/// carried data, the inner TCP saw little loss on a loss-free lab).
 #[test]
 fn simulated_lab_agrees_with_the_real_lab() {
-    for (name, single, pet) in LAB {
+    for (name, single, (lo, hi)) in LAB {
         let r = run(
             name,
             &[LabMode::SingleBest, LabMode::Braid(SchedulerKind::Pet)],
@@ -60,8 +66,8 @@ fn simulated_lab_agrees_with_the_real_lab() {
         );
         let b = &r.results[1];
         assert!(
-            (b.share_of_sum - pet).abs() < 0.05,
-            "{name}: braid-pet share {} vs lab {pet}",
+            (lo - AGREEMENT..=hi + AGREEMENT).contains(&b.share_of_sum),
+            "{name}: braid-pet share {} vs lab {lo}-{hi}",
             b.share_of_sum
         );
         assert!(

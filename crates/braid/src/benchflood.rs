@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
 use anyhow::{bail, Context, Result};
-use braid_core::conn::{ClientEntry, Ipv4Net, Server, ServerConfig};
+use braid_core::conn::{ClientEntry, Endpoint, Ipv4Net, Server, ServerConfig};
 
 use braid_core::crypto::{Initiator, PrivateKey, PublicKey, Tai64n};
 use braid_core::time::Instant;
@@ -323,8 +323,8 @@ pub fn handshake(count: u64) -> Result<()> {
     let mut bad_mac = unknown[0].clone();
     bad_mac[10] ^= 1;
     // The replayed message is accepted once; every copy after is a replay.
-    server.handle_datagram(Instant::ZERO, from, &replay[0]);
-    while server.poll_output().is_some() {}
+    Endpoint::handle_datagram(&mut server, Instant::ZERO, from, &replay[0]);
+    while Endpoint::poll_output(&mut server).is_some() {}
     let mut rows = Vec::new();
     let cases: [(&str, &[Vec<u8>], bool); 7] = [
         ("replayed initiation", &replay, false),
@@ -350,8 +350,9 @@ pub fn handshake(count: u64) -> Result<()> {
             // Time moves (1 ms per initiation) so the per-client flood
             // limit does not short-cut the replay before its DH.
             let now = Instant::from_millis(1_000 + i);
-            server.handle_datagram_loaded(now, from, &msgs[i as usize % msgs.len()], load);
-            while server.poll_output().is_some() {}
+            let msg = &msgs[i as usize % msgs.len()];
+            Endpoint::handle_datagram_loaded(&mut server, now, from, msg, load);
+            while Endpoint::poll_output(&mut server).is_some() {}
         }
         let per = (thread_cpu() - start).as_secs_f64() / n as f64;
         rows.push(format!(

@@ -9,6 +9,13 @@
 //! nothing reads a clock. The only difference between the two sides is
 //! where a datagram came from: the client knows the path (its socket), the
 //! server only the peer's address (its one socket), hence [`Endpoint::From`].
+//!
+//! Load is the driver's judgement, not the core's (the core sees neither
+//! the driver's queues nor its CPU), so it is an argument of
+//! [`Endpoint::handle_datagram_loaded`]: a server under load answers
+//! handshake initiations without a valid MAC2 with a cookie reply instead
+//! of a Diffie-Hellman (WireGuard, Section 5.4.7). A client never answers
+//! initiations and ignores the flag.
 
 use std::net::SocketAddr;
 
@@ -20,8 +27,19 @@ use crate::time::Instant;
 pub trait Endpoint {
     /// Where an incoming datagram came from.
     type From: Copy;
-    /// One datagram arrived.
-    fn handle_datagram(&mut self, now: Instant, from: Self::From, datagram: &[u8]);
+    /// One datagram arrived (the driver is not under load).
+    fn handle_datagram(&mut self, now: Instant, from: Self::From, datagram: &[u8]) {
+        self.handle_datagram_loaded(now, from, datagram, false)
+    }
+    /// One datagram arrived while the driver is (`under_load`) or is not
+    /// under load; see the module documentation.
+    fn handle_datagram_loaded(
+        &mut self,
+        now: Instant,
+        from: Self::From,
+        datagram: &[u8],
+        under_load: bool,
+    );
     /// One inner IP packet to carry to the other side.
     fn send_packet(&mut self, now: Instant, packet: &[u8]);
     /// Runs due timers; extra calls are no-ops.
@@ -34,7 +52,13 @@ pub trait Endpoint {
 
 impl Endpoint for Connection {
     type From = PathId;
-    fn handle_datagram(&mut self, now: Instant, from: PathId, datagram: &[u8]) {
+    fn handle_datagram_loaded(
+        &mut self,
+        now: Instant,
+        from: PathId,
+        datagram: &[u8],
+        _under_load: bool,
+    ) {
         Connection::handle_datagram(self, now, from, datagram)
     }
     fn send_packet(&mut self, now: Instant, packet: &[u8]) {
@@ -53,8 +77,14 @@ impl Endpoint for Connection {
 
 impl Endpoint for Server {
     type From = SocketAddr;
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        Server::handle_datagram(self, now, from, datagram)
+    fn handle_datagram_loaded(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        under_load: bool,
+    ) {
+        Server::handle_datagram_loaded(self, now, from, datagram, under_load)
     }
     fn send_packet(&mut self, now: Instant, packet: &[u8]) {
         Server::send_packet(self, now, packet)

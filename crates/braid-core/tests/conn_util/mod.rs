@@ -393,8 +393,13 @@ impl Pair {
 
     /// Delivers a datagram to the server now from `from`.
     pub fn inject_from(&mut self, from: SocketAddr, bytes: &[u8]) {
-        self.server
-            .handle_datagram_loaded(self.now, from, bytes, self.server_under_load);
+        Endpoint::handle_datagram_loaded(
+            &mut self.server,
+            self.now,
+            from,
+            bytes,
+            self.server_under_load,
+        );
         self.drain();
     }
 
@@ -419,14 +424,15 @@ impl Pair {
                 break;
             }
             match entry.remove() {
-                Flight::ToServer { from, bytes } => self.server.handle_datagram_loaded(
+                Flight::ToServer { from, bytes } => Endpoint::handle_datagram_loaded(
+                    &mut self.server,
                     self.now,
                     from,
                     &bytes,
                     self.server_under_load,
                 ),
                 Flight::ToClient { path, bytes } => {
-                    self.client.handle_datagram(self.now, path, &bytes)
+                    Endpoint::handle_datagram(&mut self.client, self.now, path, &bytes)
                 }
             }
             self.drain();

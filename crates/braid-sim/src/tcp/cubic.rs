@@ -13,6 +13,16 @@
 //! - Multiplicative decrease (Section 4.6) `ssthresh = max(β cwnd, 2)`, with
 //!   fast convergence (Section 4.7): a new `W_max` below the previous one
 //!   is lowered further to `W_max (1 + β) / 2`.
+//! - Before the first congestion event (no `W_max` yet, e.g. after HyStart
+//!   ended slow start), the window grows by at least 5 % per RTT, one
+//!   packet per 20 acknowledged, as Linux's `bictcp_update` does ("the
+//!   initial growth of cubic function may be too conservative when the
+//!   available bandwidth is still unknown": `cnt` is capped at 20 while
+//!   `last_max_cwnd == 0`). RFC 9438 leaves this out; without it the
+//!   window after an early HyStart exit follows `C t^3` from the exit
+//!   point and needs seconds to double (lab/three-paths: from 48 packets
+//!   at 0.2 s to the ~160 at which PET uses the 150 ms path only at
+//!   6.7 s), where the kernel gets there within about a second.
 //! - HyStart (Ha and Rhee 2011; Linux's defaults): in slow start with at
 //!   least 16 packets of window, the minimum of the first 8 RTT samples of
 //!   a round is compared with the smallest RTT seen; if it exceeds that by
@@ -30,6 +40,10 @@ pub const BETA: f64 = 0.7;
 pub const HYSTART_LOW_WINDOW: f64 = 16.0;
 /// RTT samples per round that HyStart looks at (Linux `HYSTART_MIN_SAMPLES`).
 pub const HYSTART_SAMPLES: u32 = 8;
+/// Before the first congestion event the window grows by at least one
+/// packet per this many acknowledged (Linux `bictcp_update`: `cnt` at most
+/// 20, 5 % per RTT).
+pub const INITIAL_GROWTH_CNT: f64 = 20.0;
 
 /// CUBIC's state between congestion events.
 #[derive(Clone, Debug, Default)]
@@ -100,7 +114,11 @@ impl Cubic {
             } else {
                 target
             };
-            w += (goal - w).max(0.0) / w;
+            let mut inc = (goal - w).max(0.0) / w;
+            if self.w_last_max == 0.0 {
+                inc = inc.max(1.0 / INITIAL_GROWTH_CNT);
+            }
+            w += inc;
         }
         w
     }
@@ -197,6 +215,32 @@ mod tests {
     fn reno_friendly_region_at_short_rtt() {
         let (k, _) = grow_after_loss(10, 2);
         assert!((0.5..0.7).contains(&k), "reached W_max after {k} s");
+    }
+
+    /// Before any congestion event (HyStart ended slow start at 48
+    /// packets) the window grows by 5 % per RTT at least, as Linux's: 48 ×
+    /// 1.05^20 = 127 after 20 RTTs, where `C t^3` from the exit point alone
+    /// would add about 0.4 × 2^3 = 3 packets in the same 2 s. After a loss
+    /// the floor is gone and the cubic curve rules again.
+    #[test]
+    fn window_grows_five_percent_per_rtt_before_the_first_loss() {
+        let mut c = Cubic {
+            min_rtt: Some(Duration::from_millis(100)),
+            ..Cubic::default()
+        };
+        let mut cwnd = 48.0;
+        let mut now = Instant::from_millis(1000);
+        for _ in 0..20 {
+            for _ in 0..cwnd as u64 {
+                cwnd = c.on_ack_ca(now, cwnd, 1);
+            }
+            now += Duration::from_millis(100);
+        }
+        assert!((115.0..135.0).contains(&cwnd), "{cwnd}");
+        let w = c.on_congestion(cwnd);
+        let mut c2 = c.clone();
+        let after = c2.on_ack_ca(now, w, w as u64);
+        assert!(after - w < w / 20.0, "{w} -> {after}");
     }
 
     #[test]

@@ -280,7 +280,7 @@ impl TunnelWorld {
         for s in &segs {
             let tag = self.tag();
             encode_segment(s, self.mss, me, FAR, tag, &self.pattern, &mut self.buf);
-            self.client.send_packet(self.now, &self.buf);
+            Endpoint::send_packet(&mut self.client, self.now, &self.buf);
         }
         self.segs = segs;
         self.segs.clear();
@@ -290,7 +290,7 @@ impl TunnelWorld {
         let Some(me) = self.me else { return };
         let tag = self.tag();
         encode_ack(ack, self.mss, FAR, me, tag, &mut self.buf);
-        self.server.send_packet(self.now, &self.buf);
+        Endpoint::send_packet(&mut self.server, self.now, &self.buf);
     }
 
     fn schedule(&mut self, at: Instant, to_server: bool, path: usize, bytes: Vec<u8>) {
@@ -452,20 +452,22 @@ impl TunnelWorld {
                 };
                 match f {
                     Flight::ToServer(path, b) => {
-                        self.server.handle_datagram(self.now, client_addr(path), &b)
+                        Endpoint::handle_datagram(&mut self.server, self.now, client_addr(path), &b)
                     }
-                    Flight::ToClient(path, b) => {
-                        self.client
-                            .handle_datagram(self.now, PathId(path as u8), &b)
-                    }
+                    Flight::ToClient(path, b) => Endpoint::handle_datagram(
+                        &mut self.client,
+                        self.now,
+                        PathId(path as u8),
+                        &b,
+                    ),
                 }
                 self.drain();
             }
             if Endpoint::poll_timeout(&self.client).is_some_and(|t| t <= self.now) {
-                self.client.handle_timeout(self.now);
+                Endpoint::handle_timeout(&mut self.client, self.now);
             }
             if Endpoint::poll_timeout(&self.server).is_some_and(|t| t <= self.now) {
-                self.server.handle_timeout(self.now);
+                Endpoint::handle_timeout(&mut self.server, self.now);
             }
             if self.tx.poll_timeout().is_some_and(|t| t <= self.now) {
                 self.tx.handle_timeout(self.now, &mut self.segs);
@@ -757,6 +759,71 @@ mod tests {
                     w.run_until(t);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod trace {
+    use super::*;
+
+    /// A start-up trace of a lab file (diagnosis only):
+    /// `BRAID_TRACE=three-paths cargo test -p braid-sim --lib trace -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn trace_lab_start() {
+        let name = std::env::var("BRAID_TRACE").unwrap_or_else(|_| "three-paths".into());
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../lab")
+            .join(format!("{name}.toml"));
+        let cfg = braid_lab::load_config(&p).unwrap();
+        let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
+        let mut t = Instant::ZERO;
+        while w.started.is_none() {
+            t += Duration::from_millis(10);
+            w.run_until(t);
+        }
+        let start = w.started.unwrap();
+        let step = Duration::from_millis(250);
+        let mut last_d = 0;
+        let mut last_p: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
+        let secs: u32 = std::env::var("BRAID_TRACE_S")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(15);
+        for k in 1..=secs * 4 {
+            w.run_until(start + step * k);
+            let d = w.rx.delivered_bytes();
+            let st = w.client.status(w.now);
+            let rs = w.server.status(w.now);
+            let ps: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
+            let rates: Vec<String> = ps
+                .iter()
+                .zip(&last_p)
+                .map(|(a, b)| format!("{:.2}", (a - b) as f64 * 8.0 / 0.25 / 1e6))
+                .collect();
+            let s = w.tx.stats();
+            let peer = &rs.peers[0].tunnel.reorder;
+            println!(
+                "t={:5.2} good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?}",
+                0.25 * k as f64,
+                (d - last_d) as f64 * 8.0 / 0.25 / 1e6,
+                w.tx.cwnd(),
+                w.tx.ssthresh(),
+                w.tx.snd_max() - w.tx.snd_una(),
+                s.retransmits,
+                s.timeouts,
+                rates.join(" "),
+                st.tunnel.paths.iter().map(|p| p.in_flight_packets).collect::<Vec<_>>(),
+                st.tunnel.sender.pacing_drops,
+                st.tunnel.sender.lost_timeout,
+                st.tunnel.sender.lost_fifo,
+                peer.lost_timer,
+                peer.buffered_packets,
+                st.tunnel.paths.iter().map(|p| p.srtt.map(|d| d.as_millis())).collect::<Vec<_>>(),
+            );
+            last_d = d;
+            last_p = ps;
         }
     }
 }

@@ -33,7 +33,7 @@
 //! delay the data of every tunnel behind them by up to 1.5 s.
 //!
 //! Load: the main loop tells the core the server is under load
-//! ([`Server::handle_datagram_loaded`]) while the handshake queue is at
+//! ([`Endpoint::handle_datagram_loaded`]) while the handshake queue is at
 //! least an eighth full or the reader has had to drop initiations, and
 //! for a second after (wireguard-go's `UnderLoadAfterTime`). Under load the core answers initiations without
 //! a valid MAC2 with a cookie reply instead of a Diffie-Hellman.
@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use braid_core::conn::ratelimit::RateLimiter;
-use braid_core::conn::{IntakeDrops, Server};
+use braid_core::conn::{Endpoint, IntakeDrops, Server};
 use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
@@ -211,7 +211,7 @@ impl Intake {
                 *stale += 1;
             } else {
                 replies.arrived(d.from, d.local, wall);
-                server.handle_datagram(d.at, d.from, &d.bytes);
+                Endpoint::handle_datagram(server, d.at, d.from, &d.bytes);
             }
         };
         handle(first, &mut self.stale);
@@ -240,7 +240,7 @@ impl Intake {
                 self.stale += 1;
             } else {
                 replies.arrived(d.from, d.local, wall);
-                server.handle_datagram_loaded(d.at, d.from, &d.bytes, under_load);
+                Endpoint::handle_datagram_loaded(server, d.at, d.from, &d.bytes, under_load);
             }
             n += 1;
             if n < HANDSHAKE_BATCH {
