@@ -69,7 +69,7 @@ impl Sender {
         if self.path_repair[slot(p.id)].peer_loss_rate < MIN_PEER_LOSS {
             return None;
         }
-        if !self.rack_sent_at.is_some_and(|t| t > sent_at) {
+        if self.rack_sent_at.is_none_or(|t| t <= sent_at) {
             return None;
         }
         let (srtt, rttvar) = if p.rtt.has_samples() {
