@@ -84,3 +84,98 @@ impl Sender {
         Some(sent_at + srtt + window)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SenderConfig, Transmit};
+    use super::*;
+    use crate::path::{PathId, PathParams};
+    use crate::sched::{PacketInfo, RoundRobin};
+    use crate::wire::{FeedbackEntry, NackRate};
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn send(s: &mut Sender, at: u64) -> Transmit {
+        let p = PacketInfo {
+            len: 1500,
+            retransmit: false,
+        };
+        s.send(ms(at), &p).unwrap()
+    }
+
+    fn ack(s: &mut Sender, at: u64, t: &Transmit) {
+        let e = FeedbackEntry {
+            seq: t.seq as u32,
+            rx_time_ns: at * 1_000_000,
+        };
+        s.handle_feedback_on(ms(at), t.path, [e]);
+    }
+
+    /// Two paths, round robin, RTTs of 40 and 60 ms measured; then packet
+    /// 3 on path 1 goes unreported while packet 4, sent after it on path
+    /// 0, is reported. `loss` is path 1's loss rate as the peer reports it.
+    fn one_unreported(loss: f64) -> Sender {
+        let mut cfg = SenderConfig::default();
+        cfg.repair.mode = RepairMode::Arq;
+        let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+        s.add_path(PathId(0), PathParams::default());
+        s.add_path(PathId(1), PathParams::default());
+        let a = send(&mut s, 0);
+        let b = send(&mut s, 0);
+        ack(&mut s, 40, &a);
+        ack(&mut s, 60, &b);
+        let c = send(&mut s, 100);
+        let d = send(&mut s, 101);
+        let e = send(&mut s, 102);
+        assert_eq!((c.path, d.path, e.path), (PathId(0), PathId(1), PathId(0)));
+        ack(&mut s, 141, &c);
+        ack(&mut s, 142, &e);
+        s.handle_nack(ms(142), [], [NackRate::from_fraction(PathId(1), loss)]);
+        s
+    }
+
+    /// On a lossy path the unreported packet is lost once it has been out
+    /// its path's SRTT (60 ms) plus max(SRTT / 4, 2 RTTVAR, 50 ms) = 60 ms
+    /// (RTTVAR is 30 ms after one sample): at 221 ms, not at the path's
+    /// timeout (RTO 200 ms + 30 ms, at 331 ms); and its repair is queued.
+    #[test]
+    fn a_later_report_on_another_path_finds_a_loss_in_one_rtt() {
+        let mut s = one_unreported(0.3);
+        assert_eq!(s.poll_timeout(), Some(ms(221)));
+        s.handle_timeout(ms(220));
+        assert_eq!(s.stats().lost_timeout, 0);
+        s.handle_timeout(ms(221));
+        assert_eq!(s.stats().lost_timeout, 1);
+        assert_eq!(s.next_repair(), Some(3));
+    }
+
+    /// On a path the peer measured clean (below 1 % loss) the rule is off:
+    /// only the path's timeout declares the loss.
+    #[test]
+    fn a_clean_path_waits_for_its_timeout() {
+        let mut s = one_unreported(0.0);
+        assert_eq!(s.poll_timeout(), Some(ms(331)));
+        s.handle_timeout(ms(300));
+        assert_eq!(s.stats().lost_timeout, 0);
+        s.handle_timeout(ms(331));
+        assert_eq!(s.stats().lost_timeout, 1);
+    }
+
+    /// A path with no data report yet but a keepalive round trip of 60 ms
+    /// times out its packets after RFC 6298's first RTO from it (3 x 60
+    /// ms) plus half of it, not after the 4 s kept for unknown paths.
+    #[test]
+    fn a_path_known_only_from_keepalives_times_out_from_their_rtt() {
+        for (mode, want) in [(RepairMode::Arq, 210), (RepairMode::Off, 4000)] {
+            let mut cfg = SenderConfig::default();
+            cfg.repair.mode = mode;
+            let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+            s.add_path(PathId(0), PathParams::default());
+            s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(60));
+            send(&mut s, 0);
+            assert_eq!(s.poll_timeout(), Some(ms(want)), "{mode:?}");
+        }
+    }
+}
