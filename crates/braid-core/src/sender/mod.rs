@@ -285,6 +285,8 @@ pub struct Sender {
     /// Per path slot repair counters.
     path_repair: [PathRepairStats; MAX_PATHS],
     stats: SenderStats,
+    /// Send time of the latest-sent packet reported so far (`rack`).
+    rack_sent_at: Option<Instant>,
 }
 
 /// Repair counters of one path.
@@ -330,6 +332,7 @@ impl Sender {
             classifier: [LossClassifier::default(); MAX_PATHS],
             path_repair: [PathRepairStats::default(); MAX_PATHS],
             stats: SenderStats::default(),
+            rack_sent_at: None,
         }
     }
 
@@ -659,6 +662,7 @@ impl Sender {
             };
         }
         self.stats.acked += 1;
+        self.rack_on_delivered(rec.sent_at);
 
         let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) else {
             return;
@@ -789,9 +793,21 @@ impl Sender {
 
     fn loss_timeout(&self, p: &PathState) -> Duration {
         if !p.rtt.has_samples() {
-            // Nothing known about the path yet: it may be far slower than
-            // the default RTT (a 1 s satellite hop); wait the longest.
-            return self.cfg.max_loss_timeout;
+            let repair = self.cfg.repair.mode != crate::repair::RepairMode::Off;
+            return match p.rtt_hint {
+                // No data reported yet, but keepalives measured the path:
+                // RFC 6298 2.2's first RTO from that round trip (SRTT = R,
+                // RTTVAR = R/2), with repair's half RTT of margin. Waiting
+                // the longest here held the first losses on a lossy path
+                // (the server's first TCP ACKs on it) for 4 s, and the
+                // inner TCP's RTO backed off to seconds.
+                Some(h) if repair => (h * 3 + h / 2)
+                    .max(self.cfg.min_loss_timeout)
+                    .min(self.cfg.max_loss_timeout),
+                // Nothing known about the path yet: it may be far slower
+                // than the default RTT (a 1 s satellite hop); wait the longest.
+                _ => self.cfg.max_loss_timeout,
+            };
         }
         let rto = p.rtt.rto(
             Duration::from_millis(1),
@@ -824,7 +840,9 @@ impl Sender {
         if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
             return Some((seq, Instant::FAR_FUTURE));
         }
-        Some((seq, r.sent_at + self.loss_timeout(p)))
+        let timeout = r.sent_at + self.loss_timeout(p);
+        let rack = self.rack_deadline(p, r.sent_at);
+        Some((seq, rack.map_or(timeout, |t| t.min(timeout))))
     }
 
     /// Declares packets lost whose feedback is overdue. Extra calls are no-ops.
@@ -877,6 +895,7 @@ enum LossCause {
 
 pub mod fec;
 mod pacing;
+mod rack;
 mod redundancy;
 mod repair;
 #[cfg(test)]

@@ -1,0 +1,181 @@
+//! Time-based loss detection across paths, for repair (RACK, RFC 8985,
+//! applied to the bond).
+//!
+//! Why: a path's losses are found by the FIFO rule on feedback and by the
+//! receiver's NACKs only once a *later packet on the same path* arrives.
+//! A path the scheduler uses only now and then (a lossy path whose
+//! estimate is low, R-MTP's 30 %-loss case) carries one packet at a time,
+//! so nearly every loss on it is a tail loss, found only by the path's
+//! timeout: its RTO plus half an RTT, at least 200 ms. The repair then
+//! reaches the resequencer after the inner TCP's own RTO (200 ms in
+//! Linux) has fired, the inner TCP collapses its window to one packet,
+//! and goodput fell below the clean path alone (5.1 against 9.7 Mbit/s on
+//! 10 + 10 Mbit/s with 30 % loss on one, `braid sim run`).
+//!
+//! The rule (RFC 8985 §6.2, per path that loses at least 1 %): once a packet sent *after* a
+//! packet X has been reported (on any path; the receiver is alive and its
+//! feedback flows), X is lost when it has been out longer than its own
+//! path's smoothed RTT plus a reordering window, `max(srtt / 4, 2 rttvar,
+//! 50 ms)`
+//! (RFC 8985's `min_rtt / 4`, widened by the path's RTT variation because
+//! the path's RTT includes the receiver's feedback batching). The path's
+//! timeout still bounds it from above and alone covers a silent receiver.
+//! A path that has carried no reported data yet uses its keepalive round
+//! trip (`PathState::rtt_hint`) as RFC 6298's first sample.
+//! Only with repair on: without repair a loss declared early is no loss
+//! to the inner traffic, and the paper scenarios keep their detectors.
+
+use super::{slot, Sender};
+use crate::path::PathState;
+use crate::repair::RepairMode;
+use crate::time::{Duration, Instant};
+
+/// The smallest reordering window: more than the receiver's longest
+/// feedback batching (`feedback_max_delay_small`, 40 ms for reports of
+/// small packets only), so that a report held in a batch is not taken
+/// for a loss. Without a floor, paths with round trips of microseconds
+/// (two CPU-bound striped paths, `tests/conn_fast_paths.rs`) lost 40 % of
+/// their delivery rate to spurious repairs, and a floor of 10 ms still
+/// made FEC measure loss on clean paths (`tests/conn_fec.rs`). RFC 8985
+/// §6.2 likewise keeps its window above the timer's granularity.
+const MIN_WINDOW: Duration = Duration::from_millis(50);
+
+/// The rule applies only to a path whose losses the peer's receiver
+/// measured at 1 % or more (its NACKs' rates, which count real gaps in
+/// the path's own sequence, not the sender's guesses). A clean path next
+/// to a lossy one had its reports delayed now and then beyond any window
+/// (feedback carried back on the lossy path, lost and repeated), and
+/// the rule declared 677 of its 4737 packets lost that were not
+/// (`tests/conn_lossy.rs`, 30 % on the other path): each cost a copy.
+/// On a clean path the FIFO rule and NACKs find every loss but the last
+/// of a burst anyway.
+const MIN_PEER_LOSS: f64 = 0.01;
+
+impl Sender {
+    /// A packet sent at `sent_at` was reported: later sends' losses can
+    /// be judged by time.
+    pub(super) fn rack_on_delivered(&mut self, sent_at: Instant) {
+        if self.rack_sent_at.is_none_or(|t| sent_at > t) {
+            self.rack_sent_at = Some(sent_at);
+        }
+    }
+
+    /// When a packet sent on `p` at `sent_at` counts as lost by time, if a
+    /// packet sent after it was already reported.
+    pub(super) fn rack_deadline(&self, p: &PathState, sent_at: Instant) -> Option<Instant> {
+        if self.cfg.repair.mode == RepairMode::Off {
+            return None;
+        }
+        if self.path_repair[slot(p.id)].peer_loss_rate < MIN_PEER_LOSS {
+            return None;
+        }
+        if self.rack_sent_at.is_none_or(|t| t <= sent_at) {
+            return None;
+        }
+        let (srtt, rttvar) = if p.rtt.has_samples() {
+            (p.rtt.srtt(), p.rtt.rttvar())
+        } else {
+            // Only keepalives measured the path: RFC 6298 2.2's start
+            // (SRTT = R, RTTVAR = R / 2).
+            let h = p.rtt_hint?;
+            (h, h / 2)
+        };
+        let window = (srtt / 4).max(rttvar * 2).max(MIN_WINDOW);
+        Some(sent_at + srtt + window)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SenderConfig, Transmit};
+    use super::*;
+    use crate::path::{PathId, PathParams};
+    use crate::sched::{PacketInfo, RoundRobin};
+    use crate::wire::{FeedbackEntry, NackRate};
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn send(s: &mut Sender, at: u64) -> Transmit {
+        let p = PacketInfo {
+            len: 1500,
+            retransmit: false,
+        };
+        s.send(ms(at), &p).unwrap()
+    }
+
+    fn ack(s: &mut Sender, at: u64, t: &Transmit) {
+        let e = FeedbackEntry {
+            seq: t.seq as u32,
+            rx_time_ns: at * 1_000_000,
+        };
+        s.handle_feedback_on(ms(at), t.path, [e]);
+    }
+
+    /// Two paths, round robin, RTTs of 40 and 60 ms measured; then packet
+    /// 3 on path 1 goes unreported while packet 4, sent after it on path
+    /// 0, is reported. `loss` is path 1's loss rate as the peer reports it.
+    fn one_unreported(loss: f64) -> Sender {
+        let mut cfg = SenderConfig::default();
+        cfg.repair.mode = RepairMode::Arq;
+        let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+        s.add_path(PathId(0), PathParams::default());
+        s.add_path(PathId(1), PathParams::default());
+        let a = send(&mut s, 0);
+        let b = send(&mut s, 0);
+        ack(&mut s, 40, &a);
+        ack(&mut s, 60, &b);
+        let c = send(&mut s, 100);
+        let d = send(&mut s, 101);
+        let e = send(&mut s, 102);
+        assert_eq!((c.path, d.path, e.path), (PathId(0), PathId(1), PathId(0)));
+        ack(&mut s, 141, &c);
+        ack(&mut s, 142, &e);
+        s.handle_nack(ms(142), [], [NackRate::from_fraction(PathId(1), loss)]);
+        s
+    }
+
+    /// On a lossy path the unreported packet is lost once it has been out
+    /// its path's SRTT (60 ms) plus max(SRTT / 4, 2 RTTVAR, 50 ms) = 60 ms
+    /// (RTTVAR is 30 ms after one sample): at 221 ms, not at the path's
+    /// timeout (RTO 200 ms + 30 ms, at 331 ms); and its repair is queued.
+    #[test]
+    fn a_later_report_on_another_path_finds_a_loss_in_one_rtt() {
+        let mut s = one_unreported(0.3);
+        assert_eq!(s.poll_timeout(), Some(ms(221)));
+        s.handle_timeout(ms(220));
+        assert_eq!(s.stats().lost_timeout, 0);
+        s.handle_timeout(ms(221));
+        assert_eq!(s.stats().lost_timeout, 1);
+        assert_eq!(s.next_repair(), Some(3));
+    }
+
+    /// On a path the peer measured clean (below 1 % loss) the rule is off:
+    /// only the path's timeout declares the loss.
+    #[test]
+    fn a_clean_path_waits_for_its_timeout() {
+        let mut s = one_unreported(0.0);
+        assert_eq!(s.poll_timeout(), Some(ms(331)));
+        s.handle_timeout(ms(300));
+        assert_eq!(s.stats().lost_timeout, 0);
+        s.handle_timeout(ms(331));
+        assert_eq!(s.stats().lost_timeout, 1);
+    }
+
+    /// A path with no data report yet but a keepalive round trip of 60 ms
+    /// times out its packets after RFC 6298's first RTO from it (3 x 60
+    /// ms) plus half of it, not after the 4 s kept for unknown paths.
+    #[test]
+    fn a_path_known_only_from_keepalives_times_out_from_their_rtt() {
+        for (mode, want) in [(RepairMode::Arq, 210), (RepairMode::Off, 4000)] {
+            let mut cfg = SenderConfig::default();
+            cfg.repair.mode = mode;
+            let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+            s.add_path(PathId(0), PathParams::default());
+            s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(60));
+            send(&mut s, 0);
+            assert_eq!(s.poll_timeout(), Some(ms(want)), "{mode:?}");
+        }
+    }
+}
