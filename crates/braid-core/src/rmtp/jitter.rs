@@ -1,20 +1,27 @@
 //! The receiver's view of one channel: long-run jitter (§3.2) and
 //! packet-pair dispersion (§3.1).
 //!
-//! **Long-run jitter.** For consecutive frames of a channel,
+//! **Long-run jitter.** For frames of a channel,
 //! `jitter = interarrival − period` and `long_run_jitter += jitter`. A late
 //! frame makes the next look early, so the sum hovers around zero while
 //! the channel's queue is steady, and grows steadily when a queue builds:
 //! that trend is R-MTP's congestion signal, and a loss that comes without
-//! it is taken for a transmission (wireless) loss. The paper's period is
-//! the channel's send interval `1/rate`; braid's frames carry the actual
-//! time since the channel's previous frame left (`gap_us`), which equals
-//! the period while the channel is paced without pause and keeps the sum
-//! honest across idle spells, pairs and flow-control stops. Because the
-//! sender computes `gap_us` from its clock rounded to whole microseconds,
-//! the gaps telescope: the sum is the change in one-way delay since the
-//! channel's first frame, within a microsecond, however long the run.
-//! Inter-arrivals are not computed across a lost (or reordered) frame.
+//! it is taken for a transmission (wireless) loss.
+//!
+//! The paper's period is the channel's send interval `1/rate`, and it
+//! computes no inter-arrival across a lost frame. braid's frames carry
+//! their send time instead (`sent_us`, whole microseconds of the sender's
+//! clock), and the period of a step is the actual send gap between the two
+//! frames, lost frames between them or not. Then the sum telescopes: it is
+//! the change in one-way delay since the channel's first frame, within a
+//! microsecond, however long the run, whatever is lost. Skipping steps
+//! across losses, as the paper does, breaks that: a frame that waited
+//! behind another (the second of a packet pair, for one) adds a positive
+//! step that only its successor's negative step takes back, and when the
+//! successor is lost the offset stays; at 30 % loss such offsets summed to
+//! a false congestion signal within 1000 frames (measured in the Figs 4-5
+//! reproduction). Idle spells, pairs and flow-control stops are exact too.
+//! Only a frame older than the latest (reordered) is left out.
 //!
 //! **Packet pair.** The receiver times the second frame of a pair against
 //! the first (they must be consecutive on the channel): that dispersion is
@@ -26,8 +33,9 @@ use crate::time::Instant;
 /// One channel, as its receiver sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JitterTracker {
-    /// Channel sequence number and arrival time of the latest frame.
-    last: Option<(u32, Instant)>,
+    /// Channel sequence number, arrival time and send time (µs) of the
+    /// latest frame.
+    last: Option<(u32, Instant, u32)>,
     /// Σ jitter, nanoseconds.
     long_run_ns: i64,
     /// The first frame of a pair, waiting for its second.
@@ -40,18 +48,17 @@ impl JitterTracker {
     /// Records a frame arriving at `now`; returns the packet-pair
     /// dispersion when it completes a pair.
     pub fn on_frame(&mut self, now: Instant, h: &DataHeader) -> Option<crate::time::Duration> {
-        if let Some((cs, at)) = self.last {
-            if h.chan_seq == cs.wrapping_add(1) {
+        match self.last {
+            // A frame older than the latest (reordered) leaves it alone.
+            Some((cs, _, _)) if h.chan_seq.wrapping_sub(cs) as i32 <= 0 => {}
+            Some((_, at, sent)) => {
                 let inter = now.saturating_since(at).as_nanos() as i64;
-                let gap = i64::from(h.gap_us) * 1000;
+                let gap = i64::from(h.sent_us.wrapping_sub(sent)) * 1000;
                 self.long_run_ns = self.long_run_ns.saturating_add(inter - gap);
                 self.samples += 1;
+                self.last = Some((h.chan_seq, now, h.sent_us));
             }
-        }
-        // A frame older than the latest (reordered) leaves `last` alone.
-        match self.last {
-            Some((cs, _)) if h.chan_seq.wrapping_sub(cs) as i32 <= 0 => {}
-            _ => self.last = Some((h.chan_seq, now)),
+            None => self.last = Some((h.chan_seq, now, h.sent_us)),
         }
         let mut pair = None;
         if h.pair2 {
@@ -77,10 +84,10 @@ impl JitterTracker {
 mod tests {
     use super::*;
 
-    fn h(chan_seq: u32, gap_us: u32) -> DataHeader {
+    fn h(chan_seq: u32, sent_us: u32) -> DataHeader {
         DataHeader {
             chan_seq,
-            gap_us,
+            sent_us,
             window_words: 1,
             ..DataHeader::default()
         }
@@ -94,36 +101,40 @@ mod tests {
         let noise = [0i64, 2, -1, 1, -2, 0, 2, -2, 1, 0];
         for (i, n) in noise.iter().enumerate() {
             let at = Instant::from_micros((i as u64) * 10_000 + 50_000 + (n * 1000 + 2000) as u64);
-            j.on_frame(at, &h(i as u32, if i == 0 { 0 } else { 10_000 }));
+            j.on_frame(at, &h(i as u32, i as u32 * 10_000));
             assert!(j.long_run_us().abs() <= 4000, "{}", j.long_run_us());
         }
         // A queue builds: each frame waits 1 ms longer than the one before.
         let mut t = Instant::from_micros(9 * 10_000 + 52_000);
         for i in 10..30u32 {
             t += crate::time::Duration::from_micros(11_000);
-            j.on_frame(t, &h(i, 10_000));
+            j.on_frame(t, &h(i, i * 10_000));
         }
         assert!(j.long_run_us() >= 19_000, "{}", j.long_run_us());
     }
 
     #[test]
-    fn no_interarrival_across_a_lost_frame_and_pairs_are_timed() {
+    fn a_lost_frame_after_a_queued_one_leaves_no_offset() {
         let mut j = JitterTracker::default();
-        j.on_frame(Instant::from_millis(10), &h(0, 0));
-        // Frame 1 lost; frame 2 arrives 500 ms later: not counted.
-        j.on_frame(Instant::from_millis(510), &h(2, 10_000));
-        assert_eq!(j.long_run_us(), 0);
-        assert_eq!(j.samples, 0);
-        let mut p1 = h(3, 10_000);
+        // A pair at 0 (both sent at once, 9 ms of service each, 5 ms of
+        // delay), the frame after it lost, the next sent at 27 ms.
+        let mut p1 = h(0, 0);
         p1.pair1 = true;
-        let mut p2 = h(4, 0);
+        let mut p2 = h(1, 0);
         p2.pair2 = true;
-        assert_eq!(j.on_frame(Instant::from_millis(520), &p1), None);
-        let d = j.on_frame(Instant::from_millis(527), &p2);
-        assert_eq!(d, Some(crate::time::Duration::from_millis(7)));
+        assert_eq!(j.on_frame(Instant::from_millis(14), &p1), None);
+        let d = j.on_frame(Instant::from_millis(23), &p2);
+        assert_eq!(d, Some(crate::time::Duration::from_millis(9)));
+        assert_eq!(j.long_run_us(), 9_000, "the second waited behind the first");
+        // Frame 2 (sent at 18 ms) lost; frame 3 sent at 27 ms, no queue.
+        j.on_frame(Instant::from_millis(27 + 9 + 5), &h(3, 27_000));
+        assert_eq!(j.long_run_us(), 0, "the queue drained: no offset left");
+        // A late, reordered frame changes nothing.
+        j.on_frame(Instant::from_millis(60), &h(2, 18_000));
+        assert_eq!(j.long_run_us(), 0);
         // A second frame of a pair whose first was lost times nothing.
-        let mut q2 = h(9, 0);
+        let mut q2 = h(9, 90_000);
         q2.pair2 = true;
-        assert_eq!(j.on_frame(Instant::from_millis(600), &q2), None);
+        assert_eq!(j.on_frame(Instant::from_millis(104), &q2), None);
     }
 }

@@ -149,7 +149,6 @@ struct Channel {
     rate: ChannelRate,
     next_send: Instant,
     chan_seq: u32,
-    last_sent_us: Option<u64>,
     /// (chan_seq, seq, sent_at, pair position: 0 none, 1 first, 2
     /// second) of frames in flight, in send order.
     outstanding: VecDeque<(u32, u64, Instant, u8)>,
@@ -169,7 +168,6 @@ impl Channel {
             rate: ChannelRate::new(rate),
             next_send: Instant::ZERO,
             chan_seq: 0,
-            last_sent_us: None,
             outstanding: VecDeque::new(),
             srtt: None,
             rttvar: Duration::ZERO,
@@ -481,11 +479,8 @@ impl Sender {
         let words = self.window_words();
         let f = &self.frames[&seq];
         let c = &mut self.channels[ch];
-        let now_us = now.as_nanos() / 1000;
-        let gap_us = c.last_sent_us.map_or(0, |l| {
-            now_us.saturating_sub(l).min(u64::from(u32::MAX)) as u32
-        });
-        c.last_sent_us = Some(now_us);
+        // Whole microseconds of the sender's clock, modulo 2^32.
+        let sent_us = (now.as_nanos() / 1000) as u32;
         let header = DataHeader {
             fin: f.fin,
             virtual_payload: self.cfg.virtual_payload,
@@ -496,7 +491,7 @@ impl Sender {
             window_words: words,
             len: f.len,
             chan_seq: c.chan_seq,
-            gap_us,
+            sent_us,
             seq,
         };
         c.outstanding

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DATA 0x31 | ver u8 | flags u8 | channel u8 | window_words u8 | len u16
-//!           | chan_seq u32 | gap_us u32 | seq u64 | payload...        (24-byte header)
+//!           | chan_seq u32 | sent_us u32 | seq u64 | payload...        (24-byte header)
 //! ACK  0x32 | ver u8 | flags u8 | channel u8 | words u8 | queue_free u16
 //!           | chan_seq u32 | pair_us u32 | jitter_us i32 | seq u64 | cum u64
 //!           | bitmap (words × u32)                                    (36 + 4·words bytes)
@@ -18,11 +18,10 @@
 //!
 //! DATA: `seq` numbers frames across all channels (the reliability window
 //! and the resequencer read it); `chan_seq` numbers them on their channel
-//! (the receiver computes inter-arrivals only between consecutive ones,
-//! §3.2: "not computed across a lost frame"); `gap_us` is the time since
-//! the channel's previous frame left the sender (the paper carries the
-//! channel's period, which equals it while the channel is paced without
-//! pause; the actual gap keeps the jitter honest across idle spells);
+//! (pairs and lost frames are found by it); `sent_us` is the sender's
+//! clock in whole microseconds when the frame left, modulo 2^32 (the
+//! paper carries the channel's period instead; the send time gives the
+//! actual send gap between any two frames of a channel, see `jitter`);
 //! `window_words` is the sender's reliability window in 32-frame words,
 //! the size of the bitmap it wants back. Flags: [`DataFlags`].
 //!
@@ -117,8 +116,8 @@ pub struct DataHeader {
     /// Payload bytes.
     pub len: u16,
     pub chan_seq: u32,
-    /// Microseconds since the channel's previous frame was sent.
-    pub gap_us: u32,
+    /// The sender's clock when the frame left, µs, modulo 2^32.
+    pub sent_us: u32,
     pub seq: u64,
 }
 
@@ -257,7 +256,7 @@ fn decode_data(buf: &[u8]) -> Result<DataView<'_>, FrameError> {
         window_words: buf[4],
         len: be16(buf, 5),
         chan_seq: be32(buf, 7),
-        gap_us: be32(buf, 11),
+        sent_us: be32(buf, 11),
         seq: be64(buf, 15),
     };
     if buf[23] != 0 {
@@ -375,7 +374,7 @@ pub fn emit_data(h: &DataHeader, payload: &[u8], out: &mut [u8]) -> Result<usize
     out[4] = h.window_words;
     out[5..7].copy_from_slice(&h.len.to_be_bytes());
     out[7..11].copy_from_slice(&h.chan_seq.to_be_bytes());
-    out[11..15].copy_from_slice(&h.gap_us.to_be_bytes());
+    out[11..15].copy_from_slice(&h.sent_us.to_be_bytes());
     out[15..23].copy_from_slice(&h.seq.to_be_bytes());
     out[23] = 0;
     out[DATA_HEADER_LEN..len].copy_from_slice(payload);
@@ -465,7 +464,7 @@ mod tests {
             window_words: 3,
             len: 5,
             chan_seq: 7,
-            gap_us: 1234,
+            sent_us: 1234,
             seq: 99,
             ..DataHeader::default()
         };
