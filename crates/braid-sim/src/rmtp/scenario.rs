@@ -221,3 +221,44 @@ impl RmtpScenario {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+name = "t"
+[rmtp]
+schemes = ["RMTP", "NEWRENO"]
+sweep = "fast_loss"
+values = [0.0, 0.3]
+[[rmtp.link]]
+name = "a"
+rate_kbit = 1300
+delay_ms = 5
+"#;
+
+    #[test]
+    fn a_scenario_parses_with_defaults() {
+        let sc = RmtpScenario::parse(OK, "t.toml").unwrap();
+        assert!(RmtpScenario::is_rmtp(OK));
+        assert_eq!(sc.rmtp.frames, 1000);
+        assert_eq!(sc.rmtp.frame_bytes, 1400);
+        assert_eq!(sc.rmtp.link[0].queue_frames, 20);
+        assert_eq!(sc.schemes(), vec![RmtpScheme::Rmtp, RmtpScheme::NewReno]);
+    }
+
+    #[test]
+    fn errors_name_what_is_wrong() {
+        let e = |t: &str| RmtpScenario::parse(t, "t.toml").unwrap_err().to_string();
+        assert!(e(&OK.replace("\"NEWRENO\"", "\"TCP\"")).contains("unknown scheme \"TCP\""));
+        assert!(e(&OK.replace("fast_loss", "speed")).contains("sweep = \"speed\""));
+        assert!(e(&OK.replace("0.3]", "1.5]")).contains("value 1.5"));
+        assert!(
+            e(&OK.replace("rate_kbit = 1300", "rate_kbit = 0")).contains("rate_kbit must be > 0")
+        );
+        assert!(
+            e(&OK.replace("delay_ms = 5", "delay_ms = 5\nqueue_frames = 1")).contains("at least 2")
+        );
+    }
+}
