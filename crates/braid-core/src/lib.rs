@@ -23,6 +23,8 @@
 //!   packets are copied onto a second path.
 //! - [`mplot`]: MPLOT, braid's own reliable multipath transport (block
 //!   FEC across paths, per-path ECN congestion control).
+//! - [`rmtp`]: R-MTP, the transport's second mode (rate-based, packet-pair
+//!   probing, jitter-trend congestion detection, SACK-bitmap window).
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
 //!   [`conn::Server`]): handshake, encryption, both directions, liveness.
 
@@ -38,6 +40,7 @@ pub mod receiver;
 pub mod redundancy;
 pub mod reorder;
 pub mod repair;
+pub mod rmtp;
 pub mod rpc;
 pub mod sched;
 pub mod sender;

@@ -25,6 +25,7 @@ pub mod plot;
 pub mod prism;
 pub mod ratio;
 pub mod report;
+pub mod rmtp;
 pub mod rng;
 pub mod scenario;
 pub mod swarm;

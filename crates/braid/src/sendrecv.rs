@@ -38,12 +38,23 @@ pub struct SendArgs {
     /// Seconds to wait for the receiver's handshake reply before giving up.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub handshake_timeout: u64,
+    /// The transport: `mplot` (block FEC across paths, loss-driven
+    /// windows) or `rmtp` (R-MTP: paced rates from packet pairs, cut only
+    /// when one-way delay grows, so random wireless loss does not slow it).
+    /// The receiver follows whichever the sender uses.
+    #[arg(long, default_value = "mplot", value_name = "MODE", value_parser = parse_mode)]
+    pub transport: transport::Mode,
     /// No progress line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
-/// `braid recv --listen ADDR --key FILE --allow KEY [--out DIR]`
+fn parse_mode(s: &str) -> Result<transport::Mode, String> {
+    s.parse()
+}
+
+/// `braid recv --listen ADDR --key FILE --allow KEY [--out DIR]`; takes
+/// MPLOT or R-MTP, as the sender chooses.
 #[derive(Args, Debug)]
 pub struct RecvArgs {
     /// Address and UDP port to listen on, e.g. 0.0.0.0:7400.
@@ -104,11 +115,13 @@ pub fn send(a: SendArgs) -> Result<()> {
     o.path_to = path_to;
     o.handshake_timeout = Duration::from_secs(a.handshake_timeout.max(1));
     o.progress = !a.quiet;
+    o.mode = a.transport;
     let s = transport::send_file(&a.file, &o)?;
     let secs = s.elapsed.as_secs_f64();
     eprintln!(
-        "sent {} bytes in {secs:.2} s ({:.1} Mb/s); bytes on each path: {:?}; {} packets, {} lost, {} timeouts",
+        "sent {} bytes with {} in {secs:.2} s ({:.1} Mb/s); bytes on each path: {:?}; {} packets, {} lost, {} timeouts",
         s.bytes,
+        a.transport.name(),
         s.bytes as f64 * 8e-6 / secs.max(1e-9),
         s.path_bytes,
         s.packets,

@@ -14,7 +14,8 @@ pub enum SimCmd {
     /// lab/two-equal.toml, recognised by its [[path]] tables) through the
     /// shipped tunnel with the modes of `braid lab bench`, or an MPLOT
     /// experiment (e.g. scenarios/mplot-fig11.toml, recognised by its
-    /// [mplot] table) with the shipped multipath transport.
+    /// [mplot] table) with the shipped multipath transport, or an R-MTP
+    /// experiment (e.g. scenarios/rmtp-fig45.toml, [rmtp] table).
     Run {
         /// Scenario or lab TOML file.
         file: PathBuf,
@@ -102,6 +103,32 @@ fn run_mplot(
     }
     let start = std::time::Instant::now();
     let r = braid_sim::mplot::run(&sc, threads);
+    match format {
+        Format::Table => print!("{}", r.to_table()),
+        Format::Json => println!("{}", r.to_json()),
+    }
+    if !quiet {
+        eprintln!("{:.2} s wall time", start.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+/// An R-MTP scenario file has an `[rmtp]` table (scenarios/rmtp-*.toml).
+fn is_rmtp_file(file: &Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(braid_sim::rmtp::RmtpScenario::is_rmtp(&text))
+}
+
+/// Runs an R-MTP experiment (paper 004 §4) and prints one row per
+/// (scheme, x) with its completion time.
+fn run_rmtp(file: &Path, seeds: Option<u32>, format: Format, quiet: bool) -> anyhow::Result<()> {
+    let mut sc = braid_sim::rmtp::RmtpScenario::load(file)?;
+    if let Some(s) = seeds {
+        sc.rmtp.seeds = s;
+    }
+    let start = std::time::Instant::now();
+    let r = braid_sim::rmtp::run(&sc);
     match format {
         Format::Table => print!("{}", r.to_table()),
         Format::Json => println!("{}", r.to_json()),
@@ -249,6 +276,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             if is_mplot_file(&file)? {
                 return run_mplot(&file, seeds, threads, format, quiet);
             }
+            if is_rmtp_file(&file)? {
+                return run_rmtp(&file, seeds, format, quiet);
+            }
             let sc = Scenario::load(&file)?;
             let start = std::time::Instant::now();
             if sc.sweep.is_some() {
@@ -320,6 +350,13 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             for p in entries {
                 if is_mplot_file(&p).unwrap_or(false) {
                     match braid_sim::mplot::MplotScenario::load(&p) {
+                        Ok(s) => println!("{:<32} {}", p.display(), s.description),
+                        Err(e) => println!("{:<32} (invalid: {e})", p.display()),
+                    }
+                    continue;
+                }
+                if is_rmtp_file(&p).unwrap_or(false) {
+                    match braid_sim::rmtp::RmtpScenario::load(&p) {
                         Ok(s) => println!("{:<32} {}", p.display(), s.description),
                         Err(e) => println!("{:<32} (invalid: {e})", p.display()),
                     }

@@ -1,6 +1,8 @@
 //! `braid send` / `braid recv`: one file over several UDP paths with
-//! braid's own multipath transport, MPLOT (`braid_core::mplot`, paper 002;
-//! `SPECS.md` §2), instead of through the tunnel.
+//! braid's own multipath transport, instead of through the tunnel: MPLOT
+//! (`braid_core::mplot`, paper 002; `SPECS.md` §2) by default, or R-MTP
+//! (`braid_core::rmtp`, paper 004; `SPECS.md` §4) with `--transport rmtp`
+//! (`engine.rs`).
 //!
 //! Every datagram is protected exactly as the tunnel's: a
 //! `Noise_IK_25519_ChaChaPoly_BLAKE2s` handshake with the keys of
@@ -12,7 +14,8 @@
 //! sender as a clear error before any byte moves).
 //!
 //! Inside a transport packet the first byte says what follows ([`Kind`]):
-//! an MPLOT frame (DATA sender to receiver, ACK back), or one of the three
+//! an MPLOT or an R-MTP frame (DATA sender to receiver, ACK back; the
+//! receiver takes the mode of a transfer's first frame), or one of the three
 //! control messages that close the transfer: FIN (size and SHA-256 of what
 //! was sent, after every block is acknowledged), DONE (the receiver's
 //! verdict) and ABORT (either side gives up, with the reason).
@@ -26,11 +29,13 @@
 //! sleeps briefly when idle: two or three sockets and one file, so no
 //! runtime is needed.
 
+pub(crate) mod engine;
 mod recv;
 mod send;
 
 use std::time::Duration;
 
+pub use engine::Mode;
 pub use recv::{Listener, ReceiveOptions, Received};
 pub use send::{send_file, Path, SendOptions, Sent};
 
@@ -88,6 +93,8 @@ pub(crate) enum Kind {
     Done = 2,
     /// Either way: a UTF-8 reason.
     Abort = 3,
+    /// An R-MTP frame (`braid_core::rmtp::wire`).
+    Rmtp = 4,
 }
 
 impl Kind {
@@ -98,6 +105,7 @@ impl Kind {
             1 => Kind::Fin,
             2 => Kind::Done,
             3 => Kind::Abort,
+            4 => Kind::Rmtp,
             _ => return None,
         };
         Some((k, rest))

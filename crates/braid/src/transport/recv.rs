@@ -1,5 +1,6 @@
 //! The receiving side: a socket that admits allowed senders' handshakes,
-//! the sans-IO MPLOT [`Receiver`] for one transfer at a time, a temporary
+//! the sans-IO receiver of the transfer's mode (MPLOT or R-MTP, taken from
+//! its first frame, [`RecvEngine`]) for one transfer at a time, a temporary
 //! file renamed only once the sender's SHA-256 matches.
 
 use std::fs::File;
@@ -9,10 +10,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use braid_core::crypto::{PacketType, PrivateKey, PublicKey, Responder, Session};
-use braid_core::mplot::{wire, Frame, Receiver, ReceiverConfig};
+use braid_core::mplot::wire;
 use sha2::{Digest, Sha256};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::engine::{RecvEngine, FRAME_BUF};
 use super::{hex, local, Clock, Kind, Offer, TransferError};
 
 /// How to receive.
@@ -68,7 +70,8 @@ struct Transfer {
     session: Session,
     client: PublicKey,
     offer: Offer,
-    rx: Receiver,
+    /// Made by the first data frame, whose kind says the mode.
+    rx: Option<RecvEngine>,
     tmp: PathBuf,
     dest: PathBuf,
     file: BufWriter<File>,
@@ -124,7 +127,7 @@ impl Listener {
             crate::daemon::os_rng().map_err(|e| TransferError::Local(format!("{e:#}")))?;
         let mut buf = vec![0u8; 65536];
         let mut plain = Vec::with_capacity(2048);
-        let mut frame = vec![0u8; 256];
+        let mut frame = vec![0u8; FRAME_BUF];
         let mut t: Option<Transfer> = None;
         let mut last_heard = std::time::Instant::now();
         let mut next_report = std::time::Instant::now() + Duration::from_secs(1);
@@ -154,29 +157,36 @@ impl Listener {
                         }
                         last_heard = std::time::Instant::now();
                         match Kind::of(&plain) {
-                            Some((Kind::Mplot, b)) => {
-                                let Ok(Frame::Data(view)) = wire::decode(b) else {
+                            Some((k @ (Kind::Mplot | Kind::Rmtp), b)) => {
+                                // The first frame decides the transfer's mode.
+                                if tr.rx.is_none() {
+                                    let seed = rand_chacha::rand_core::RngCore::next_u64(&mut rng);
+                                    tr.rx =
+                                        RecvEngine::for_kind(k, usize::from(tr.offer.paths), seed);
+                                    if self.o.progress {
+                                        if let Some(rx) = &tr.rx {
+                                            eprintln!("braid recv: transport {}", rx.mode().name());
+                                        }
+                                    }
+                                }
+                                let Some(rx) = tr.rx.as_mut() else { continue };
+                                if rx.mode().kind() != k {
+                                    continue;
+                                }
+                                let Some(p) = rx.handle_data(now, b) else {
                                     continue;
                                 };
-                                let p = usize::from(view.header.path);
                                 if let Some(a) = tr.path_addr.get_mut(p) {
                                     *a = Some(from);
                                 }
-                                if tr.rx.handle_data(now, false, &view).is_err() {
-                                    continue;
-                                }
-                                while let Some((path, ack)) = tr.rx.poll_ack() {
-                                    frame[0] = Kind::Mplot as u8;
-                                    let Ok(n) = wire::emit_ack(&ack, &mut frame[1..]) else {
-                                        continue;
-                                    };
+                                while let Some((path, n)) = rx.poll_ack(&mut frame) {
                                     let to =
                                         tr.path_addr.get(path).copied().flatten().unwrap_or(from);
-                                    send(&mut tr.session, &self.sock, to, &frame[..1 + n], &clock);
+                                    send(&mut tr.session, &self.sock, to, &frame[..n], &clock);
                                 }
-                                while let Some(c) = tr.rx.poll_read() {
-                                    tr.hasher.update(&c.data);
-                                    if let Err(e) = tr.file.write_all(&c.data) {
+                                while let Some(data) = rx.poll_read() {
+                                    tr.hasher.update(&data);
+                                    if let Err(e) = tr.file.write_all(&data) {
                                         let why = format!("cannot write {}: {e}", tr.tmp.display());
                                         return Err(self.abort(
                                             t.take().expect("transfer"),
@@ -185,7 +195,7 @@ impl Listener {
                                         ));
                                     }
                                 }
-                                if tr.rx.delivered() > tr.offer.size {
+                                if rx.delivered() > tr.offer.size {
                                     let why = "the sender sent more bytes than it announced";
                                     return Err(self.abort(
                                         t.take().expect("transfer"),
@@ -201,16 +211,18 @@ impl Listener {
                                     send(&mut tr.session, &self.sock, from, &m, &clock);
                                     continue;
                                 }
-                                if !tr.rx.is_complete() || b.len() != 40 {
+                                let complete = tr.rx.as_ref().is_some_and(RecvEngine::is_complete);
+                                let delivered = tr.rx.as_ref().map_or(0, RecvEngine::delivered);
+                                if !complete || b.len() != 40 {
                                     continue;
                                 }
                                 let size = u64::from_be_bytes(b[..8].try_into().expect("8"));
                                 let tr = t.as_mut().expect("transfer");
                                 let got: [u8; 32] = tr.hasher.clone().finalize().into();
-                                if size != tr.rx.delivered() || got[..] != b[8..] {
+                                if size != delivered || got[..] != b[8..] {
                                     let why = format!(
                                         "received {} bytes with SHA-256 {}, the sender sent {size} with {}; discarded",
-                                        tr.rx.delivered(),
+                                        delivered,
                                         hex(&got),
                                         hex(&b[8..])
                                     );
@@ -279,7 +291,7 @@ impl Listener {
                     });
                 }
                 if self.o.progress && std::time::Instant::now() >= next_report {
-                    let d = tr.rx.delivered();
+                    let d = tr.rx.as_ref().map_or(0, RecvEngine::delivered);
                     eprint!(
                         "\r{} from {}: {:.1} / {:.1} MB, {:.1} Mb/s   ",
                         tr.offer.name,
@@ -412,10 +424,7 @@ impl Listener {
         Some(Transfer {
             session: accepted.session,
             client,
-            rx: Receiver::new(ReceiverConfig::new(
-                n,
-                rand_chacha::rand_core::RngCore::next_u64(rng),
-            )),
+            rx: None,
             offer,
             tmp,
             dest,

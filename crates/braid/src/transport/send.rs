@@ -1,5 +1,6 @@
-//! The sending side: handshake, then the sans-IO MPLOT [`Sender`] driven
-//! over one UDP socket per path, then FIN and the receiver's verdict.
+//! The sending side: handshake, then the sans-IO sender of the chosen mode
+//! (MPLOT or R-MTP, [`SendEngine`]) driven over one UDP socket per path,
+//! then FIN and the receiver's verdict.
 
 use std::fs::File;
 use std::io::Read;
@@ -9,11 +10,12 @@ use std::time::{Duration, SystemTime};
 use braid_core::crypto::{
     peek_receiver_index, Initiator, PacketType, PrivateKey, PublicKey, Session,
 };
-use braid_core::mplot::{wire, Frame, Sender, SenderConfig};
+use braid_core::mplot::wire;
 use sha2::{Digest, Sha256};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::{local, tai64n_now, Clock, Kind, Offer, TransferError, OVERHEAD};
+use super::engine::{Mode, SendEngine, FRAME_BUF};
+use super::{local, tai64n_now, Clock, Kind, Offer, TransferError};
 
 /// One path: the local address or the interface its socket is bound to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +62,8 @@ pub struct SendOptions {
     pub idle_timeout: Duration,
     /// Progress lines on stderr, once a second.
     pub progress: bool,
+    /// The transport: MPLOT (default) or R-MTP.
+    pub mode: Mode,
 }
 
 impl SendOptions {
@@ -73,6 +77,7 @@ impl SendOptions {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             progress: false,
+            mode: Mode::Mplot,
         }
     }
 }
@@ -95,9 +100,10 @@ pub struct Sent {
     pub bytes: u64,
     pub sha256: [u8; 32],
     pub elapsed: Duration,
-    /// Bytes put on each path (MPLOT packet sizes, FEC and resends included).
+    /// Bytes put on each path (MPLOT packet sizes, FEC and resends
+    /// included; R-MTP datagrams).
     pub path_bytes: Vec<u64>,
-    /// MPLOT packets sent, deemed lost, and per-path retransmission timeouts.
+    /// Packets (frames) sent, deemed lost, and lost to timeouts.
     pub packets: u64,
     pub lost: u64,
     pub timeouts: u64,
@@ -209,17 +215,13 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
     };
     let mut session = handshake(o, &socks, &offer, &clock, &mut rng)?;
 
-    let mut cfg = SenderConfig::new(socks.len());
-    cfg.header_bytes = wire::DATA_HEADER_LEN + OVERHEAD;
-    // These sockets neither set ECT nor read CE, so congestion shows only
-    // as loss.
-    cfg.halve_on_loss = true;
-    let mut sender = Sender::new(cfg).map_err(|e| local("MPLOT sender", e))?;
+    let mut sender = SendEngine::new(o.mode, socks.len()).map_err(TransferError::Local)?;
+    let proto = o.mode.name();
     let mut hasher = Sha256::new();
     let mut read = 0u64;
     let mut eof = false;
     let mut chunk = vec![0u8; 256 << 10];
-    let mut frame = vec![0u8; 2048];
+    let mut frame = vec![0u8; FRAME_BUF];
     let mut pkt = Vec::with_capacity(2048);
     let mut plain = Vec::with_capacity(2048);
     let mut rbuf = vec![0u8; 65536];
@@ -244,28 +246,26 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                 // the announced size.
                 let keep = (offer.size - read).min(n as u64) as usize;
                 hasher.update(&chunk[..keep]);
-                sender
-                    .write(&chunk[..keep])
-                    .map_err(|e| local("MPLOT", e))?;
+                sender.write(&chunk[..keep]).map_err(|e| local(proto, e))?;
                 read += keep as u64;
                 eof = true;
                 sender.finish();
                 break;
             }
             hasher.update(&chunk[..n]);
-            sender.write(&chunk[..n]).map_err(|e| local("MPLOT", e))?;
+            sender.write(&chunk[..n]).map_err(|e| local(proto, e))?;
             read += n as u64;
         }
-        while let Some(t) = sender.poll_transmit(now).map_err(|e| local("MPLOT", e))? {
-            frame[0] = Kind::Mplot as u8;
-            let n = wire::emit_data(&t.header, &t.shard, &mut frame[1..])
-                .map_err(|e| local("MPLOT frame", e))?;
+        while let Some(t) = sender
+            .poll_transmit(now, &mut frame)
+            .map_err(TransferError::Local)?
+        {
             pkt.clear();
             session
-                .encrypt(&frame[..1 + n], &mut pkt, now)
+                .encrypt(&frame[..t.len], &mut pkt, now)
                 .map_err(|e| local("encrypting", e))?;
             send_on(&socks[t.path], o.dest(t.path), &pkt);
-            path_bytes[t.path] += t.size as u64;
+            path_bytes[t.path] += t.size;
             busy = true;
         }
         // One datagram from each socket in turn: the ACKs of one path come
@@ -295,10 +295,8 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                 }
                 last_heard = std::time::Instant::now();
                 match Kind::of(&plain) {
-                    Some((Kind::Mplot, b)) => {
-                        if let Ok(Frame::Ack(a)) = wire::decode(b) {
-                            sender.handle_ack(clock.now(), &a);
-                        }
+                    Some((k @ (Kind::Mplot | Kind::Rmtp), b)) => {
+                        sender.handle_frame(clock.now(), k, b);
                     }
                     Some((Kind::Done, b)) if fin.is_some() => {
                         let msg = String::from_utf8_lossy(b.get(1..).unwrap_or(&[])).to_string();
@@ -306,14 +304,15 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                             if o.progress {
                                 eprintln!();
                             }
+                            let st = sender.stats();
                             Ok(Sent {
                                 bytes: read,
                                 sha256: hasher.clone().finalize().into(),
                                 elapsed: started.elapsed(),
                                 path_bytes,
-                                packets: sender.stats.packets_sent,
-                                lost: sender.stats.lost,
-                                timeouts: sender.stats.timeouts,
+                                packets: st.packets,
+                                lost: st.lost,
+                                timeouts: st.timeouts,
                             })
                         } else {
                             Err(TransferError::Verify(msg))
