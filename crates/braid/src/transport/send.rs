@@ -15,6 +15,12 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use super::{local, tai64n_now, Clock, Kind, Offer, TransferError, OVERHEAD};
 
+/// The largest MPLOT packet (UDP payload) `braid send` puts on a path:
+/// with 20 (IPv4) or 40 (IPv6) and 8 bytes of headers it fits a 1500-byte
+/// MTU with room for one layer of encapsulation (PPPoE, a VLAN, WireGuard
+/// below us).
+pub const LARGE_PACKET: usize = 1400;
+
 /// One path: the local address or the interface its socket is bound to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Path {
@@ -214,6 +220,9 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
     // These sockets neither set ECT nor read CE, so congestion shows only
     // as loss.
     cfg.halve_on_loss = true;
+    // Full-size packets where the path allows: see `large_packet`.
+    cfg.large_packet = Some(LARGE_PACKET);
+    cfg.max_packet = LARGE_PACKET;
     let mut sender = Sender::new(cfg).map_err(|e| local("MPLOT sender", e))?;
     let mut hasher = Sha256::new();
     let mut read = 0u64;
@@ -365,7 +374,17 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                 .iter()
                 .zip(&last_path_bytes)
                 .enumerate()
-                .map(|(i, (a, b))| format!("path {i} {:.1} Mb/s", (a - b) as f64 * 8e-6))
+                .map(|(i, (a, b))| {
+                    let cc = sender.path(i);
+                    format!(
+                        "path {i} {:.1} Mb/s (window {:.0} kB, rtt {:.0} ms, {} cuts, {} RTOs)",
+                        (a - b) as f64 * 8e-6,
+                        cc.window() / 1e3,
+                        cc.srtt().as_secs_f64() * 1e3,
+                        cc.ce_cuts,
+                        cc.timeouts
+                    )
+                })
                 .collect();
             eprint!(
                 "\r{:.1} / {:.1} MB ({:.0} %), {}   ",
