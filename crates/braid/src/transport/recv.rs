@@ -412,10 +412,16 @@ impl Listener {
         Some(Transfer {
             session: accepted.session,
             client,
-            rx: Receiver::new(ReceiverConfig::new(
-                n,
-                rand_chacha::rand_core::RngCore::next_u64(rng),
-            )),
+            rx: Receiver::new(ReceiverConfig {
+                // Each path's ACKs come back on that path. The paper draws
+                // the reverse path at random (§II-C), harmless on its
+                // equal paths; on a 20 ms path next to a 100 ms one, half
+                // of the fast path's ACKs took the slow way back, its
+                // window was clocked by the mixed RTT and it carried 4-6
+                // of its 10 Mbit/s in the lab (lab/fast-slow.toml).
+                ack_on_arrival_path: true,
+                ..ReceiverConfig::new(n, rand_chacha::rand_core::RngCore::next_u64(rng))
+            }),
             offer,
             tmp,
             dest,
