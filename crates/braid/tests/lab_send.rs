@@ -18,7 +18,8 @@ const BYTES: u64 = 25_000_000;
 
 /// The least share of the 20 Mbit/s sum accepted. Measured with this
 /// test (test profile) on a 2-core machine loaded by other builds:
-/// 0.653 at load 8.7, and the release build 0.63-0.87 at load 9.5-14
+/// 0.653 and (ACKs on their own path) 0.786 at load 8.7, and the release
+/// build 0.63-0.87 at load 9.5-14
 /// (README, "braid send in the lab"); before 1400-byte
 /// packets and NewReno's recovery point it was 0.48-0.53, below this.
 const MIN_SHARE: f64 = 0.55;
