@@ -38,6 +38,28 @@ pub struct ModeSetup {
     pub processes: Vec<NsProcess>,
     /// Undo environment changes after the run (routes, sysctls ...).
     pub teardown: Option<Box<dyn FnOnce()>>,
+    /// A mode that moves its own data instead of iperf3 (a file sent with
+    /// `braid send`): run in iperf3's place, while the trace plays and the
+    /// emulator's counters run; what it reports is the mode's goodput.
+    pub transfer: Option<TransferFn>,
+}
+
+/// See [`ModeSetup::transfer`].
+pub type TransferFn = Box<dyn FnOnce() -> anyhow::Result<Transferred>>;
+
+/// What a [`TransferFn`] delivered: payload bytes verified at the
+/// receiver, and the seconds from its start to the receiver's verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transferred {
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+impl Transferred {
+    /// Goodput in Mbit/s.
+    pub fn mbps(&self) -> f64 {
+        self.bytes as f64 * 8.0 / self.seconds.max(1e-9) / 1e6
+    }
 }
 
 impl ModeSetup {
@@ -49,6 +71,7 @@ impl ModeSetup {
             mptcp: false,
             processes: Vec::new(),
             teardown: None,
+            transfer: None,
         }
     }
 }
@@ -310,10 +333,11 @@ pub fn bench_with(
             std::thread::sleep(Duration::from_secs_f64(opts.settle_s));
         }
         let ctx = BenchContext { cfg, opts };
-        let guard = SetupGuard(
+        let mut guard = SetupGuard(
             mode.setup(&ctx)
                 .with_context(|| format!("setting up mode {}", mode.name()))?,
         );
+        let transfer = guard.0.transfer.take();
         let setup = &guard.0;
         let spec = IperfSpec {
             target: setup.target,
@@ -332,7 +356,22 @@ pub fn bench_with(
         topo::restart_trace_clock().context("restarting the trace clock")?;
         let before = crate::stats::read_stats()?;
         let t0 = std::time::Instant::now();
-        let r = run_iperf3(&spec).with_context(|| format!("mode {}", mode.name()))?;
+        let r = match transfer {
+            Some(t) => {
+                let done = t().with_context(|| format!("mode {}", mode.name()))?;
+                crate::iperf::IperfResult {
+                    received_mbps: done.mbps(),
+                    sent_mbps: done.mbps(),
+                    received_bytes: done.bytes,
+                    seconds: done.seconds,
+                    retransmits: None,
+                    lost_percent: None,
+                    jitter_ms: None,
+                    intervals: Vec::new(),
+                }
+            }
+            None => run_iperf3(&spec).with_context(|| format!("mode {}", mode.name()))?,
+        };
         let after = crate::stats::read_stats()?;
         let dt = (after.uptime_s - before.uptime_s)
             .max(t0.elapsed().as_secs_f64() * 0.5)

@@ -28,6 +28,7 @@ pub const RUN_DIR: &str = "/run/braid-lab";
 
 pub use bench::{
     bench, bench_with, BenchContext, BenchOptions, BenchReport, BenchResult, Mode, ModeSetup,
+    TransferFn, Transferred,
 };
 pub use cmd::NsProcess;
 pub use config::{load_config, ConfigError, Direction, LabConfig, PathConfig};

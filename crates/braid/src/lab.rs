@@ -31,7 +31,9 @@ pub enum LabCmd {
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single).
+        /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single)
+        /// through the tunnel, and braid-send: a file sent with `braid send`
+        /// (MPLOT) over every path, checked by SHA-256 on both ends.
         #[arg(
             long,
             value_delimiter = ',',
@@ -54,6 +56,10 @@ pub enum LabCmd {
         /// (e.g. `--udp 60%`); every mode reports loss and jitter.
         #[arg(long, value_name = "MBIT|PERCENT%")]
         udp: Option<String>,
+        /// braid-send: the file's size in MB (10^6 bytes); default: what
+        /// --duration seconds at the sum of the path rates carry.
+        #[arg(long, value_name = "MB")]
+        send_mb: Option<f64>,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -144,8 +150,16 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             omit,
             from,
             udp,
+            send_mb,
             keep,
         } => {
+            let send_bytes = match send_mb {
+                Some(mb) if !(mb.is_finite() && mb > 0.0) => {
+                    anyhow::bail!("--send-mb {mb}: give a positive size in MB, e.g. --send-mb 200")
+                }
+                Some(mb) => Some((mb * 1e6) as u64),
+                None => None,
+            };
             if let Some(f) = from {
                 if f >= duration + omit {
                     anyhow::bail!("--from {f} is not before the end of the test (--omit {omit} + --duration {duration} = {} s); choose a smaller --from", duration + omit);
@@ -159,7 +173,12 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             let modes: Vec<Mode> = modes
                 .iter()
                 .map(|m| {
-                    if m.starts_with("braid-") {
+                    if m == braid::labsend::MODE {
+                        Ok(braid::labsend::mode(
+                            std::env::current_exe().context("locating the braid executable")?,
+                            send_bytes,
+                        ))
+                    } else if m.starts_with("braid-") {
                         braid_mode(m)
                     } else {
                         Mode::parse(m)

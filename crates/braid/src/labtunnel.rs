@@ -29,7 +29,7 @@ const PORT: u16 = 51820;
 /// Where the bench keeps keys, configs and daemon logs.
 pub const WORK_DIR: &str = "/run/braid-lab-tunnel";
 
-fn os_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
+pub(crate) fn os_rng() -> anyhow::Result<rand_chacha::ChaCha20Rng> {
     use rand_chacha::rand_core::SeedableRng;
     let mut seed = [0u8; 32];
     getrandom::getrandom(&mut seed).map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
@@ -189,6 +189,7 @@ pub fn mode(name: &str, kind: SchedulerKind, exe: PathBuf) -> anyhow::Result<Mod
                 mptcp: false,
                 processes,
                 teardown: Some(teardown),
+                transfer: None,
             })
         },
     ))

@@ -17,6 +17,7 @@ pub mod config;
 pub mod daemon;
 pub mod instance;
 pub mod keygen;
+pub mod labsend;
 pub mod labtunnel;
 pub mod relay;
 pub mod status;

@@ -237,11 +237,19 @@ impl BlockShape {
 ///
 /// Returns `None` when no size in [`PACKET_SIZES`] fits `max_packet`.
 pub fn block_shape(budget_bytes: f64, x: f64, max_packet: usize) -> Option<BlockShape> {
-    let allowed: Vec<usize> = PACKET_SIZES
-        .iter()
-        .copied()
-        .filter(|&s| s <= max_packet)
-        .collect();
+    block_shape_from(&PACKET_SIZES, budget_bytes, x, max_packet)
+}
+
+/// [`block_shape`] choosing among `sizes` (largest first) instead of the
+/// paper's [`PACKET_SIZES`]: a real sender adds a size near the path MTU
+/// in front of them (`SenderConfig::large_packet`).
+pub fn block_shape_from(
+    sizes: &[usize],
+    budget_bytes: f64,
+    x: f64,
+    max_packet: usize,
+) -> Option<BlockShape> {
+    let allowed: Vec<usize> = sizes.iter().copied().filter(|&s| s <= max_packet).collect();
     let smallest = *allowed.last()?;
     let budget = if budget_bytes.is_finite() {
         budget_bytes.max(0.0)
@@ -574,6 +582,31 @@ mod tests {
         // The MTU rules out larger sizes.
         assert_eq!(block_shape(1e6, 0.0, 600).unwrap().packet_size, 550);
         assert_eq!(block_shape(1e6, 0.0, 200), None);
+    }
+
+    #[test]
+    fn a_large_size_in_front_is_taken_when_the_budget_holds_five() {
+        let sizes = [1400, 750, 550, 250];
+        assert_eq!(
+            block_shape_from(&sizes, 100_000.0, 0.0, 1472)
+                .unwrap()
+                .packet_size,
+            1400
+        );
+        // Fewer than five 1400-byte packets: the paper's sizes as before.
+        assert_eq!(
+            block_shape_from(&sizes, 6_000.0, 0.0, 1472)
+                .unwrap()
+                .packet_size,
+            750
+        );
+        // Above the path's largest packet: not chosen.
+        assert_eq!(
+            block_shape_from(&sizes, 100_000.0, 0.0, 1000)
+                .unwrap()
+                .packet_size,
+            750
+        );
     }
 
     #[test]

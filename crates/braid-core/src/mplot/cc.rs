@@ -165,6 +165,17 @@ impl PathCc {
         true
     }
 
+    /// A packet sent at `sent_at` was deemed lost on a path without ECN
+    /// (`SenderConfig::halve_on_loss`): the loss stands for a mark, unless
+    /// the packet left before the last cut, whose congestion that cut
+    /// already answered. Returns whether it cut.
+    pub fn on_loss(&mut self, now: Instant, sent_at: Instant) -> bool {
+        if self.last_cut.is_some_and(|t| sent_at <= t) {
+            return false;
+        }
+        self.on_ce(now)
+    }
+
     /// The path's retransmission timer fired: TCP's response (window to one
     /// packet, `ssthresh` to half the window, slow start, doubled RTO).
     /// Everything in flight is deemed lost by the caller.
@@ -196,6 +207,25 @@ mod tests {
         assert!(!cc.on_ce(t0 + Duration::from_millis(20)));
         assert_eq!(cc.window(), w / 2.0);
         assert!(cc.on_ce(t0 + Duration::from_millis(60)));
+        assert_eq!(cc.window(), w / 4.0);
+    }
+
+    #[test]
+    fn a_loss_sent_before_the_last_cut_does_not_cut_again() {
+        let mut cc = PathCc::new(CcConfig::default());
+        for _ in 0..40 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(40)));
+        }
+        let w = cc.window();
+        let t0 = Instant::from_millis(1000);
+        assert!(cc.on_loss(t0, t0 - Duration::from_millis(30)));
+        // Sent before the cut, found a whole RTT later: the same event.
+        let later = t0 + Duration::from_millis(100);
+        assert!(!cc.on_loss(later, t0 - Duration::from_millis(5)));
+        assert_eq!(cc.window(), w / 2.0);
+        // Sent after the cut: a new event.
+        assert!(cc.on_loss(later, t0 + Duration::from_millis(10)));
         assert_eq!(cc.window(), w / 4.0);
     }
 

@@ -364,7 +364,13 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
                 .iter()
                 .zip(&last_path_bytes)
                 .enumerate()
-                .map(|(i, (a, b))| format!("path {i} {:.1} Mb/s", (a - b) as f64 * 8e-6))
+                .map(|(i, (a, b))| {
+                    format!(
+                        "path {i} {:.1} Mb/s{}",
+                        (a - b) as f64 * 8e-6,
+                        sender.path_detail(i)
+                    )
+                })
                 .collect();
             eprint!(
                 "\r{:.1} / {:.1} MB ({:.0} %), {}   ",
