@@ -460,8 +460,15 @@ fn run_rpc_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let v: serde_json::Value = serde_json::from_str(&text).expect("status JSON");
     let t = &v["tunnels"][0];
     let rpc = &t["rpc"];
-    eprintln!("client rpc: {rpc}; resequencer released {}", t["reorder_released"]);
-    let n = |k: &str| rpc[k].as_u64().unwrap_or_else(|| panic!("rpc.{k} in {text}"));
+    eprintln!(
+        "client rpc: {rpc}; resequencer released {}",
+        t["reorder_released"]
+    );
+    let n = |k: &str| {
+        rpc[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("rpc.{k} in {text}"))
+    };
     // About one ACK per two 1.3 kB segments.
     assert!(n("acks_in") > BYTES / 1300 / 4, "{rpc}");
     assert!(n("acks_held") > 0, "no duplicate ACK was held: {rpc}");

@@ -37,6 +37,7 @@ pub const MAX_FLOWS: usize = 8;
 const PROTO_TCP: u8 = 6;
 const TCP_OPT_NOP: u8 = 1;
 const TCP_OPT_SACK: u8 = 5;
+const TCP_OPT_TIMESTAMP: u8 = 8;
 const FLAG_FIN: u8 = 0x01;
 const FLAG_SYN: u8 = 0x02;
 const FLAG_RST: u8 = 0x04;
@@ -155,6 +156,28 @@ fn blank_sack(opts: &mut [u8]) {
     }
 }
 
+/// Offset (within the options) of the timestamp option's TSval, if any.
+fn tsval_at(opts: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => return None,
+            TCP_OPT_NOP => i += 1,
+            kind => {
+                let len = usize::from(*opts.get(i + 1)?);
+                if len < 2 || i + len > opts.len() {
+                    return None;
+                }
+                if kind == TCP_OPT_TIMESTAMP && len == 10 {
+                    return Some(i + 2);
+                }
+                i += len;
+            }
+        }
+    }
+    None
+}
+
 /// Recomputes the TCP checksum of a packet [`parse`] accepted (RFC 793:
 /// the one's complement sum over the pseudo-header and the segment).
 fn fix_checksum(p: &mut [u8], t: &Tcp) {
@@ -195,6 +218,8 @@ struct Flow {
     acked: u64,
     last_active: Instant,
     capacity: usize,
+    /// Highest timestamp value (RFC 7323 TSval) in the ACKs released.
+    ts_out: Option<u32>,
 }
 
 impl Flow {
@@ -209,6 +234,7 @@ impl Flow {
             acked: 0,
             last_active: now,
             capacity: cfg.capacity.clamp(16, 1 << 20) as usize,
+            ts_out: None,
         }
     }
 
@@ -405,13 +431,41 @@ impl TcpRpc {
         }
         while let Some(r) = f.rpc.poll_release() {
             let mut p = r.inner;
+            let Some(t) = parse(&p) else {
+                self.out.push_back(p);
+                continue;
+            };
+            let mut changed = false;
             if !r.original {
-                if let (Some(t), Some(off)) = (parse(&p), f.ack_offset(r.ack)) {
+                if let Some(off) = f.ack_offset(r.ack) {
                     let v = f.base.wrapping_add(off as u32);
                     p[t.l4 + 8..t.l4 + 12].copy_from_slice(&v.to_be_bytes());
                     blank_sack(&mut p[t.l4 + 20..t.l4 + t.hlen]);
-                    fix_checksum(&mut p, &t);
+                    changed = true;
                 }
+            }
+            // A held ACK goes out after ACKs the receiver sent later, with
+            // an older timestamp. The sender's PAWS check (RFC 7323
+            // Section 5) discards a segment whose TSval is older than the
+            // latest it took, and Linux exempts only duplicate ACKs, so a
+            // released ACK that advances would be dropped: the sender then
+            // learns of the data only from the receiver's next ACK, or its
+            // retransmission timer if none comes. Released ACKs carry the
+            // highest TSval released so far instead (TSecr is kept: the
+            // sender's RTT sample from it is the ACK's real age).
+            if let Some(at) = tsval_at(&p[t.l4 + 20..t.l4 + t.hlen]) {
+                let at = t.l4 + 20 + at;
+                let v = u32::from_be_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]]);
+                match f.ts_out {
+                    Some(hi) if (v.wrapping_sub(hi) as i32) < 0 => {
+                        p[at..at + 4].copy_from_slice(&hi.to_be_bytes());
+                        changed = true;
+                    }
+                    _ => f.ts_out = Some(v),
+                }
+            }
+            if changed {
+                fix_checksum(&mut p, &t);
             }
             self.out.push_back(p);
         }
