@@ -402,7 +402,9 @@ delay_ms = 40.0
 /// of order, and the client's reverse-path controller holds and rewrites
 /// the duplicate ACKs that reordering causes (PRISM Section 5.2.2). The
 /// 50 MB must arrive intact, and `braid status` must show the controller
-/// at work: ACKs seen, held and rewritten.
+/// at work: ACKs seen, held and rewritten. Known to fail in some runs: the
+/// mode stalls the inner connection now and then (README, "PRISM's ACK
+/// control in the real tunnel"); passed once in three runs so far.
 #[test]
 #[ignore = "needs root, network namespaces and python3 (bash .ci/run runs it as root)"]
 fn fifty_megabytes_with_prism_reverse_path_control() {
