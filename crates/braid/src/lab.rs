@@ -32,8 +32,9 @@ pub enum LabCmd {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single)
-        /// through the tunnel, and braid-send: a file sent with `braid send`
-        /// (MPLOT) over every path, checked by SHA-256 on both ends.
+        /// through the tunnel; braid-<scheduler>-rpc replaces the resequencer with PRISM's
+        /// reverse-path ACK control (braid-pet-rpc, braid-adas-rpc); and braid-send: a file
+        /// sent with `braid send` (MPLOT) over every path, checked by SHA-256 on both ends.
         #[arg(
             long,
             value_delimiter = ',',
@@ -107,16 +108,24 @@ fn require_lab_environment(mptcp: bool) -> anyhow::Result<()> {
         .map_err(|why| anyhow::anyhow!("the lab cannot run here: {why}"))
 }
 
-/// A `braid-<scheduler>` bench mode.
+/// A `braid-<scheduler>` bench mode, or `braid-<scheduler>-rpc`: the same
+/// with PRISM's reverse-path ACK control (`reorder = "prism-rpc"`) in
+/// place of the receiver's resequencer (`braid-adas-rpc` is PRISM's own
+/// combination).
 fn braid_mode(name: &str) -> anyhow::Result<Mode> {
     let sched = name.strip_prefix("braid-").unwrap_or(name);
+    let (sched, extra) = match sched.strip_suffix("-rpc") {
+        Some(s) => (s, braid::labtunnel::PRISM_RPC_TUNING.to_string()),
+        None => (sched, String::new()),
+    };
     let kind = braid_core::sched::SchedulerKind::parse(sched).with_context(|| {
-        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, adas, single")
+        format!("unknown scheduler `{sched}` in mode `{name}`; use one of rr, wrr, edpf, pet, minrtt, adas, single, each optionally followed by -rpc (e.g. braid-pet-rpc)")
     })?;
-    braid::labtunnel::mode(
+    braid::labtunnel::mode_with(
         name,
         kind,
         std::env::current_exe().context("locating the braid executable")?,
+        extra,
     )
 }
 
@@ -334,6 +343,13 @@ mod tests {
     #[test]
     fn bench_modes_name_every_scheduler() {
         assert!(super::braid_mode("braid-adas").is_ok());
+        assert!(super::braid_mode("braid-pet-rpc").is_ok());
+        assert!(super::braid_mode("braid-adas-rpc").is_ok());
+        let e = super::braid_mode("braid-fast-rpc")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("-rpc"), "{e}");
         let err = super::braid_mode("braid-adaz").err().unwrap().to_string();
         assert!(err.contains("adaz") && err.contains("adas"), "{err}");
     }

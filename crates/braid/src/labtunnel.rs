@@ -179,10 +179,24 @@ pub fn start_with(
 
 /// The bench mode `name` running `exe` with scheduler `kind`.
 pub fn mode(name: &str, kind: SchedulerKind, exe: PathBuf) -> anyhow::Result<Mode> {
+    mode_with(name, kind, exe, String::new())
+}
+
+/// TOML the `-rpc` bench modes add to both daemons: PRISM's reverse-path
+/// ACK control instead of resequencing.
+pub const PRISM_RPC_TUNING: &str = "[tuning]\nreorder = \"prism-rpc\"\n";
+
+/// [`mode`] with `extra` TOML appended to both daemons' configurations.
+pub fn mode_with(
+    name: &str,
+    kind: SchedulerKind,
+    exe: PathBuf,
+    extra: String,
+) -> anyhow::Result<Mode> {
     Ok(Mode::custom(
         name,
         move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
-            let (processes, teardown) = start(ctx.cfg, kind, &exe)?;
+            let (processes, teardown) = start_with(ctx.cfg, kind, &exe, &extra)?;
             Ok(ModeSetup {
                 target: topo::SRV_ADDR,
                 bind: Some(CLIENT_TUNNEL_ADDR),

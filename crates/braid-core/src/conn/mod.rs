@@ -177,6 +177,14 @@ pub struct ConnConfig {
     /// The redundant mode (see [`crate::redundancy`]): which packets get
     /// copies on a second path. Off by default.
     pub redundancy: RedundancyConfig,
+    /// PRISM's reverse-path ACK controller (`reorder = "prism-rpc"`,
+    /// [`crate::rpc::tcp`]): the inner TCP ACKs coming back for the data
+    /// this side striped are held and rewritten instead of the peer
+    /// resequencing the data. `None` (the default): ACKs pass as they
+    /// come. Both ends should set it together with the receiver's
+    /// `ReorderMode::Off`, as the daemon's `reorder = "prism-rpc"` does:
+    /// a peer that still resequences leaves the controller nothing to do.
+    pub rpc: Option<crate::rpc::RpcConfig>,
 }
 
 impl Default for ConnConfig {
@@ -223,6 +231,7 @@ impl Default for ConnConfig {
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
             redundancy: RedundancyConfig::default(),
+            rpc: None,
         }
     }
 }
@@ -551,6 +560,8 @@ pub struct TunnelStatus {
     pub reorder: ReorderStats,
     pub sender: SenderStats,
     pub counters: Counters,
+    /// The reverse-path ACK controller's counters, in `prism-rpc` mode.
+    pub rpc: Option<crate::rpc::RpcStats>,
 }
 
 /// The client's `status()`.

@@ -29,6 +29,8 @@ use crate::path::{PathId, PathParams, MAX_PATHS};
 use crate::receiver::Receiver;
 use crate::redundancy::{self, FlowClass, Policy};
 use crate::repair::{RepairMode, Retained};
+use crate::rpc::tcp::TcpRpc;
+use crate::rpc::RpcEvent;
 use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
@@ -127,6 +129,8 @@ pub(crate) struct Tunnel {
     redundancy: Policy,
     /// FEC encoder and decoder (see [`fec`]).
     fec: fec::TunnelFec,
+    /// PRISM's reverse-path ACK controller (`reorder = "prism-rpc"`).
+    rpc: Option<TcpRpc>,
 }
 
 impl Tunnel {
@@ -154,6 +158,7 @@ impl Tunnel {
             retained: retained(cfg),
             redundancy: Policy::new(cfg.redundancy.clone()),
             fec: fec::TunnelFec::new(cfg),
+            rpc: cfg.rpc.clone().map(TcpRpc::new),
         }
     }
 
@@ -178,6 +183,8 @@ impl Tunnel {
         self.retained = retained(&self.cfg);
         self.redundancy = Policy::new(self.cfg.redundancy.clone());
         self.fec = fec::TunnelFec::new(&self.cfg);
+        // `rpc` is kept: it follows the inner connections, which outlive
+        // the tunnel's sequence numbers.
         for l in &self.links {
             self.sender.add_path(l.id, PathParams::default());
             self.sender.set_usable(l.id, l.up);
@@ -558,6 +565,29 @@ impl Tunnel {
                     Some(_) => {}
                 }
             }
+            let pkt = match self.rpc.as_mut() {
+                Some(r) => r.handle_packet(now, pkt),
+                None => Some(pkt),
+            };
+            self.rpc_output(out);
+            if let Some(pkt) = pkt {
+                self.counters.packets_delivered += 1;
+                out.push(Output::Deliver(pkt));
+            }
+        }
+    }
+
+    /// Delivers the ACKs the reverse-path controller released and gives
+    /// the losses it found on a link to the scheduler (ADAS halves the
+    /// link's weight, PRISM Section 4.2.3).
+    fn rpc_output(&mut self, out: &mut Outputs) {
+        let Some(r) = self.rpc.as_mut() else { return };
+        while let Some(ev) = r.poll_event() {
+            if let RpcEvent::Lost { link, .. } = ev {
+                self.sender.report_loss(link);
+            }
+        }
+        while let Some(pkt) = r.poll_release() {
             self.counters.packets_delivered += 1;
             out.push(Output::Deliver(pkt));
         }
@@ -705,6 +735,9 @@ impl Tunnel {
         plain.extend_from_slice(packet);
         if ok && self.transmit(now, tx.path, &plain, out) {
             self.counters.packets_sent += 1;
+            if let Some(r) = self.rpc.as_mut() {
+                r.on_data_sent(now, packet, tx.path);
+            }
         }
         let first_copy = !tx.header.flags.has(crate::wire::DataFlags::REPAIR);
         if first_copy {
@@ -794,6 +827,10 @@ impl Tunnel {
         self.release_paced(now, out);
         self.fec_poll(now, out);
         self.receiver.handle_timeout(now);
+        if let Some(r) = self.rpc.as_mut() {
+            r.handle_timeout(now);
+        }
+        self.rpc_output(out);
         self.sessions.handle_timeout(now);
         let (timeout, iv) = (self.cfg.path_timeout, self.cfg.keepalive_interval);
         let dead: Vec<PathId> = self
@@ -831,6 +868,7 @@ impl Tunnel {
             self.receiver.poll_timeout(),
             self.sessions.poll_timeout(),
             self.fec_poll_timeout(),
+            self.rpc.as_ref().and_then(|r| r.poll_timeout()),
         ]
         .into_iter()
         .flatten()
@@ -901,6 +939,7 @@ impl Tunnel {
             reorder: self.receiver.reorder_stats_now(),
             sender: self.sender.stats().clone(),
             counters: self.counters.clone(),
+            rpc: self.rpc.as_ref().map(|r| r.stats()),
         }
     }
 }

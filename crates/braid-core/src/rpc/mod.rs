@@ -73,6 +73,7 @@ use std::collections::VecDeque;
 use crate::path::{PathId, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
+pub mod tcp;
 #[cfg(test)]
 mod tests;
 
@@ -461,6 +462,12 @@ impl<T> Rpc<T> {
         self.loss_high = Some(self.loss_high.map_or(top, |h| h.max(top)));
         self.release_all_original();
         self.state = State::Loss;
+    }
+
+    /// Releases every held ACK in its original form (the connection is
+    /// no longer controlled).
+    pub fn release_all(&mut self) {
+        self.release_all_original();
     }
 
     pub fn poll_release(&mut self) -> Option<Release<T>> {

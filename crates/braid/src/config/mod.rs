@@ -180,13 +180,26 @@ pub struct TuningFile {
     pub feedback_max_entries: Option<usize>,
     pub feedback_max_delay_us: Option<u64>,
     pub feedback_max_delay_small_us: Option<u64>,
-    pub reorder: Option<bool>,
+    /// The receiving side's handling of reordering between paths: "bmp"
+    /// (default, resequence the data), "prism-rpc" (deliver the data as
+    /// it comes and hold the inner TCP's reordering-caused duplicate ACKs
+    /// instead, PRISM's reverse-path control) or "off"; `true`/`false`
+    /// are kept as "bmp"/"off".
+    pub reorder: Option<ReorderSetting>,
     pub reorder_loss_timeout_ms: Option<u64>,
     pub reorder_max_buffer_bytes: Option<usize>,
     /// Repair of path losses inside the tunnel: "arq" (default: resend path losses inside the tunnel), "auto" (ARQ on near paths, FEC on far or very lossy ones), "fec" or "off".
     pub repair: Option<String>,
     /// Longest the resequencer holds a gap (its hold adapts below this).
     pub reorder_max_hold_ms: Option<u64>,
+}
+
+/// `tuning.reorder`: a mode name or, as before, a boolean.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ReorderSetting {
+    Flag(bool),
+    Mode(String),
 }
 
 /// `[redundancy]`: the redundant ("reliability first") mode, which copies
@@ -553,8 +566,25 @@ fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> Result<Conn
         c.receiver.feedback_max_delay_small = Duration::from_micros(us);
     }
     let mut reorder = ReorderConfig::default();
-    if t.reorder == Some(false) {
-        reorder.mode = braid_core::reorder::ReorderMode::Off;
+    match &t.reorder {
+        None | Some(ReorderSetting::Flag(true)) => {}
+        Some(ReorderSetting::Flag(false)) => reorder.mode = braid_core::reorder::ReorderMode::Off,
+        Some(ReorderSetting::Mode(m)) => match m.as_str() {
+            "bmp" => {}
+            "off" => reorder.mode = braid_core::reorder::ReorderMode::Off,
+            "prism-rpc" => {
+                // The data goes up as it comes; the ACKs it causes are
+                // controlled where they come back (braid_core::rpc::tcp).
+                reorder.mode = braid_core::reorder::ReorderMode::Off;
+                c.rpc = Some(braid_core::rpc::RpcConfig {
+                    capacity: 8192,
+                    ..Default::default()
+                });
+            }
+            other => bail!(
+                "`tuning.reorder`: unknown mode `{other}`; use \"bmp\" (resequence the data, the default), \"prism-rpc\" (PRISM's reverse-path ACK control; set it on both ends) or \"off\""
+            ),
+        },
     }
     if let Some(d) = ms(
         "reorder_loss_timeout_ms",

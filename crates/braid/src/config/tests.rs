@@ -129,6 +129,10 @@ fn errors_name_the_key() {
             "`tuning.repair`: unknown mode `fast`",
         ),
         (
+            server_toml("[tuning]\nreorder = \"prism\""),
+            "`tuning.reorder`: unknown mode `prism`",
+        ),
+        (
             server_toml("[tuning]\nreorder_max_hold_ms = 5"),
             "`tuning.reorder_max_hold_ms`",
         ),
@@ -268,5 +272,26 @@ fn redundancy_section() {
     ] {
         let e = client_err(&d.0, &client_toml(text));
         assert!(e.contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
+fn reorder_modes() {
+    use braid_core::reorder::ReorderMode;
+    let d = tempdir("reorder");
+    write_key(&d.0, 0o600);
+    let p = d.0.join("client.toml");
+    for (text, mode, rpc) in [
+        ("", ReorderMode::Bmp, false),
+        ("reorder = \"bmp\"", ReorderMode::Bmp, false),
+        ("reorder = true", ReorderMode::Bmp, false),
+        ("reorder = \"off\"", ReorderMode::Off, false),
+        ("reorder = false", ReorderMode::Off, false),
+        ("reorder = \"prism-rpc\"", ReorderMode::Off, true),
+    ] {
+        std::fs::write(&p, client_toml(&format!("[tuning]\n{text}"))).unwrap();
+        let c = load_client(&p).unwrap().conn;
+        assert_eq!(c.receiver.reorder.mode, mode, "{text}");
+        assert_eq!(c.rpc.is_some(), rpc, "{text}");
     }
 }

@@ -72,8 +72,23 @@ pub struct TunnelReport {
     /// Loss repair inside the tunnel (both directions as this side sees them).
     #[serde(default)]
     pub repair: TunnelRepairReport,
+    /// PRISM's reverse-path ACK control (`reorder = "prism-rpc"`): the
+    /// inner TCP ACKs it saw, held, rewritten, and the losses it found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<RpcReport>,
     pub paths: Vec<PathReport>,
     pub counters: BTreeMap<String, u64>,
+}
+
+/// The reverse-path ACK controller's counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RpcReport {
+    pub acks_in: u64,
+    pub acks_held: u64,
+    pub acks_rewritten: u64,
+    pub losses_detected: u64,
+    pub hold_expiries: u64,
+    pub max_held: u64,
 }
 
 /// One path.
@@ -253,6 +268,14 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
             gaps_filled: r.gaps_filled,
             hold_ms: r.hold_ns as f64 / 1e6,
         },
+        rpc: t.rpc.map(|r| RpcReport {
+            acks_in: r.acks_in,
+            acks_held: r.held,
+            acks_rewritten: r.rewritten,
+            losses_detected: r.losses_detected,
+            hold_expiries: r.hold_expiries,
+            max_held: r.max_held,
+        }),
         paths: t.paths.iter().map(|p| path_report(p, names)).collect(),
         counters: counters_map(&t.counters),
     }

@@ -40,6 +40,7 @@ fn report() -> StatusReport {
         version: "0.1.0".into(),
         uptime_s: 75.0,
         tunnels: vec![TunnelReport {
+            rpc: None,
             peer: Some("lap\"top".into()),
             public_key: None,
             address: Some("10.77.0.2/24".into()),
