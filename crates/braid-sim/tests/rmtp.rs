@@ -3,6 +3,17 @@
 //! simulator's NewReno. Each run is 1000 frames of 1400 B, as the paper's,
 //! and takes milliseconds of CPU, so CI runs the full size over three seeds;
 //! `BRAID_FULL_REPRO=1` runs ten.
+//!
+//! Not reproduced: the Figs 4-5 bound that R-MTP over both links finishes
+//! at least 15 % sooner than over the lossy fast link alone. With the
+//! paper's links it cannot hold: the slow link (115 kbit/s, 110 kbit/s of
+//! goodput) is 12.5 % of what R-MTP gets through the 30 %-loss fast link
+//! (878 kbit/s), so even perfect aggregation takes 0.889 x the fast link's
+//! time (measured: 0.899 x over three seeds, 0.904 x over ten). The paper's
+//! 25 % came from its R-MTP carrying only 137 kbit/s over the lossy link;
+//! braid's does not take the random losses for congestion and keeps the
+//! rate. `fig45_lossy_fast_link` asserts instead that the aggregate is
+//! within 2 % of perfect aggregation and sooner than the slow link alone.
 
 use std::path::PathBuf;
 
@@ -109,28 +120,6 @@ fn fig45_lossy_fast_link() {
     assert!(
         both / fast <= ideal * 1.02,
         "both / fast alone = {:.3}, perfect aggregation {ideal:.3}",
-        both / fast
-    );
-}
-
-/// The Figs 4-5 bound, kept as written: R-MTP over both links at
-/// least 15 % sooner than over the lossy fast link alone. It does not hold
-/// in this model and cannot with these links: the slow link (115 kbit/s,
-/// 110 kbit/s of goodput) is 12.5 % of what R-MTP gets through the lossy
-/// fast link (878 kbit/s), so even perfect aggregation takes 0.889 × the
-/// fast link's time (measured: 0.899 ×). The paper's 25 % came from its
-/// R-MTP carrying only 137 kbit/s over the lossy Aviator (81.5 s); braid's
-/// does not take the random losses for congestion and keeps the rate.
-/// Run with `cargo test -p braid-sim --test rmtp -- --ignored`.
-#[test]
-#[ignore = "not attainable with the paper's links: see the doc comment"]
-fn fig45_both_links_fifteen_percent_sooner_than_fast_alone() {
-    let r = report("rmtp-fig45.toml");
-    let fast = row(&r, "RMTP-FAST", 0.3).completion_s;
-    let both = row(&r, "RMTP", 0.3).completion_s;
-    assert!(
-        both <= 0.85 * fast,
-        "both {both:.2} s, fast alone {fast:.2} s: {:.3}",
         both / fast
     );
 }
