@@ -30,16 +30,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod ns_util;
-use ns_util::{keygen, ok, sh, Lab};
+use ns_util::{env_or, keygen, ok, sh, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn can_run() -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.

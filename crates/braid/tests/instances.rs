@@ -11,20 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod ns_util;
-use ns_util::{keygen, ok, sh, Lab};
+use ns_util::{keygen, ok, sh, wait_for, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
 
 fn wait_exit(c: &mut Child, timeout: Duration) -> std::process::ExitStatus {
     let start = Instant::now();

@@ -100,13 +100,19 @@ fn fifty_megabytes_survive_a_path_cut() {
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(LAB, "test lab").unwrap();
+    in_lab(&cfg, &exe, run_transfer);
+}
+
+/// Brings the lab of `cfg` up under the lab lock, runs `run` in it and
+/// takes the lab down again, whether `run` passed or panicked.
+fn in_lab(cfg: &LabConfig, exe: &std::path::Path, run: fn(&LabConfig, &std::path::Path)) {
     let _lock = topo::LabLock::acquire().unwrap();
     braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
+        cfg,
+        &braid_lab::EmulatorCommand::new(exe).with_args(["lab", "emulate"]),
     )
     .unwrap();
-    let result = std::panic::catch_unwind(|| run_transfer(&cfg, &exe));
+    let result = std::panic::catch_unwind(|| run(cfg, exe));
     braid_lab::down().unwrap();
     if let Err(e) = result {
         std::panic::resume_unwind(e);
@@ -241,17 +247,7 @@ fn fifty_megabytes_over_a_far_path() {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/far.toml");
     let cfg = braid_lab::load_config(&file).unwrap();
-    let _lock = topo::LabLock::acquire().unwrap();
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
-    )
-    .unwrap();
-    let result = std::panic::catch_unwind(|| run_far_transfer(&cfg, &exe));
-    braid_lab::down().unwrap();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    in_lab(&cfg, &exe, run_far_transfer);
 }
 
 fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
@@ -334,17 +330,7 @@ fn fifty_megabytes_over_a_five_percent_lossy_path() {
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(LOSSY_LAB, "lossy test lab").unwrap();
-    let _lock = topo::LabLock::acquire().unwrap();
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
-    )
-    .unwrap();
-    let result = std::panic::catch_unwind(|| run_lossy_transfer(&cfg, &exe));
-    braid_lab::down().unwrap();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    in_lab(&cfg, &exe, run_lossy_transfer);
 }
 
 fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
@@ -420,17 +406,7 @@ fn fifty_megabytes_with_prism_reverse_path_control() {
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(RPC_LAB, "prism-rpc test lab").unwrap();
-    let _lock = topo::LabLock::acquire().unwrap();
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
-    )
-    .unwrap();
-    let result = std::panic::catch_unwind(|| run_rpc_transfer(&cfg, &exe));
-    braid_lab::down().unwrap();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    in_lab(&cfg, &exe, run_rpc_transfer);
 }
 
 fn run_rpc_transfer(cfg: &LabConfig, exe: &std::path::Path) {

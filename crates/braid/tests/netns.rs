@@ -8,22 +8,15 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod ns_util;
-use ns_util::{keygen, ok, sh, Lab};
+use ns_util::{keygen, ok, sh, wait_for, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 
 fn can_run() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Err("no /dev/net/tun".into());
-    }
-    use braid_lab::preflight::{ensure, Lookup, Tool};
+    use braid_lab::preflight::Tool;
     let tools = [
         Tool {
             program: "ip",
@@ -36,18 +29,7 @@ fn can_run() -> Result<(), String> {
             purpose: "traffic through the tunnel",
         },
     ];
-    ensure(&tools, &Lookup::from_env(), None)
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
+    ns_util::can_run(&tools)
 }
 
 fn status(socket: &Path) -> serde_json::Value {

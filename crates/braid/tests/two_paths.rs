@@ -30,22 +30,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod ns_util;
-use ns_util::{keygen, ok, sh, Lab};
+use ns_util::{env_or, keygen, ok, sh, wait_for, Lab};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 
 fn can_run() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Err("no /dev/net/tun".into());
-    }
-    use braid_lab::preflight::{ensure, Lookup, Tool};
+    use braid_lab::preflight::Tool;
     let tools = [
         Tool {
             program: "ip",
@@ -63,25 +56,7 @@ fn can_run() -> Result<(), String> {
             purpose: "TCP through the tunnel",
         },
     ];
-    ensure(&tools, &Lookup::from_env(), None)
-}
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("timed out waiting for {what}");
+    ns_util::can_run(&tools)
 }
 
 fn status(socket: &Path) -> Option<serde_json::Value> {

@@ -7,6 +7,44 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use braid_lab::preflight::{ensure, Lookup, Tool};
+
+/// Whether this test can run here: root, a TUN device, and `tools`
+/// (installed with apt-get when missing, as `braid lab` does).
+pub fn can_run(tools: &[Tool]) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err("no /dev/net/tun".into());
+    }
+    ensure(tools, &Lookup::from_env(), None)
+}
+
+/// Polls `f` every 20 ms until it holds; panics naming `what` after
+/// `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The value of environment variable `name`, or `default` when it is
+/// unset or does not parse.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 /// Runs `args` (program first) and returns what it did.
 pub fn sh(args: &[&str]) -> Output {
