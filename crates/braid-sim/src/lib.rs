@@ -27,6 +27,7 @@ pub mod ratio;
 pub mod report;
 pub mod rmtp;
 pub mod rng;
+pub mod rows;
 pub mod scenario;
 pub mod swarm;
 pub mod sweep;

@@ -12,6 +12,8 @@ pub mod world;
 
 use serde::Serialize;
 
+use crate::rows::{Rows, SweepRow};
+
 pub use scenario::{MplotScenario, MplotScenarioError, MplotScheme};
 pub use world::{LossModel, RunOutput, RunSpec};
 
@@ -36,34 +38,18 @@ pub struct MplotRow {
 }
 
 /// A sweep's rows, in scenario order.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct MplotReport {
-    pub name: String,
-    pub rows: Vec<MplotRow>,
+pub type MplotReport = Rows<MplotRow>;
+
+impl SweepRow for MplotRow {
+    fn scheme(&self) -> &str {
+        &self.scheme
+    }
+    fn x(&self) -> f64 {
+        self.x
+    }
 }
 
-impl MplotReport {
-    pub fn row(&self, scheme: &str, x: f64) -> Option<&MplotRow> {
-        self.rows
-            .iter()
-            .find(|r| r.scheme == scheme && (r.x - x).abs() < 1e-9)
-    }
-
-    /// The report as one JSON object, `{"name", "rows": [...]}`, as the
-    /// other sweeps print.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("report serialises")
-    }
-
-    /// One JSON object per line.
-    pub fn to_json_lines(&self) -> String {
-        self.rows
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("rows serialize"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
+impl Rows<MplotRow> {
     /// A plain table.
     pub fn to_table(&self) -> String {
         let mut s = format!(

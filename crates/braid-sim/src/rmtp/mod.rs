@@ -15,6 +15,8 @@ pub mod world;
 
 use serde::Serialize;
 
+use crate::rows::{Rows, SweepRow};
+
 pub use scenario::{RmtpLink, RmtpScenario, RmtpScenarioError, RmtpScheme};
 pub use world::{RunOutput, RunSpec};
 
@@ -42,33 +44,18 @@ pub struct RmtpRow {
 }
 
 /// A sweep's rows, in scenario order.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct RmtpReport {
-    pub name: String,
-    pub rows: Vec<RmtpRow>,
+pub type RmtpReport = Rows<RmtpRow>;
+
+impl SweepRow for RmtpRow {
+    fn scheme(&self) -> &str {
+        &self.scheme
+    }
+    fn x(&self) -> f64 {
+        self.x
+    }
 }
 
-impl RmtpReport {
-    pub fn row(&self, scheme: &str, x: f64) -> Option<&RmtpRow> {
-        self.rows
-            .iter()
-            .find(|r| r.scheme == scheme && (r.x - x).abs() < 1e-9)
-    }
-
-    /// The report as one JSON object, `{"name", "rows": [...]}`.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("report serialises")
-    }
-
-    /// One JSON object per line.
-    pub fn to_json_lines(&self) -> String {
-        self.rows
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("rows serialize"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
+impl Rows<RmtpRow> {
     /// A plain table.
     pub fn to_table(&self) -> String {
         let mut s = format!(
