@@ -66,17 +66,7 @@ fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> 
 }
 
 fn status(socket: &Path) -> Option<serde_json::Value> {
-    let o = sh(&[
-        BRAID,
-        "status",
-        "--json",
-        "--socket",
-        socket.to_str().unwrap(),
-    ]);
-    if !o.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&o.stdout).ok()
+    ns_util::status(BRAID, socket)
 }
 
 fn counter(s: &serde_json::Value, name: &str) -> u64 {

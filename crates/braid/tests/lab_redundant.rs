@@ -90,10 +90,7 @@ use ns_util::{nft, Reap};
 #[test]
 #[ignore = "needs root, network namespaces, python3, nft and ping (bash .ci/run runs it as root)"]
 fn a_cut_path_costs_a_redundant_interactive_flow_nothing() {
-    use braid_lab::preflight::{ensure, Lookup, Tool};
-    if let Err(why) = topo::check_environment() {
-        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
-    }
+    use braid_lab::preflight::Tool;
     let extra = [
         Tool {
             program: "python3",
@@ -111,9 +108,7 @@ fn a_cut_path_costs_a_redundant_interactive_flow_nothing() {
             purpose: "the surviving path's RTT",
         },
     ];
-    if let Err(why) = ensure(&extra, &Lookup::from_env(), None) {
-        panic!("{why} (`bash .ci/run` installs it)");
-    }
+    ns_util::require_lab(&extra);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(LAB, "test lab").unwrap();
     let _lock = topo::LabLock::acquire().unwrap();

@@ -79,10 +79,7 @@ use ns_util::{nft, Reap};
 #[test]
 #[ignore = "needs root, network namespaces, python3, nft and iperf3 (bash .ci/run runs it as root)"]
 fn fifty_megabytes_survive_a_path_cut() {
-    use braid_lab::preflight::{ensure, Lookup, Tool};
-    if let Err(why) = topo::check_environment() {
-        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
-    }
+    use braid_lab::preflight::Tool;
     let extra = [
         Tool {
             program: "python3",
@@ -95,9 +92,7 @@ fn fifty_megabytes_survive_a_path_cut() {
             purpose: "cutting a path",
         },
     ];
-    if let Err(why) = ensure(&extra, &Lookup::from_env(), None) {
-        panic!("{why} (`bash .ci/run` installs it)");
-    }
+    ns_util::require_lab(&extra);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(LAB, "test lab").unwrap();
     in_lab(&cfg, &exe, run_transfer);
@@ -232,18 +227,13 @@ fn tx_bytes(i: usize) -> u64 {
 #[test]
 #[ignore = "needs root, network namespaces, python3 and iperf3 (bash .ci/run runs it as root)"]
 fn fifty_megabytes_over_a_far_path() {
-    use braid_lab::preflight::{ensure, Lookup, Tool};
-    if let Err(why) = topo::check_environment() {
-        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
-    }
+    use braid_lab::preflight::Tool;
     let extra = [Tool {
         program: "python3",
         package: "python3",
         purpose: "the test's data source and sink",
     }];
-    if let Err(why) = ensure(&extra, &Lookup::from_env(), None) {
-        panic!("{why} (`bash .ci/run` installs it)");
-    }
+    ns_util::require_lab(&extra);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/far.toml");
     let cfg = braid_lab::load_config(&file).unwrap();
@@ -325,9 +315,7 @@ fn retrans_segs(ns: &str) -> u64 {
 #[test]
 #[ignore = "needs root, network namespaces, python3 and iperf3 (bash .ci/run runs it as root)"]
 fn fifty_megabytes_over_a_five_percent_lossy_path() {
-    if let Err(why) = topo::check_environment() {
-        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
-    }
+    ns_util::require_lab(&[]);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(LOSSY_LAB, "lossy test lab").unwrap();
     in_lab(&cfg, &exe, run_lossy_transfer);
@@ -401,9 +389,7 @@ fn fifty_megabytes_with_prism_reverse_path_control() {
         eprintln!("not run: set BRAID_LAB_RPC=1 (prism-rpc stalls in some runs; README)");
         return;
     }
-    if let Err(why) = topo::check_environment() {
-        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
-    }
+    ns_util::require_lab(&[]);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
     let cfg = LabConfig::from_toml_str(RPC_LAB, "prism-rpc test lab").unwrap();
     in_lab(&cfg, &exe, run_rpc_transfer);

@@ -60,17 +60,7 @@ fn can_run() -> Result<(), String> {
 }
 
 fn status(socket: &Path) -> Option<serde_json::Value> {
-    let o = sh(&[
-        BRAID,
-        "status",
-        "--json",
-        "--socket",
-        socket.to_str().unwrap(),
-    ]);
-    if !o.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&o.stdout).ok()
+    ns_util::status(BRAID, socket)
 }
 
 /// CPU time (user + system) the process has used, in seconds.

@@ -24,6 +24,33 @@ pub fn can_run(tools: &[Tool]) -> Result<(), String> {
     ensure(tools, &Lookup::from_env(), None)
 }
 
+/// Panics, saying why and how to fix it, unless the lab can run here
+/// (root, namespaces, the lab's tools) with `extra` tools as well.
+pub fn require_lab(extra: &[Tool]) {
+    if let Err(why) = braid_lab::topo::check_environment() {
+        panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
+    }
+    if let Err(why) = ensure(extra, &Lookup::from_env(), None) {
+        panic!("{why} (`bash .ci/run` installs it)");
+    }
+}
+
+/// `braid status --json` of the daemon behind control socket `socket`,
+/// or `None` while it does not answer.
+pub fn status(braid: &str, socket: &std::path::Path) -> Option<serde_json::Value> {
+    let o = sh(&[
+        braid,
+        "status",
+        "--json",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    if !o.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&o.stdout).ok()
+}
+
 /// Polls `f` every 20 ms until it holds; panics naming `what` after
 /// `timeout`.
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
