@@ -1,6 +1,7 @@
 //! Configuration checks: errors name the key and say how to fix it.
 
 use super::*;
+use braid_core::sched::SchedulerKind;
 use std::io::Write;
 
 const PUB: &str = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=";
