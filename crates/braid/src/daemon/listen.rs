@@ -8,6 +8,7 @@
 //! wait. Connections beyond [`MAX_CONNECTIONS`] at once are closed at once
 //! instead of being served; each served one has a time limit already.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,6 +81,57 @@ impl ConnectionLimit {
     /// the connection). The slot frees when the permit is dropped.
     pub fn try_take(&self) -> Option<OwnedSemaphorePermit> {
         self.0.clone().try_acquire_owned().ok()
+    }
+}
+
+/// A listening socket whose connections [`serve`] accepts.
+pub trait Accept: Send + 'static {
+    type Stream: Send + 'static;
+    fn accept_one(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Accept for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn accept_one(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+impl Accept for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept_one(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+/// Accepts connections on `listener` forever, each served by `handle` in
+/// a task of its own: a failed accept backs off ([`AcceptBackoff`], logged
+/// as `what`), and a connection beyond [`MAX_CONNECTIONS`] is closed at
+/// once.
+pub async fn serve<L, H, F>(listener: L, what: &'static str, handle: H)
+where
+    L: Accept,
+    H: Fn(L::Stream) -> F + Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let (mut backoff, limit) = (AcceptBackoff::default(), ConnectionLimit::default());
+    loop {
+        let stream = match listener.accept_one().await {
+            Ok(s) => s,
+            Err(e) => {
+                backoff.failed(what, &e).await;
+                continue;
+            }
+        };
+        backoff.reset();
+        let Some(permit) = limit.try_take() else {
+            continue; // dropping the stream closes it
+        };
+        let served = handle(stream);
+        tokio::spawn(async move {
+            let _permit = permit;
+            served.await;
+        });
     }
 }
 

@@ -191,26 +191,12 @@ pub async fn serve_control(path: &Path, tx: mpsc::Sender<StatusRequest>) -> Resu
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660));
     }
-    let task = tokio::spawn(async move {
-        let (mut backoff, limit) = (
-            listen::AcceptBackoff::default(),
-            listen::ConnectionLimit::default(),
-        );
-        loop {
-            let stream = match listener.accept().await {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    backoff.failed("control socket: accept failed", &e).await;
-                    continue;
-                }
-            };
-            backoff.reset();
-            let Some(permit) = limit.try_take() else {
-                continue; // dropping the stream closes it
-            };
+    let task = tokio::spawn(listen::serve(
+        listener,
+        "control socket: accept failed",
+        move |stream: tokio::net::UnixStream| {
             let tx = tx.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
+            async move {
                 let (r, mut w) = stream.into_split();
                 let mut line = String::new();
                 let mut reader = BufReader::new(r.take(256));
@@ -239,9 +225,9 @@ pub async fn serve_control(path: &Path, tx: mpsc::Sender<StatusRequest>) -> Resu
                 };
                 let _ = w.write_all(answer.as_bytes()).await;
                 let _ = w.shutdown().await;
-            });
-        }
-    });
+            }
+        },
+    ));
     Ok(ControlSocket {
         path: path.to_path_buf(),
         task,
@@ -258,32 +244,18 @@ pub async fn serve_metrics(
         format!("`metrics.listen`: cannot listen on {addr} (in use? set another address or metrics.enabled = false)")
     })?;
     let bound = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        let (mut backoff, limit) = (
-            listen::AcceptBackoff::default(),
-            listen::ConnectionLimit::default(),
-        );
-        loop {
-            let stream = match listener.accept().await {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    backoff.failed("metrics: accept failed", &e).await;
-                    continue;
-                }
-            };
-            backoff.reset();
-            let Some(permit) = limit.try_take() else {
-                continue; // dropping the stream closes it
-            };
+    let task = tokio::spawn(listen::serve(
+        listener,
+        "metrics: accept failed",
+        move |stream: tokio::net::TcpStream| {
             let tx = tx.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
+            async move {
                 let _ =
                     tokio::time::timeout(std::time::Duration::from_secs(5), http_once(stream, &tx))
                         .await;
-            });
-        }
-    });
+            }
+        },
+    ));
     Ok((bound, task))
 }
 
