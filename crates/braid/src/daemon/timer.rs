@@ -95,7 +95,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn fires_with_sub_millisecond_precision() {
         let t = PreciseTimer::new().unwrap();
-        let mut waits: Vec<Duration> = (0..100).map(|_| Duration::ZERO).collect();
+        let mut waits = vec![Duration::ZERO; 100];
         for w in waits.iter_mut() {
             let start = std::time::Instant::now();
             t.arm(Duration::from_micros(50)).unwrap();
