@@ -62,14 +62,14 @@ impl Sender {
     /// below the path's rate.
     pub fn charge_pacer(&mut self, now: Instant, path: PathId, bytes: usize) {
         let s = slot(path);
-        let Some(free) = self.pacer_free[s] else {
+        let Some(free) = self.per_path[s].pacer_free else {
             return;
         };
         let Some(rate) = self.pacing_rate(s) else {
             return;
         };
         let gap = crate::time::tx_time(bytes as u32, rate);
-        self.pacer_free[s] = Some(free.max(now) + gap);
+        self.per_path[s].pacer_free = Some(free.max(now) + gap);
     }
 
     /// Releases the next paced packet that is due at `now` (earliest
@@ -77,11 +77,11 @@ impl Sender {
     /// `poll_timeout` is due and after `send_paced` queued a packet.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let s = (0..MAX_PATHS)
-            .filter_map(|s| Some((s, self.paced[s].front()?.release_at)))
+            .filter_map(|s| Some((s, self.per_path[s].paced.front()?.release_at)))
             .filter(|&(_, t)| t <= now)
             .min_by_key(|&(_, t)| t)?
             .0;
-        let p = self.paced[s].pop_front()?;
+        let p = self.per_path[s].paced.pop_front()?;
         // Timers and delay samples count from when the packet really left.
         if let Some(r) = self.record_mut(p.tx.seq) {
             r.sent_at = now;
@@ -91,7 +91,7 @@ impl Sender {
 
     /// Packets waiting in pacing queues.
     pub fn paced_len(&self) -> usize {
-        self.paced.iter().map(|q| q.len()).sum()
+        self.per_path.iter().map(|p| p.paced.len()).sum()
     }
 
     /// The rate a path is paced at: `pacing_gain` x the median of its
@@ -101,10 +101,10 @@ impl Sender {
     /// let the pacer dump its queue into the bottleneck buffer; the median
     /// ignores such outliers. `None` when the path is not to be paced.
     pub(super) fn pacing_rate(&self, s: usize) -> Option<f64> {
-        if !self.cfg.pacing || !self.pace_ok[s] {
+        if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        Some(self.pair_samples[s].median? * self.cfg.pacing_gain.max(0.01))
+        Some(self.per_path[s].pair_samples.median? * self.cfg.pacing_gain.max(0.01))
     }
 }
 

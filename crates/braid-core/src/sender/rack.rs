@@ -66,7 +66,7 @@ impl Sender {
         if self.cfg.repair.mode == RepairMode::Off {
             return None;
         }
-        if self.path_repair[slot(p.id)].peer_loss_rate < MIN_PEER_LOSS {
+        if self.per_path[slot(p.id)].repair.peer_loss_rate < MIN_PEER_LOSS {
             return None;
         }
         if self.rack_sent_at.is_none_or(|t| t <= sent_at) {

@@ -61,8 +61,8 @@ impl Sender {
             self.stats.redundant_copies += 1;
             self.stats.redundant_bytes += rec.len as u64;
             let s = slot(id);
-            self.path_repair[s].copies_carried += 1;
-            self.path_repair[s].copy_bytes_carried += rec.len as u64;
+            self.per_path[s].repair.copies_carried += 1;
+            self.per_path[s].repair.copy_bytes_carried += rec.len as u64;
             out.push(Transmit {
                 path: id,
                 seq,
@@ -82,8 +82,12 @@ impl Sender {
     /// still in the pacing queue have not left and do not count.
     pub fn oldest_in_flight_sent(&self, id: PathId) -> Option<Instant> {
         let s = slot(id);
-        let &seq = self.unacked[s].front()?;
-        if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
+        let &seq = self.per_path[s].unacked.front()?;
+        if self.per_path[s]
+            .paced
+            .front()
+            .is_some_and(|q| q.tx.seq == seq)
+        {
             return None;
         }
         let r = self.ring[(seq as usize) & (self.ring.len() - 1)]?;

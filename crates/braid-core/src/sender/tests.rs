@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::sched::{RoundRobin, SchedulerKind};
+use crate::wire::FeedbackEntry;
 
 fn pkt() -> PacketInfo {
     PacketInfo {
@@ -305,7 +306,7 @@ fn pacing_queue_drops_beyond_its_bound() {
     }
     // Bound: 50 ms (no relative delay) at 9.95 Mbit/s, about 41 packets.
     assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
-    let backlog = s.pacer_free[0].unwrap().saturating_since(now);
+    let backlog = s.per_path[0].pacer_free.unwrap().saturating_since(now);
     assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
 }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::sched::SchedulerKind;
+use crate::wire::FeedbackEntry;
 
 fn pkt() -> PacketInfo {
     PacketInfo {
