@@ -17,7 +17,6 @@
 
 mod fec;
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use super::ip::{ipv4_destination, ipv4_source};
@@ -107,7 +106,8 @@ pub(crate) struct Tunnel {
     peer: Option<PublicKey>,
     cfg: ConnConfig,
     pub sessions: PeerSessions,
-    sender: Sender,
+    /// Owns the inner packets waiting in its pacing queues.
+    sender: Sender<Vec<u8>>,
     receiver: Receiver<Vec<u8>>,
     retx: RetransmitDetector,
     /// At most [`MAX_PATHS`], ids below [`MAX_PATHS`].
@@ -120,9 +120,6 @@ pub(crate) struct Tunnel {
     /// Scratch plaintext and feedback buffers.
     plain: Vec<u8>,
     fb: Vec<u8>,
-    /// Inner packets in the sender's pacing queues, by tunnel sequence
-    /// number, with their path.
-    paced: HashMap<u64, (PathId, Vec<u8>)>,
     /// Inner packets sent, kept for repair until acknowledged or too old.
     retained: Retained,
     /// The redundant mode's choice of packets to copy.
@@ -154,7 +151,6 @@ impl Tunnel {
             last_rx: None,
             plain: Vec::with_capacity(2048),
             fb: vec![0; wire::feedback_max_len(MAX_FEEDBACK_ENTRIES)],
-            paced: HashMap::new(),
             retained: retained(cfg),
             redundancy: Policy::new(cfg.redundancy.clone()),
             fec: fec::TunnelFec::new(cfg),
@@ -179,7 +175,6 @@ impl Tunnel {
         self.sender = Sender::new(sender_config(&self.cfg), self.cfg.scheduler.build());
         self.receiver = Receiver::new(receiver_config(&self.cfg));
         self.retx = RetransmitDetector::new(RETX_SLOTS);
-        self.paced.clear();
         self.retained = retained(&self.cfg);
         self.redundancy = Policy::new(self.cfg.redundancy.clone());
         self.fec = fec::TunnelFec::new(&self.cfg);
@@ -234,7 +229,6 @@ impl Tunnel {
     pub(crate) fn remove_link(&mut self, now: Instant, id: PathId) {
         self.links.retain(|l| l.id != id);
         self.sender.remove_path(now, id);
-        self.paced.retain(|_, (p, _)| *p != id);
         self.receiver.remove_path(id);
     }
 
@@ -652,10 +646,9 @@ impl Tunnel {
             retransmit,
         };
         let class = self.redundancy.classify(now, packet, info.len as usize);
-        let tx = match self.sender.send_paced(now, &info) {
+        let tx = match self.sender.send_paced(now, &info, || packet.to_vec()) {
             SendOutcome::Transmit(tx) => tx,
             SendOutcome::Queued { seq, path } => {
-                self.paced.insert(seq, (path, packet.to_vec()));
                 self.send_copies(now, seq, path, class, retransmit, packet, out);
                 self.release_paced(now, out);
                 return;
@@ -713,10 +706,8 @@ impl Tunnel {
 
     /// Sends the paced packets that are due.
     fn release_paced(&mut self, now: Instant, out: &mut Outputs) {
-        while let Some(tx) = self.sender.poll_transmit(now) {
-            if let Some((_, packet)) = self.paced.remove(&tx.seq) {
-                self.emit_data(now, tx, &packet, out);
-            }
+        while let Some((tx, packet)) = self.sender.poll_transmit(now) {
+            self.emit_data(now, tx, &packet, out);
         }
     }
 

@@ -11,7 +11,7 @@ use crate::sched::PairRole;
 use crate::time::{tx_time, Duration, Instant};
 use crate::wire::{self, FeedbackEntry};
 
-impl Sender {
+impl<P> Sender<P> {
     /// Processes the entries of one feedback frame.
     pub fn handle_feedback(
         &mut self,

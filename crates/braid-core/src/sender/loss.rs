@@ -7,7 +7,7 @@ use super::{slot, Fate, Sender};
 use crate::path::{PathId, PathState};
 use crate::time::{Duration, Instant};
 
-impl Sender {
+impl<P> Sender<P> {
     /// Where `seq` stands in the path's queue of unreported packets (send order).
     pub(super) fn position(&self, path: PathId, seq: u64) -> Option<usize> {
         self.per_path[slot(path)]

@@ -16,8 +16,9 @@
 //! With `SenderConfig::pacing` the sender keeps a local queue per path and
 //! releases it at slightly below the path's estimated rate: use
 //! [`Sender::send_paced`] and drain [`Sender::poll_transmit`] whenever
-//! `poll_timeout` is due (the caller holds the payloads, keyed by sequence
-//! number).
+//! `poll_timeout` is due. A queued packet has one owner, the sender: it
+//! keeps the payload (`P`, the inner packet in the tunnel) in the path's
+//! queue and hands it back with the packet's header when it is due.
 
 use std::collections::VecDeque;
 
@@ -46,8 +47,8 @@ pub struct Transmit {
 pub enum SendOutcome {
     /// Send it now.
     Transmit(Transmit),
-    /// Queued on `path`; [`Sender::poll_transmit`] releases it later as
-    /// sequence number `seq`. The caller keeps the payload until then.
+    /// Queued on `path` with its payload; [`Sender::poll_transmit`]
+    /// releases both later as sequence number `seq`.
     Queued { seq: u64, path: PathId },
     /// Its path's pacing queue is over the bound: dropped.
     Dropped,
@@ -82,14 +83,17 @@ pub(super) struct Record {
     repair_queued: bool,
 }
 
-pub struct Sender {
+/// The sender of one direction. `P` is the payload a packet waiting in a
+/// pacing queue carries (the inner packet in the tunnel; `()` where the
+/// caller keeps no payload).
+pub struct Sender<P = ()> {
     cfg: SenderConfig,
     paths: Vec<PathState>,
     sched: Box<dyn Scheduler>,
     next_seq: u64,
     ring: Vec<Option<Record>>,
     /// The sender's own state of each path, by slot ([`slot`]).
-    per_path: Vec<PathSender>,
+    per_path: Vec<PathSender<P>>,
     /// Lost packets waiting for a repair copy, oldest loss first.
     repair_queue: VecDeque<u64>,
     /// Lost packets that will not be repaired, to tell the receiver.
@@ -99,11 +103,24 @@ pub struct Sender {
     rack_sent_at: Option<Instant>,
 }
 
+impl Sender {
+    /// Schedules one packet of `pkt.len` bytes, for a caller that keeps no
+    /// payload. `None` when no path is usable (the caller drops the
+    /// packet; TCP recovers it), and with pacing also when the packet was
+    /// queued or dropped (use [`Sender::send_paced`]).
+    pub fn send(&mut self, now: Instant, pkt: &PacketInfo) -> Option<Transmit> {
+        match self.send_paced(now, pkt, || ()) {
+            SendOutcome::Transmit(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 fn slot(id: PathId) -> usize {
     id.0 as usize % MAX_PATHS
 }
 
-impl Sender {
+impl<P> Sender<P> {
     pub fn new(cfg: SenderConfig, sched: Box<dyn Scheduler>) -> Self {
         let cap = cfg.max_in_flight.next_power_of_two().max(16);
         Sender {
@@ -149,7 +166,7 @@ impl Sender {
         let n = self.per_path[slot(id)].unacked.len();
         self.declare_lost_front(id, n, now, LossCause::Timeout);
         self.paths.retain(|p| p.id != id);
-        self.per_path[slot(id)] = self.per_path[slot(id)].removed();
+        self.per_path[slot(id)].reset_removed();
         self.sched.paths_changed(&self.paths);
     }
 
@@ -207,19 +224,16 @@ impl Sender {
         self.next_seq
     }
 
-    /// Schedules one packet of `pkt.len` bytes. `None` when no path is usable
-    /// (the caller drops the packet; TCP recovers it), and with pacing also
-    /// when the packet was queued or dropped (use [`Sender::send_paced`]).
-    pub fn send(&mut self, now: Instant, pkt: &PacketInfo) -> Option<Transmit> {
-        match self.send_paced(now, pkt) {
-            SendOutcome::Transmit(t) => Some(t),
-            _ => None,
-        }
-    }
-
     /// Schedules one packet of `pkt.len` bytes; with pacing it may be
-    /// queued (or dropped) instead of sent now.
-    pub fn send_paced(&mut self, now: Instant, pkt: &PacketInfo) -> SendOutcome {
+    /// queued (or dropped) instead of sent now. `payload` is called only
+    /// when the packet is queued: its result waits in the queue and
+    /// [`Sender::poll_transmit`] returns it with the packet's header.
+    pub fn send_paced(
+        &mut self,
+        now: Instant,
+        pkt: &PacketInfo,
+        payload: impl FnOnce() -> P,
+    ) -> SendOutcome {
         if self.cfg.pacing {
             for i in 0..self.paths.len() {
                 let s = slot(self.paths[i].id);
@@ -366,9 +380,11 @@ impl Sender {
         };
         match release_at {
             Some(at) if at > now || !self.per_path[s].paced.is_empty() => {
-                self.per_path[s]
-                    .paced
-                    .push_back(Paced { tx, release_at: at });
+                self.per_path[s].paced.push_back(Paced {
+                    tx,
+                    release_at: at,
+                    payload: payload(),
+                });
                 self.stats.paced += 1;
                 SendOutcome::Queued { seq, path: id }
             }
@@ -377,6 +393,7 @@ impl Sender {
                 self.per_path[s].paced.push_back(Paced {
                     tx,
                     release_at: now,
+                    payload: payload(),
                 });
                 self.stats.paced += 1;
                 SendOutcome::Queued { seq, path: id }

@@ -7,7 +7,7 @@ use super::{slot, Sender, Transmit};
 use crate::path::{PathId, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
-impl Sender {
+impl<P> Sender<P> {
     /// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
     ///
     /// Every usable path counts, paced or not: a far path whose only
@@ -73,9 +73,9 @@ impl Sender {
     }
 
     /// Releases the next paced packet that is due at `now` (earliest
-    /// release time first), or `None`. Call until `None` whenever
+    /// release time first) with its payload, or `None`. Call until `None` whenever
     /// `poll_timeout` is due and after `send_paced` queued a packet.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, P)> {
         let s = (0..MAX_PATHS)
             .filter_map(|s| Some((s, self.per_path[s].paced.front()?.release_at)))
             .filter(|&(_, t)| t <= now)
@@ -86,7 +86,7 @@ impl Sender {
         if let Some(r) = self.record_mut(p.tx.seq) {
             r.sent_at = now;
         }
-        Some(p.tx)
+        Some((p.tx, p.payload))
     }
 
     /// Packets waiting in pacing queues.

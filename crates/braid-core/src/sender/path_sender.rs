@@ -13,16 +13,18 @@ use super::{PairSamples, PathRepairStats, Transmit};
 use crate::repair::LossClassifier;
 use crate::time::Instant;
 
-/// A packet in a pacing queue.
-#[derive(Copy, Clone, Debug)]
-pub(super) struct Paced {
+/// A packet in a pacing queue, with its payload: the queue owns it until
+/// `Sender::poll_transmit` hands both over.
+#[derive(Debug)]
+pub(super) struct Paced<P> {
     pub tx: Transmit,
     pub release_at: Instant,
+    pub payload: P,
 }
 
 /// The sender's state of one path slot.
-#[derive(Clone, Debug, Default)]
-pub(super) struct PathSender {
+#[derive(Debug)]
+pub(super) struct PathSender<P> {
     /// In-flight sequence numbers, in send order.
     pub unacked: VecDeque<u64>,
     /// The last original packet sent on the path (the next one's `prev_delta`).
@@ -30,7 +32,7 @@ pub(super) struct PathSender {
     /// First packet of the pair currently open on the path.
     pub open_pair: Option<u64>,
     /// The pacing queue, in release order.
-    pub paced: VecDeque<Paced>,
+    pub paced: VecDeque<Paced<P>>,
     /// When the pacer is free for the next packet.
     pub pacer_free: Option<Instant>,
     /// Release time of the last packet queued, and its seq.
@@ -45,13 +47,31 @@ pub(super) struct PathSender {
     pub repair: PathRepairStats,
 }
 
-impl PathSender {
-    /// The state of a path that was removed: everything afresh but its
-    /// repair counters, which `Sender::path_repair_stats` still reports.
-    pub fn removed(&self) -> PathSender {
+impl<P> Default for PathSender<P> {
+    fn default() -> Self {
         PathSender {
+            unacked: VecDeque::new(),
+            last_seq: None,
+            open_pair: None,
+            paced: VecDeque::new(),
+            pacer_free: None,
+            last_release: None,
+            pace_ok: false,
+            pair_samples: PairSamples::default(),
+            classifier: LossClassifier::default(),
+            repair: PathRepairStats::default(),
+        }
+    }
+}
+
+impl<P> PathSender<P> {
+    /// The state of a path that was removed: everything afresh (its
+    /// queued packets dropped) but its repair counters, which
+    /// `Sender::path_repair_stats` still reports.
+    pub fn reset_removed(&mut self) {
+        *self = PathSender {
             repair: self.repair,
             ..PathSender::default()
-        }
+        };
     }
 }

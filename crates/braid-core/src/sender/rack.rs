@@ -51,7 +51,7 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// of a burst anyway.
 const MIN_PEER_LOSS: f64 = 0.01;
 
-impl Sender {
+impl<P> Sender<P> {
     /// A packet sent at `sent_at` was reported: later sends' losses can
     /// be judged by time.
     pub(super) fn rack_on_delivered(&mut self, sent_at: Instant) {

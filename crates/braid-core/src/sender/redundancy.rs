@@ -16,7 +16,7 @@ use crate::path::{PathId, PathState};
 use crate::time::{tx_time, Instant};
 use crate::wire::{DataFlags, DataHeader};
 
-impl Sender {
+impl<P> Sender<P> {
     /// The expected delivery cost of a `len`-byte packet on `p` (seconds):
     /// relative one-way delay, serialisation, and the chance of losing it
     /// times the smoothed RTT (a loss costs a round). Used to place repair

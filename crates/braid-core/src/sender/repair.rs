@@ -34,7 +34,7 @@ const MAX_REPAIR_QUEUE: usize = 1 << 14;
 /// Most unrepaired losses waiting to be announced (one control frame's worth).
 const MAX_UNREPAIRED: usize = 256;
 
-impl Sender {
+impl<P> Sender<P> {
     /// Queues a just-lost packet for repair if the configuration and the
     /// loss classification allow.
     pub(super) fn consider_repair(&mut self, path: PathId, seq: u64, now: Instant) {
