@@ -264,7 +264,9 @@ impl<P> Sender<P> {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            if at.saturating_since(now) > self.pacing_bound(now) {
+            let delays = self.relative_delays();
+            if at.saturating_since(now) > pacing::pacing_bound(&self.cfg, &self.paths, &delays, now)
+            {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.per_path[s].open_pair = None;

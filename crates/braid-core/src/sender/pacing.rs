@@ -3,58 +3,19 @@
 //! deep queue EDPF needs sits here, where its length is known exactly,
 //! rather than in a bottleneck buffer of about one bandwidth-delay product.
 
-use super::{slot, Sender, Transmit};
-use crate::path::{PathId, MAX_PATHS};
+use super::{slot, Sender, SenderConfig, Transmit};
+use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
+/// Relative one-way delay of each path slot (`Pet::relative_delays`).
+pub(super) type Delays = [Option<Duration>; MAX_PATHS];
+
 impl<P> Sender<P> {
-    /// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
-    ///
-    /// Every usable path counts, paced or not: a far path whose only
-    /// estimate came from small packets is not paced, and if the bound
-    /// left it out, the near path's queue could never grow as long as the
-    /// delay difference, EDPF would never choose the far path, and the
-    /// far path would never carry the full-size pairs that get it paced.
-    /// In the lab this left a 2 Mbit/s path of fast-slow unused for a
-    /// whole run, one run in three.
-    ///
-    /// A path not heard from yet counts too, for a while: its round trip
-    /// is at least the time since the connection first sent on it
-    /// (`PathState::silent_since`). A transfer starts as soon as the near
-    /// path answers; a path 280 ms further away answers 560 ms later, and
-    /// meanwhile the bound, counting the near path alone (50 ms), stopped
-    /// TCP's slow start at a window of 80 packets. CUBIC then climbed from
-    /// there for ten seconds before the window covered the far path. The
-    /// lower bound counts only while it is below `pacing_max_backlog`, so
-    /// a path that never answers lengthens the bound only during the
-    /// first moments of a connection.
-    pub(super) fn pacing_bound(&self, now: Instant) -> Duration {
-        let delays = crate::sched::Pet::relative_delays(&self.paths);
-        let near_rtt = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| p.rtt.min_rtt())
-            .min()
-            .unwrap_or_default();
-        let silent = self
-            .paths
-            .iter()
-            .filter_map(|p| p.silent_since)
-            .map(|t| now.saturating_since(t))
-            .filter(|&rtt| rtt < self.cfg.pacing_max_backlog)
-            .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
-        let far = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| delays[slot(p.id)])
-            .chain(silent)
-            .max()
-            .unwrap_or_default();
-        (far.mul_f64(self.cfg.pacing_delay_factor.max(0.0)) + near_rtt)
-            .max(self.cfg.pacing_min_backlog)
-            .min(self.cfg.pacing_max_backlog)
+    /// The paths' relative one-way delays (`Pet::relative_delays`): what
+    /// the pacing bound and the placement of copies are given as an
+    /// argument, computed once per decision.
+    pub(super) fn relative_delays(&self) -> Delays {
+        crate::sched::Pet::relative_delays(&self.paths)
     }
 
     /// Counts `bytes` sent on `path` outside the data stream (feedback,
@@ -106,6 +67,60 @@ impl<P> Sender<P> {
         }
         Some(self.per_path[s].pair_samples.median? * self.cfg.pacing_gain.max(0.01))
     }
+}
+
+/// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
+///
+/// Every usable path counts, paced or not: a far path whose only
+/// estimate came from small packets is not paced, and if the bound
+/// left it out, the near path's queue could never grow as long as the
+/// delay difference, EDPF would never choose the far path, and the
+/// far path would never carry the full-size pairs that get it paced.
+/// In the lab this left a 2 Mbit/s path of fast-slow unused for a
+/// whole run, one run in three.
+///
+/// A path not heard from yet counts too, for a while: its round trip
+/// is at least the time since the connection first sent on it
+/// (`PathState::silent_since`). A transfer starts as soon as the near
+/// path answers; a path 280 ms further away answers 560 ms later, and
+/// meanwhile the bound, counting the near path alone (50 ms), stopped
+/// TCP's slow start at a window of 80 packets. CUBIC then climbed from
+/// there for ten seconds before the window covered the far path. The
+/// lower bound counts only while it is below `pacing_max_backlog`, so
+/// a path that never answers lengthens the bound only during the
+/// first moments of a connection.
+///
+/// A function of its arguments alone: the sender's configuration, the
+/// paths' estimates, and their relative one-way delays as the caller
+/// computed them for this decision.
+pub(super) fn pacing_bound(
+    cfg: &SenderConfig,
+    paths: &[PathState],
+    delays: &Delays,
+    now: Instant,
+) -> Duration {
+    let near_rtt = paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| p.rtt.min_rtt())
+        .min()
+        .unwrap_or_default();
+    let silent = paths
+        .iter()
+        .filter_map(|p| p.silent_since)
+        .map(|t| now.saturating_since(t))
+        .filter(|&rtt| rtt < cfg.pacing_max_backlog)
+        .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
+    let far = paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| delays[slot(p.id)])
+        .chain(silent)
+        .max()
+        .unwrap_or_default();
+    (far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt)
+        .max(cfg.pacing_min_backlog)
+        .min(cfg.pacing_max_backlog)
 }
 
 /// Pair samples the pacing rate is the median of.

@@ -11,6 +11,7 @@
 //! ahead of the path's pacing queue, and charged to its pacer so that the
 //! path's rate is kept.
 
+use super::pacing::Delays;
 use super::{slot, Fate, Sender, Transmit};
 use crate::path::{PathId, PathState};
 use crate::time::{tx_time, Instant};
@@ -19,10 +20,9 @@ use crate::wire::{DataFlags, DataHeader};
 impl<P> Sender<P> {
     /// The expected delivery cost of a `len`-byte packet on `p` (seconds):
     /// relative one-way delay, serialisation, and the chance of losing it
-    /// times the smoothed RTT (a loss costs a round). Used to place repair
-    /// copies and redundant copies.
-    pub(super) fn delivery_cost(&self, p: &PathState, len: u32) -> f64 {
-        let delays = crate::sched::Pet::relative_delays(&self.paths);
+    /// times the smoothed RTT (a loss costs a round), given the paths'
+    /// relative delays. Used to place repair copies and redundant copies.
+    pub(super) fn delivery_cost(p: &PathState, len: u32, delays: &Delays) -> f64 {
         let d = delays[slot(p.id)]
             .unwrap_or_else(|| p.rtt.srtt() / 2)
             .as_secs_f64();
@@ -43,11 +43,12 @@ impl<P> Sender<P> {
         if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
             return Vec::new();
         }
+        let delays = self.relative_delays();
         let mut others: Vec<(f64, PathId)> = self
             .paths
             .iter()
             .filter(|p| p.usable && p.id != rec.path)
-            .map(|p| (self.delivery_cost(p, rec.len), p.id))
+            .map(|p| (Self::delivery_cost(p, rec.len, &delays), p.id))
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut out = Vec::new();

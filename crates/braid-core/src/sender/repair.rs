@@ -153,7 +153,8 @@ impl<P> Sender<P> {
         if rec.fate != Fate::Lost || seq >= self.next_seq {
             return None;
         }
-        let cost = |p: &crate::path::PathState| self.delivery_cost(p, rec.len);
+        let delays = self.relative_delays();
+        let cost = |p: &crate::path::PathState| Self::delivery_cost(p, rec.len, &delays);
         let i = self
             .paths
             .iter()

@@ -11,6 +11,11 @@ fn pkt() -> PacketInfo {
     }
 }
 
+/// The sender's pacing bound at `now`.
+fn bound_of(s: &Sender, now: Instant) -> Duration {
+    pacing::pacing_bound(&s.cfg, &s.paths, &s.relative_delays(), now)
+}
+
 fn sender(kind: SchedulerKind, n: u8) -> Sender {
     let mut s = Sender::new(SenderConfig::default(), kind.build());
     for i in 0..n {
@@ -366,7 +371,7 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     assert!(s.pacing_rate(0).is_some());
     // Twice the 80 ms the far path is behind: EDPF can queue enough on the
     // near path to reach it.
-    let bound = s.pacing_bound(Instant::from_millis(300));
+    let bound = bound_of(&s, Instant::from_millis(300));
     assert!(bound >= Duration::from_millis(150), "{bound:?}");
 }
 
@@ -540,20 +545,20 @@ fn pacing_bound_waits_for_a_silent_path_for_a_while() {
     s.add_path(PathId(0), PathParams::default());
     s.add_path(PathId(1), PathParams::default());
     s.set_usable(PathId(1), false);
-    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
+    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
     s.set_path_silent_since(PathId(1), Some(Instant::ZERO));
     // A later keepalive does not move the start.
     s.set_path_silent_since(PathId(1), Some(Instant::from_millis(200)));
     // 400 ms without an answer: at least 200 ms further one way.
     assert_eq!(
-        s.pacing_bound(Instant::from_millis(400)),
+        bound_of(&s, Instant::from_millis(400)),
         Duration::from_millis(400)
     );
     // Never answering: no longer counted.
-    assert_eq!(s.pacing_bound(Instant::ZERO + max), min);
+    assert_eq!(bound_of(&s, Instant::ZERO + max), min);
     // Answered: the lower bound is gone.
     s.set_path_silent_since(PathId(1), None);
-    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
+    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
 }
 
 /// The sender owns each queued packet's payload: the payload is asked
