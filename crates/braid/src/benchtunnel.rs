@@ -3,9 +3,11 @@
 //! same run. Both push the same number of full-size datagrams from one
 //! thread to another over 127.0.0.1; the tunnel runs braid-core's client
 //! `Connection` and `Server` (scheduling, encryption, feedback,
-//! resequencing) around the sockets. Throughput is reported per wall
-//! second and per CPU second (user + system time of the process), so the
-//! figure is "Gbit/s per core" however the two threads share the cores.
+//! resequencing) around the sockets, driven through the one [`Endpoint`]
+//! contract as the daemon and the simulator drive them. Throughput is
+//! reported per wall second and per CPU second (user + system time of the
+//! process), so the figure is "Gbit/s per core" however the two threads
+//! share the cores.
 //!
 //! A window of packets in flight (sent but not yet delivered) keeps the
 //! sender from overrunning the receiver's socket buffer; it is bench
@@ -18,7 +20,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::Context;
 use braid_core::conn::{
-    ClientEntry, ConnConfig, Connection, Event, Ipv4Net, Output, Server, ServerConfig,
+    ClientEntry, ConnConfig, Connection, Endpoint, Event, Ipv4Net, Output, Server, ServerConfig,
 };
 use braid_core::crypto::PrivateKey;
 use braid_core::path::PathId;
@@ -145,6 +147,13 @@ fn inner_packet(src: Ipv4Addr, size: usize, n: u64) -> Vec<u8> {
 /// counts them. With the tunnel CPU-bound, a second path adds no capacity,
 /// so two paths should move as much as one: the difference is the cost of
 /// striping itself (per-path timers, feedback, pacing, resequencing).
+/// Hands every output of `ep` to `out`, until it has none.
+fn drain<E: Endpoint>(ep: &mut E, mut out: impl FnMut(Output)) {
+    while let Some(o) = ep.poll_output() {
+        out(o);
+    }
+}
+
 pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measured> {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let server_key = PrivateKey::generate(&mut rng);
@@ -197,21 +206,19 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
         let mut bytes = 0u64;
         while !st.load(Ordering::Acquire) {
             if let Ok((n, from)) = srv_sock.recv_from(&mut buf) {
-                server.handle_datagram(now(), from, &buf[..n]);
+                Endpoint::handle_datagram(&mut server, now(), from, &buf[..n]);
             }
-            server.handle_timeout(now());
-            while let Some(o) = server.poll_output() {
-                match o {
-                    Output::Transmit(t) => {
-                        let _ = srv_sock.send_to(&t.bytes, t.dest);
-                    }
-                    Output::Deliver(p) => {
-                        bytes += p.len() as u64;
-                        d.fetch_add(1, Ordering::Release);
-                    }
-                    Output::Event(_) => {}
+            Endpoint::handle_timeout(&mut server, now());
+            drain(&mut server, |o| match o {
+                Output::Transmit(t) => {
+                    let _ = srv_sock.send_to(&t.bytes, t.dest);
                 }
-            }
+                Output::Deliver(p) => {
+                    bytes += p.len() as u64;
+                    d.fetch_add(1, Ordering::Release);
+                }
+                Output::Event(_) => {}
+            });
         }
         let r = server.status(now());
         let reorder = r.peers.first().map(|p| format!("{:?}", p.tunnel.reorder));
@@ -253,33 +260,31 @@ pub fn tunnel(packets: u64, size: usize, paths: usize) -> anyhow::Result<Measure
             );
             for (i, sock) in cli_socks.iter().enumerate() {
                 while let Ok(n) = sock.recv(&mut buf) {
-                    client.handle_datagram(now(), PathId(i as u8), &buf[..n]);
+                    Endpoint::handle_datagram(&mut client, now(), PathId(i as u8), &buf[..n]);
                 }
             }
-            client.handle_timeout(now());
+            Endpoint::handle_timeout(&mut client, now());
             if let Some(a) = src {
                 let mut k = 0;
                 while sent < packets
                     && sent - delivered.load(Ordering::Acquire).min(sent) < WINDOW + written_off
                     && k < 32
                 {
-                    client.send_packet(now(), &inner_packet(a, size, sent));
+                    Endpoint::send_packet(&mut client, now(), &inner_packet(a, size, sent));
                     sent += 1;
                     k += 1;
                 }
             }
-            while let Some(o) = client.poll_output() {
-                match o {
-                    Output::Transmit(t) => {
-                        let i = t.path.map_or(0, |p| p.0 as usize);
-                        if let Some(sock) = cli_socks.get(i) {
-                            let _ = sock.send_to(&t.bytes, t.dest);
-                        }
+            drain(&mut client, |o| match o {
+                Output::Transmit(t) => {
+                    let i = t.path.map_or(0, |p| p.0 as usize);
+                    if let Some(sock) = cli_socks.get(i) {
+                        let _ = sock.send_to(&t.bytes, t.dest);
                     }
-                    Output::Event(Event::Established { params }) => src = Some(params.address),
-                    _ => {}
                 }
-            }
+                Output::Event(Event::Established { params }) => src = Some(params.address),
+                _ => {}
+            });
         }
         let status = client.status(now()).tunnel;
         let st = &status.sender;

@@ -3,58 +3,19 @@
 //! deep queue EDPF needs sits here, where its length is known exactly,
 //! rather than in a bottleneck buffer of about one bandwidth-delay product.
 
-use super::{slot, Sender, Transmit};
-use crate::path::{PathId, MAX_PATHS};
+use super::{slot, Sender, SenderConfig, Transmit};
+use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
-impl Sender {
-    /// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
-    ///
-    /// Every usable path counts, paced or not: a far path whose only
-    /// estimate came from small packets is not paced, and if the bound
-    /// left it out, the near path's queue could never grow as long as the
-    /// delay difference, EDPF would never choose the far path, and the
-    /// far path would never carry the full-size pairs that get it paced.
-    /// In the lab this left a 2 Mbit/s path of fast-slow unused for a
-    /// whole run, one run in three.
-    ///
-    /// A path not heard from yet counts too, for a while: its round trip
-    /// is at least the time since the connection first sent on it
-    /// (`PathState::silent_since`). A transfer starts as soon as the near
-    /// path answers; a path 280 ms further away answers 560 ms later, and
-    /// meanwhile the bound, counting the near path alone (50 ms), stopped
-    /// TCP's slow start at a window of 80 packets. CUBIC then climbed from
-    /// there for ten seconds before the window covered the far path. The
-    /// lower bound counts only while it is below `pacing_max_backlog`, so
-    /// a path that never answers lengthens the bound only during the
-    /// first moments of a connection.
-    pub(super) fn pacing_bound(&self, now: Instant) -> Duration {
-        let delays = crate::sched::Pet::relative_delays(&self.paths);
-        let near_rtt = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| p.rtt.min_rtt())
-            .min()
-            .unwrap_or_default();
-        let silent = self
-            .paths
-            .iter()
-            .filter_map(|p| p.silent_since)
-            .map(|t| now.saturating_since(t))
-            .filter(|&rtt| rtt < self.cfg.pacing_max_backlog)
-            .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
-        let far = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| delays[slot(p.id)])
-            .chain(silent)
-            .max()
-            .unwrap_or_default();
-        (far.mul_f64(self.cfg.pacing_delay_factor.max(0.0)) + near_rtt)
-            .max(self.cfg.pacing_min_backlog)
-            .min(self.cfg.pacing_max_backlog)
+/// Relative one-way delay of each path slot (`Pet::relative_delays`).
+pub(super) type Delays = [Option<Duration>; MAX_PATHS];
+
+impl<P> Sender<P> {
+    /// The paths' relative one-way delays (`Pet::relative_delays`): what
+    /// the pacing bound and the placement of copies are given as an
+    /// argument, computed once per decision.
+    pub(super) fn relative_delays(&self) -> Delays {
+        crate::sched::Pet::relative_delays(&self.paths)
     }
 
     /// Counts `bytes` sent on `path` outside the data stream (feedback,
@@ -62,36 +23,36 @@ impl Sender {
     /// below the path's rate.
     pub fn charge_pacer(&mut self, now: Instant, path: PathId, bytes: usize) {
         let s = slot(path);
-        let Some(free) = self.pacer_free[s] else {
+        let Some(free) = self.per_path[s].pacer_free else {
             return;
         };
         let Some(rate) = self.pacing_rate(s) else {
             return;
         };
         let gap = crate::time::tx_time(bytes as u32, rate);
-        self.pacer_free[s] = Some(free.max(now) + gap);
+        self.per_path[s].pacer_free = Some(free.max(now) + gap);
     }
 
     /// Releases the next paced packet that is due at `now` (earliest
-    /// release time first), or `None`. Call until `None` whenever
+    /// release time first) with its payload, or `None`. Call until `None` whenever
     /// `poll_timeout` is due and after `send_paced` queued a packet.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, P)> {
         let s = (0..MAX_PATHS)
-            .filter_map(|s| Some((s, self.paced[s].front()?.release_at)))
+            .filter_map(|s| Some((s, self.per_path[s].paced.front()?.release_at)))
             .filter(|&(_, t)| t <= now)
             .min_by_key(|&(_, t)| t)?
             .0;
-        let p = self.paced[s].pop_front()?;
+        let p = self.per_path[s].paced.pop_front()?;
         // Timers and delay samples count from when the packet really left.
         if let Some(r) = self.record_mut(p.tx.seq) {
             r.sent_at = now;
         }
-        Some(p.tx)
+        Some((p.tx, p.payload))
     }
 
     /// Packets waiting in pacing queues.
     pub fn paced_len(&self) -> usize {
-        self.paced.iter().map(|q| q.len()).sum()
+        self.per_path.iter().map(|p| p.paced.len()).sum()
     }
 
     /// The rate a path is paced at: `pacing_gain` x the median of its
@@ -101,11 +62,65 @@ impl Sender {
     /// let the pacer dump its queue into the bottleneck buffer; the median
     /// ignores such outliers. `None` when the path is not to be paced.
     pub(super) fn pacing_rate(&self, s: usize) -> Option<f64> {
-        if !self.cfg.pacing || !self.pace_ok[s] {
+        if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        Some(self.pair_samples[s].median? * self.cfg.pacing_gain.max(0.01))
+        Some(self.per_path[s].pair_samples.median? * self.cfg.pacing_gain.max(0.01))
     }
+}
+
+/// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
+///
+/// Every usable path counts, paced or not: a far path whose only
+/// estimate came from small packets is not paced, and if the bound
+/// left it out, the near path's queue could never grow as long as the
+/// delay difference, EDPF would never choose the far path, and the
+/// far path would never carry the full-size pairs that get it paced.
+/// In the lab this left a 2 Mbit/s path of fast-slow unused for a
+/// whole run, one run in three.
+///
+/// A path not heard from yet counts too, for a while: its round trip
+/// is at least the time since the connection first sent on it
+/// (`PathState::silent_since`). A transfer starts as soon as the near
+/// path answers; a path 280 ms further away answers 560 ms later, and
+/// meanwhile the bound, counting the near path alone (50 ms), stopped
+/// TCP's slow start at a window of 80 packets. CUBIC then climbed from
+/// there for ten seconds before the window covered the far path. The
+/// lower bound counts only while it is below `pacing_max_backlog`, so
+/// a path that never answers lengthens the bound only during the
+/// first moments of a connection.
+///
+/// A function of its arguments alone: the sender's configuration, the
+/// paths' estimates, and their relative one-way delays as the caller
+/// computed them for this decision.
+pub(super) fn pacing_bound(
+    cfg: &SenderConfig,
+    paths: &[PathState],
+    delays: &Delays,
+    now: Instant,
+) -> Duration {
+    let near_rtt = paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| p.rtt.min_rtt())
+        .min()
+        .unwrap_or_default();
+    let silent = paths
+        .iter()
+        .filter_map(|p| p.silent_since)
+        .map(|t| now.saturating_since(t))
+        .filter(|&rtt| rtt < cfg.pacing_max_backlog)
+        .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
+    let far = paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| delays[slot(p.id)])
+        .chain(silent)
+        .max()
+        .unwrap_or_default();
+    (far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt)
+        .max(cfg.pacing_min_backlog)
+        .min(cfg.pacing_max_backlog)
 }
 
 /// Pair samples the pacing rate is the median of.

@@ -51,7 +51,7 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// of a burst anyway.
 const MIN_PEER_LOSS: f64 = 0.01;
 
-impl Sender {
+impl<P> Sender<P> {
     /// A packet sent at `sent_at` was reported: later sends' losses can
     /// be judged by time.
     pub(super) fn rack_on_delivered(&mut self, sent_at: Instant) {
@@ -66,7 +66,7 @@ impl Sender {
         if self.cfg.repair.mode == RepairMode::Off {
             return None;
         }
-        if self.path_repair[slot(p.id)].peer_loss_rate < MIN_PEER_LOSS {
+        if self.per_path[slot(p.id)].repair.peer_loss_rate < MIN_PEER_LOSS {
             return None;
         }
         if self.rack_sent_at.is_none_or(|t| t <= sent_at) {

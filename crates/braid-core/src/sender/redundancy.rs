@@ -11,18 +11,18 @@
 //! ahead of the path's pacing queue, and charged to its pacer so that the
 //! path's rate is kept.
 
+use super::pacing::Delays;
 use super::{slot, Fate, Sender, Transmit};
 use crate::path::{PathId, PathState};
 use crate::time::{tx_time, Instant};
 use crate::wire::{DataFlags, DataHeader};
 
-impl Sender {
+impl<P> Sender<P> {
     /// The expected delivery cost of a `len`-byte packet on `p` (seconds):
     /// relative one-way delay, serialisation, and the chance of losing it
-    /// times the smoothed RTT (a loss costs a round). Used to place repair
-    /// copies and redundant copies.
-    pub(super) fn delivery_cost(&self, p: &PathState, len: u32) -> f64 {
-        let delays = crate::sched::Pet::relative_delays(&self.paths);
+    /// times the smoothed RTT (a loss costs a round), given the paths'
+    /// relative delays. Used to place repair copies and redundant copies.
+    pub(super) fn delivery_cost(p: &PathState, len: u32, delays: &Delays) -> f64 {
         let d = delays[slot(p.id)]
             .unwrap_or_else(|| p.rtt.srtt() / 2)
             .as_secs_f64();
@@ -43,11 +43,12 @@ impl Sender {
         if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
             return Vec::new();
         }
+        let delays = self.relative_delays();
         let mut others: Vec<(f64, PathId)> = self
             .paths
             .iter()
             .filter(|p| p.usable && p.id != rec.path)
-            .map(|p| (self.delivery_cost(p, rec.len), p.id))
+            .map(|p| (Self::delivery_cost(p, rec.len, &delays), p.id))
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut out = Vec::new();
@@ -61,8 +62,8 @@ impl Sender {
             self.stats.redundant_copies += 1;
             self.stats.redundant_bytes += rec.len as u64;
             let s = slot(id);
-            self.path_repair[s].copies_carried += 1;
-            self.path_repair[s].copy_bytes_carried += rec.len as u64;
+            self.per_path[s].repair.copies_carried += 1;
+            self.per_path[s].repair.copy_bytes_carried += rec.len as u64;
             out.push(Transmit {
                 path: id,
                 seq,
@@ -82,8 +83,12 @@ impl Sender {
     /// still in the pacing queue have not left and do not count.
     pub fn oldest_in_flight_sent(&self, id: PathId) -> Option<Instant> {
         let s = slot(id);
-        let &seq = self.unacked[s].front()?;
-        if self.paced[s].front().is_some_and(|q| q.tx.seq == seq) {
+        let &seq = self.per_path[s].unacked.front()?;
+        if self.per_path[s]
+            .paced
+            .front()
+            .is_some_and(|q| q.tx.seq == seq)
+        {
             return None;
         }
         let r = self.ring[(seq as usize) & (self.ring.len() - 1)]?;

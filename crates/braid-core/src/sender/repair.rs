@@ -34,7 +34,7 @@ const MAX_REPAIR_QUEUE: usize = 1 << 14;
 /// Most unrepaired losses waiting to be announced (one control frame's worth).
 const MAX_UNREPAIRED: usize = 256;
 
-impl Sender {
+impl<P> Sender<P> {
     /// Queues a just-lost packet for repair if the configuration and the
     /// loss classification allow.
     pub(super) fn consider_repair(&mut self, path: PathId, seq: u64, now: Instant) {
@@ -46,12 +46,14 @@ impl Sender {
             .path(path)
             .and_then(|p| p.rtt.min_rtt())
             .unwrap_or(Duration::from_millis(100));
-        if self.cfg.repair.classify && self.classifier[s].on_loss(now, min_rtt) {
+        if self.cfg.repair.classify && self.per_path[s].classifier.on_loss(now, min_rtt) {
             // Congestion: the inner transport must see this loss.
             self.stats.repairs_skipped_congestion += 1;
-            self.path_repair[s].losses_congestion += 1;
-            if self.classifier[s].cut_at(now) {
-                self.pair_samples[s].scale(self.cfg.repair.congestion_rate_factor);
+            self.per_path[s].repair.losses_congestion += 1;
+            if self.per_path[s].classifier.cut_at(now) {
+                self.per_path[s]
+                    .pair_samples
+                    .scale(self.cfg.repair.congestion_rate_factor);
             }
             self.note_unrepaired(seq);
             return;
@@ -70,7 +72,7 @@ impl Sender {
             return;
         }
         r.repair_queued = true;
-        self.path_repair[s].losses_repaired += 1;
+        self.per_path[s].repair.losses_repaired += 1;
         self.repair_queue.push_back(seq);
         if self.repair_queue.len() > MAX_REPAIR_QUEUE {
             self.repair_queue.pop_front();
@@ -151,7 +153,8 @@ impl Sender {
         if rec.fate != Fate::Lost || seq >= self.next_seq {
             return None;
         }
-        let cost = |p: &crate::path::PathState| self.delivery_cost(p, rec.len);
+        let delays = self.relative_delays();
+        let cost = |p: &crate::path::PathState| Self::delivery_cost(p, rec.len, &delays);
         let i = self
             .paths
             .iter()
@@ -177,17 +180,17 @@ impl Sender {
             r.eta_ns = None;
         }
         // On the wire it goes before the packets still in the pacing queue.
-        let at = match self.paced[s].front() {
+        let at = match self.per_path[s].paced.front() {
             Some(q) => self.position(id, q.tx.seq),
             None => None,
         };
         match at {
-            Some(i) => self.unacked[s].insert(i, seq),
-            None => self.unacked[s].push_back(seq),
+            Some(i) => self.per_path[s].unacked.insert(i, seq),
+            None => self.per_path[s].unacked.push_back(seq),
         }
         self.charge_pacer(now, id, rec.len as usize);
         self.stats.repairs_sent += 1;
-        self.path_repair[s].repairs_carried += 1;
+        self.per_path[s].repair.repairs_carried += 1;
         Some(Transmit {
             path: id,
             seq,
@@ -244,7 +247,8 @@ impl Sender {
             // must not reach back over it): the FIFO rule on feedback
             // judges them.
             let s = slot(path);
-            let run: Vec<u64> = self.unacked[s]
+            let run: Vec<u64> = self.per_path[s]
+                .unacked
                 .iter()
                 .copied()
                 .filter(|&q| q <= upto && !matches!(after, Some(a) if q <= a))
@@ -256,14 +260,14 @@ impl Sender {
             if run.is_empty() {
                 continue;
             }
-            self.unacked[s].retain(|q| !run.contains(q));
+            self.per_path[s].unacked.retain(|q| !run.contains(q));
             for seq in run {
                 self.mark_lost(path, seq, now, LossCause::Nack);
             }
         }
         for r in rates {
             if (r.path.0 as usize) < MAX_PATHS {
-                self.path_repair[slot(r.path)].peer_loss_rate = r.fraction();
+                self.per_path[slot(r.path)].repair.peer_loss_rate = r.fraction();
             }
         }
     }
@@ -280,6 +284,6 @@ impl Sender {
 
     /// Repair counters of one path.
     pub fn path_repair_stats(&self, path: PathId) -> PathRepairStats {
-        self.path_repair[slot(path)]
+        self.per_path[slot(path)].repair
     }
 }

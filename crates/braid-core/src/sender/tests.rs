@@ -2,12 +2,18 @@
 
 use super::*;
 use crate::sched::{RoundRobin, SchedulerKind};
+use crate::wire::FeedbackEntry;
 
 fn pkt() -> PacketInfo {
     PacketInfo {
         len: 1500,
         retransmit: false,
     }
+}
+
+/// The sender's pacing bound at `now`.
+fn bound_of(s: &Sender, now: Instant) -> Duration {
+    pacing::pacing_bound(&s.cfg, &s.paths, &s.relative_delays(), now)
 }
 
 fn sender(kind: SchedulerKind, n: u8) -> Sender {
@@ -163,22 +169,26 @@ fn paced_sender() -> Sender {
 /// is held until the second comes, then both leave together.
 fn send_pair_unpaced(s: &mut Sender, now: Instant) -> [Transmit; 2] {
     assert!(matches!(
-        s.send_paced(now, &pkt()),
+        s.send_paced(now, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
     assert_eq!(
-        s.poll_transmit(now),
+        s.poll_transmit(now).map(|(t, ())| t),
         None,
         "the first waits for its partner"
     );
     assert!(matches!(
-        s.send_paced(now, &pkt()),
+        s.send_paced(now, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
     let a = s
         .poll_transmit(now)
+        .map(|(t, ())| t)
         .expect("first released with the second");
-    let b = s.poll_transmit(now).expect("second right behind");
+    let b = s
+        .poll_transmit(now)
+        .map(|(t, ())| t)
+        .expect("second right behind");
     assert!(
         a.header.flags.has(DataFlags::PAIR_FIRST) && b.header.flags.has(DataFlags::PAIR_SECOND)
     );
@@ -198,18 +208,18 @@ fn unpaced_pair_is_held_for_its_partner_but_not_longer() {
     // The partner comes 2 ms later (TCP clocked by another path's ACKs).
     let t0 = Instant::from_millis(10);
     assert!(matches!(
-        s.send_paced(t0, &pkt()),
+        s.send_paced(t0, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
     assert_eq!(s.poll_timeout(), Some(t0 + hold));
     let t1 = t0 + Duration::from_millis(2);
-    assert_eq!(s.poll_transmit(t1), None);
+    assert_eq!(s.poll_transmit(t1).map(|(t, ())| t), None);
     assert!(matches!(
-        s.send_paced(t1, &pkt()),
+        s.send_paced(t1, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
-    let a = s.poll_transmit(t1).unwrap();
-    let b = s.poll_transmit(t1).unwrap();
+    let a = s.poll_transmit(t1).map(|(t, ())| t).unwrap();
+    let b = s.poll_transmit(t1).map(|(t, ())| t).unwrap();
     assert_eq!((a.seq, b.seq), (0, 1));
     // Timers count from when the packets really left.
     s.handle_feedback(
@@ -240,18 +250,25 @@ fn unpaced_pair_is_held_for_its_partner_but_not_longer() {
     );
     s.add_path(PathId(0), PathParams::default());
     assert!(matches!(
-        s.send_paced(t0, &pkt()),
+        s.send_paced(t0, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
-    assert_eq!(s.poll_transmit(t0 + hold - Duration::from_micros(1)), None);
-    assert_eq!(s.poll_transmit(t0 + hold).map(|t| t.seq), Some(0));
+    assert_eq!(
+        s.poll_transmit(t0 + hold - Duration::from_micros(1))
+            .map(|(t, ())| t),
+        None
+    );
+    assert_eq!(
+        s.poll_transmit(t0 + hold).map(|(t, ())| t).map(|t| t.seq),
+        Some(0)
+    );
     // Small packets (TCP ACKs) are never held.
     let small = PacketInfo {
         len: 100,
         retransmit: false,
     };
     assert!(matches!(
-        s.send_paced(t0 + hold, &small),
+        s.send_paced(t0 + hold, &small, || ()),
         SendOutcome::Transmit(_)
     ));
     assert_eq!(s.stats().pair_holds, 1);
@@ -265,7 +282,7 @@ fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
     let mut immediate = Vec::new();
     let mut queued = 0;
     for _ in 0..10 {
-        match s.send_paced(now, &pkt()) {
+        match s.send_paced(now, &pkt(), || ()) {
             SendOutcome::Transmit(t) => immediate.push(t),
             SendOutcome::Queued { .. } => queued += 1,
             o => panic!("{o:?}"),
@@ -273,10 +290,10 @@ fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
     }
     // The first pair leaves at once, the rest waits.
     assert_eq!((immediate.len(), queued), (2, 8));
-    assert_eq!(s.poll_transmit(now), None);
+    assert_eq!(s.poll_transmit(now).map(|(t, ())| t), None);
     let mut released = Vec::new();
     while let Some(t) = s.poll_timeout().filter(|_| s.paced_len() > 0) {
-        while let Some(tx) = s.poll_transmit(t) {
+        while let Some(tx) = s.poll_transmit(t).map(|(t, ())| t) {
             released.push((t, tx));
         }
     }
@@ -301,11 +318,11 @@ fn pacing_queue_drops_beyond_its_bound() {
     let mut s = paced_sender();
     let now = Instant::from_millis(50);
     for _ in 0..200 {
-        s.send_paced(now, &pkt());
+        s.send_paced(now, &pkt(), || ());
     }
     // Bound: 50 ms (no relative delay) at 9.95 Mbit/s, about 41 packets.
     assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
-    let backlog = s.pacer_free[0].unwrap().saturating_since(now);
+    let backlog = s.per_path[0].pacer_free.unwrap().saturating_since(now);
     assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
 }
 
@@ -354,7 +371,7 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     assert!(s.pacing_rate(0).is_some());
     // Twice the 80 ms the far path is behind: EDPF can queue enough on the
     // near path to reach it.
-    let bound = s.pacing_bound(Instant::from_millis(300));
+    let bound = bound_of(&s, Instant::from_millis(300));
     assert!(bound >= Duration::from_millis(150), "{bound:?}");
 }
 
@@ -363,7 +380,7 @@ fn a_packet_in_the_pacing_queue_does_not_time_out() {
     let mut s = paced_sender();
     let now = Instant::from_millis(50);
     let sent = (0..10)
-        .filter(|_| matches!(s.send_paced(now, &pkt()), SendOutcome::Transmit(_)))
+        .filter(|_| matches!(s.send_paced(now, &pkt(), || ()), SendOutcome::Transmit(_)))
         .count();
     assert_eq!(sent, 2);
     // Long past any timeout, nothing released from the queue yet: only
@@ -373,7 +390,7 @@ fn a_packet_in_the_pacing_queue_does_not_time_out() {
     assert_eq!(s.stats().lost_timeout, 2, "{:?}", s.stats());
     // The queued ones time out from when they leave.
     let mut left = 0;
-    while s.poll_transmit(later).is_some() {
+    while s.poll_transmit(later).map(|(t, ())| t).is_some() {
         left += 1;
     }
     assert_eq!(left, 8);
@@ -524,22 +541,79 @@ fn pacing_bound_waits_for_a_silent_path_for_a_while() {
     };
     let min = cfg.pacing_min_backlog;
     let max = cfg.pacing_max_backlog;
-    let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
+    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
     s.add_path(PathId(0), PathParams::default());
     s.add_path(PathId(1), PathParams::default());
     s.set_usable(PathId(1), false);
-    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
+    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
     s.set_path_silent_since(PathId(1), Some(Instant::ZERO));
     // A later keepalive does not move the start.
     s.set_path_silent_since(PathId(1), Some(Instant::from_millis(200)));
     // 400 ms without an answer: at least 200 ms further one way.
     assert_eq!(
-        s.pacing_bound(Instant::from_millis(400)),
+        bound_of(&s, Instant::from_millis(400)),
         Duration::from_millis(400)
     );
     // Never answering: no longer counted.
-    assert_eq!(s.pacing_bound(Instant::ZERO + max), min);
+    assert_eq!(bound_of(&s, Instant::ZERO + max), min);
     // Answered: the lower bound is gone.
     s.set_path_silent_since(PathId(1), None);
-    assert_eq!(s.pacing_bound(Instant::from_millis(400)), min);
+    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
+}
+
+/// The sender owns each queued packet's payload: the payload is asked
+/// for only when the packet is queued, comes back with its own header
+/// when released, and is dropped with its path.
+#[test]
+fn queued_payloads_come_back_with_their_packets() {
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let mut s: Sender<String> = Sender::new(cfg, SchedulerKind::Pet.build());
+    s.add_path(PathId(0), PathParams::default());
+    let t0 = Instant::from_millis(10);
+    // A full-size first packet of a pair is held for its partner.
+    let mut asked = 0;
+    let out = s.send_paced(t0, &pkt(), || {
+        asked += 1;
+        "first".to_string()
+    });
+    assert!(matches!(out, SendOutcome::Queued { seq: 0, .. }));
+    assert_eq!(asked, 1);
+    assert!(matches!(
+        s.send_paced(t0, &pkt(), || "second".to_string()),
+        SendOutcome::Queued { seq: 1, .. }
+    ));
+    let (a, pa) = s.poll_transmit(t0).expect("first released");
+    let (b, pb) = s.poll_transmit(t0).expect("second right behind");
+    assert_eq!((a.seq, pa.as_str()), (0, "first"));
+    assert_eq!((b.seq, pb.as_str()), (1, "second"));
+    assert_eq!(s.paced_len(), 0);
+
+    // Removing the path drops what waits in its queue (a new pair's
+    // first packet, held for its partner).
+    let t1 = t0 + Duration::from_secs(1);
+    s.add_path(PathId(1), PathParams::default());
+    s.remove_path(t0, PathId(0));
+    assert!(matches!(
+        s.send_paced(t1, &pkt(), || "held".to_string()),
+        SendOutcome::Queued { .. }
+    ));
+    assert_eq!(s.paced_len(), 1);
+    s.remove_path(t1, PathId(1));
+    assert_eq!(s.paced_len(), 0);
+    assert!(s.poll_transmit(t1 + Duration::from_secs(1)).is_none());
+
+    // With a path again: a small packet on an unpaced path with an
+    // empty queue leaves at once: its payload is never asked for.
+    let small = PacketInfo {
+        len: 100,
+        retransmit: false,
+    };
+    s.add_path(PathId(2), PathParams::default());
+    let out = s.send_paced(t1, &small, || {
+        panic!("payload asked for a packet sent at once")
+    });
+    assert!(matches!(out, SendOutcome::Transmit(_)));
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::sched::SchedulerKind;
+use crate::wire::FeedbackEntry;
 
 fn pkt() -> PacketInfo {
     PacketInfo {
@@ -71,7 +72,7 @@ fn unpaced_sender_holds_pairs_only_on_unmeasured_paths_when_asked() {
     let mut s = Sender::new(SenderConfig::default(), SchedulerKind::Pet.build());
     s.add_path(PathId(0), PathParams::default());
     assert!(matches!(
-        s.send_paced(Instant::ZERO, &pkt()),
+        s.send_paced(Instant::ZERO, &pkt(), || ()),
         SendOutcome::Transmit(_)
     ));
     // On: held until the partner comes, 2 ms later, then back to back.
@@ -83,17 +84,17 @@ fn unpaced_sender_holds_pairs_only_on_unmeasured_paths_when_asked() {
     s.add_path(PathId(0), PathParams::default());
     let t0 = Instant::from_millis(10);
     assert!(matches!(
-        s.send_paced(t0, &pkt()),
+        s.send_paced(t0, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
     let t1 = t0 + Duration::from_millis(2);
-    assert_eq!(s.poll_transmit(t1), None);
+    assert_eq!(s.poll_transmit(t1).map(|(t, ())| t), None);
     assert!(matches!(
-        s.send_paced(t1, &pkt()),
+        s.send_paced(t1, &pkt(), || ()),
         SendOutcome::Queued { .. }
     ));
-    let a = s.poll_transmit(t1).unwrap();
-    let b = s.poll_transmit(t1).unwrap();
+    let a = s.poll_transmit(t1).map(|(t, ())| t).unwrap();
+    let b = s.poll_transmit(t1).map(|(t, ())| t).unwrap();
     assert_eq!((a.seq, b.seq), (0, 1));
     s.handle_feedback(t1 + Duration::from_millis(40), [entry(0, 30), entry(1, 31)]);
     assert_eq!(s.stats().pair_samples, 1, "the held pair measures the path");
@@ -101,7 +102,10 @@ fn unpaced_sender_holds_pairs_only_on_unmeasured_paths_when_asked() {
     // Measured now: nothing is held any more.
     let t2 = t1 + Duration::from_millis(50);
     for _ in 0..4 {
-        assert!(matches!(s.send_paced(t2, &pkt()), SendOutcome::Transmit(_)));
+        assert!(matches!(
+            s.send_paced(t2, &pkt(), || ()),
+            SendOutcome::Transmit(_)
+        ));
     }
     assert_eq!(s.stats().pair_holds, 1);
 }

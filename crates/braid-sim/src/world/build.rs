@@ -377,7 +377,6 @@ impl World {
                 .collect(),
             rpc: None,
             to_src: Route::new(&[], Dst::Proxy),
-            held: Default::default(),
         }
     }
 }

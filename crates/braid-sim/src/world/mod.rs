@@ -123,7 +123,10 @@ pub struct RunResult {
 }
 
 struct Braid {
-    sender: Sender,
+    /// Owns the segments it holds (a pair's first packet waiting for its
+    /// partner, `SenderConfig::hold_unmeasured_pairs`), with their tunnel
+    /// length.
+    sender: Sender<(Segment, u32)>,
     receiver: Receiver<Segment>,
     retx: RetransmitDetector,
     overhead: u32,
@@ -135,10 +138,6 @@ struct Braid {
     /// `to_src`.
     rpc: Option<braid_core::rpc::Rpc<Ack>>,
     to_src: Route,
-    /// Segments the sender holds (a pair's first packet waiting for its
-    /// partner, `SenderConfig::hold_unmeasured_pairs`), by tunnel
-    /// sequence number, with their tunnel length.
-    held: std::collections::HashMap<u64, (Segment, u32)>,
 }
 
 pub struct World {
@@ -441,12 +440,12 @@ impl World {
                     seg.payload_bytes.max(1),
                 );
                 let len = seg.wire_bytes + b.overhead;
-                match b.sender.send_paced(now, &PacketInfo { len, retransmit }) {
+                match b
+                    .sender
+                    .send_paced(now, &PacketInfo { len, retransmit }, || (seg, len))
+                {
                     SendOutcome::Transmit(tx) => self.tunnel_out(now, tx, seg, len),
-                    SendOutcome::Queued { seq, .. } => {
-                        b.held.insert(seq, (seg, len));
-                        self.release_held(now);
-                    }
+                    SendOutcome::Queued { .. } => self.release_held(now),
                     SendOutcome::Dropped | SendOutcome::NoPath => {}
                 }
             }
@@ -500,12 +499,10 @@ impl World {
     fn release_held(&mut self, now: Instant) {
         loop {
             let Some(b) = self.braid.as_mut() else { return };
-            let Some(tx) = b.sender.poll_transmit(now) else {
+            let Some((tx, (seg, len))) = b.sender.poll_transmit(now) else {
                 return;
             };
-            if let Some((seg, len)) = b.held.remove(&tx.seq) {
-                self.tunnel_out(now, tx, seg, len);
-            }
+            self.tunnel_out(now, tx, seg, len);
         }
     }
 

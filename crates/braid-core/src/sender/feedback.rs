@@ -1,0 +1,160 @@
+//! Feedback from the receiver (the paper's SIG-ACK): each entry reports
+//! one packet's arrival time. It acknowledges the packet, declares the
+//! packets sent before it on the same path lost (paths are FIFO), and
+//! feeds the path's estimators: RTT, relative one-way delay, the
+//! scheduler's delivery prediction, and the packet-pair bandwidth sample
+//! (PET/BMP Section V-A).
+
+use super::{slot, Fate, LossCause, Sender};
+use crate::path::PathId;
+use crate::sched::PairRole;
+use crate::time::{tx_time, Duration, Instant};
+use crate::wire::{self, FeedbackEntry};
+
+impl<P> Sender<P> {
+    /// Processes the entries of one feedback frame.
+    pub fn handle_feedback(
+        &mut self,
+        now: Instant,
+        entries: impl IntoIterator<Item = FeedbackEntry>,
+    ) {
+        for e in entries {
+            self.on_entry(now, None, e);
+        }
+    }
+
+    /// Processes the entries of one feedback frame that reports arrivals
+    /// on `path` (the frame's path field). With repair a packet may have
+    /// copies on two paths; an entry from another path than the packet's
+    /// latest copy acknowledges it without applying the FIFO rule or
+    /// taking delay samples on the wrong path.
+    pub fn handle_feedback_on(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        entries: impl IntoIterator<Item = FeedbackEntry>,
+    ) {
+        for e in entries {
+            self.on_entry(now, Some(path), e);
+        }
+    }
+
+    fn on_entry(&mut self, now: Instant, on: Option<PathId>, e: FeedbackEntry) {
+        let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
+        let Some(rec) = self.record_mut(seq).copied() else {
+            self.stats.feedback_unmatched += 1;
+            return;
+        };
+        if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
+            self.stats.feedback_unmatched += 1;
+            return;
+        }
+        if on.is_some_and(|p| p != rec.path) {
+            self.ack_other_copy(seq, rec, e.rx_time_ns);
+            return;
+        }
+        let was_in_flight = rec.fate == Fate::InFlight;
+        if was_in_flight {
+            // Paths are FIFO: anything sent before this on the same path and
+            // still unreported was lost (PRISM §5.2.3, threshold 1).
+            if let Some(i) = self.position(rec.path, seq) {
+                self.declare_lost_front(rec.path, i, now, LossCause::Fifo);
+                self.per_path[slot(rec.path)].unacked.pop_front();
+            }
+        } else {
+            // Given up too early (the path is slower than its timeout
+            // assumed): the report still measures the path.
+            self.stats.spurious_losses += 1;
+        }
+        if let Some(r) = self.record_mut(seq) {
+            r.fate = Fate::Acked {
+                rx_ns: e.rx_time_ns,
+            };
+        }
+        self.stats.acked += 1;
+        self.rack_on_delivered(rec.sent_at);
+
+        let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) else {
+            return;
+        };
+        if was_in_flight {
+            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(rec.len as u64);
+            p.loss.on_delivered(1);
+        }
+        p.acked_packets += 1;
+        p.acked_bytes += rec.len as u64;
+        p.last_feedback = Some(now);
+        if rec.attempts > 0 {
+            // Karn: a repaired packet's report may belong to either copy.
+            return;
+        }
+        p.rtt.update(now.saturating_since(rec.sent_at));
+        // Relative one-way delay: receiver clock minus sender clock, less
+        // this packet's own serialisation so that D_l is the wireline part.
+        let ser =
+            p.bw.estimate_bps()
+                .map(|r| tx_time(rec.len, r).as_nanos() as i64)
+                .unwrap_or(0);
+        p.owd.on_sample(
+            now,
+            e.rx_time_ns as i64 - rec.sent_at.as_nanos() as i64 - ser,
+        );
+        let queueing = p.owd.queueing_delay();
+        self.per_path[slot(rec.path)]
+            .classifier
+            .on_queueing_sample(queueing);
+        if let Some(eta) = rec.eta_ns {
+            // Arrival in the scheduler's frame (relative delays): receiver
+            // clock minus the smallest base offset of any path.
+            if let Some(min_base) = self.paths.iter().filter_map(|q| q.owd.base_raw_ns()).min() {
+                let p = self
+                    .paths
+                    .iter()
+                    .find(|p| p.id == rec.path)
+                    .expect("found above");
+                self.sched
+                    .on_delivery(p, eta, e.rx_time_ns as i64 - min_base);
+            }
+        }
+
+        // Packet pair: dispersion of the two arrivals (PET/BMP Section V-A).
+        let Some(partner) = rec.partner else { return };
+        let Some(other) = self.record_mut(partner).copied() else {
+            return;
+        };
+        let Fate::Acked { rx_ns: other_rx } = other.fate else {
+            return;
+        };
+        let (first, second, rx1, rx2) = if rec.pair == PairRole::Second {
+            (other, rec, other_rx, e.rx_time_ns)
+        } else {
+            (rec, other, e.rx_time_ns, other_rx)
+        };
+        if rx2 <= rx1 {
+            return;
+        }
+        let dispersion = Duration::from_nanos(rx2 - rx1);
+        let tx_gap = second.sent_at.saturating_since(first.sent_at);
+        // Only a gap the bottleneck created measures it: if the sender
+        // spaced the packets more than they arrived, they never queued together.
+        if dispersion <= tx_gap
+            || tx_gap.as_secs_f64() > dispersion.as_secs_f64() * self.cfg.pair_gap_fraction
+        {
+            return;
+        }
+        let p = self
+            .paths
+            .iter_mut()
+            .find(|p| p.id == rec.path)
+            .expect("path checked above");
+        if let Some(sample) = p.bw.on_pair(second.len, dispersion) {
+            self.stats.pair_samples += 1;
+            let s = slot(rec.path);
+            self.per_path[s].pace_ok = second.len >= self.cfg.pacing_min_pair_len;
+            if self.per_path[s].pace_ok {
+                self.per_path[s].pair_samples.push(sample);
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The sender's own state of one path, in one record ([`PathSender`]):
+//! what it has in flight there, its pacing queue and pacer, its pair
+//! samples, its loss classifier and its repair counters.
+//!
+//! Why one record: these were once ten arrays indexed by path slot, and
+//! resetting a path meant resetting each of them (and remembering which
+//! to keep). The path's estimates ([`crate::path::PathState`]) stay apart,
+//! in the slice the scheduler is given.
+
+use std::collections::VecDeque;
+
+use super::{PairSamples, PathRepairStats, Transmit};
+use crate::repair::LossClassifier;
+use crate::time::Instant;
+
+/// A packet in a pacing queue, with its payload: the queue owns it until
+/// `Sender::poll_transmit` hands both over.
+#[derive(Debug)]
+pub(super) struct Paced<P> {
+    pub tx: Transmit,
+    pub release_at: Instant,
+    pub payload: P,
+}
+
+/// The sender's state of one path slot.
+#[derive(Debug)]
+pub(super) struct PathSender<P> {
+    /// In-flight sequence numbers, in send order.
+    pub unacked: VecDeque<u64>,
+    /// The last original packet sent on the path (the next one's `prev_delta`).
+    pub last_seq: Option<u64>,
+    /// First packet of the pair currently open on the path.
+    pub open_pair: Option<u64>,
+    /// The pacing queue, in release order.
+    pub paced: VecDeque<Paced<P>>,
+    /// When the pacer is free for the next packet.
+    pub pacer_free: Option<Instant>,
+    /// Release time of the last packet queued, and its seq.
+    pub last_release: Option<(u64, Instant)>,
+    /// The path's latest pair sample came from packets large enough to pace on.
+    pub pace_ok: bool,
+    /// The latest full-size pair samples and their median.
+    pub pair_samples: PairSamples,
+    /// Congestion or random loss (R-MTP §3.2).
+    pub classifier: LossClassifier,
+    /// Repair counters.
+    pub repair: PathRepairStats,
+}
+
+impl<P> Default for PathSender<P> {
+    fn default() -> Self {
+        PathSender {
+            unacked: VecDeque::new(),
+            last_seq: None,
+            open_pair: None,
+            paced: VecDeque::new(),
+            pacer_free: None,
+            last_release: None,
+            pace_ok: false,
+            pair_samples: PairSamples::default(),
+            classifier: LossClassifier::default(),
+            repair: PathRepairStats::default(),
+        }
+    }
+}
+
+impl<P> PathSender<P> {
+    /// The state of a path that was removed: everything afresh (its
+    /// queued packets dropped) but its repair counters, which
+    /// `Sender::path_repair_stats` still reports.
+    pub fn reset_removed(&mut self) {
+        *self = PathSender {
+            repair: self.repair,
+            ..PathSender::default()
+        };
+    }
+}

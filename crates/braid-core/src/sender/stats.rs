@@ -1,0 +1,62 @@
+//! The sender's counters: sender-wide ([`SenderStats`]) and the repair
+//! counters of each path ([`PathRepairStats`]).
+
+/// Sender-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub sent: u64,
+    pub acked: u64,
+    pub lost_fifo: u64,
+    pub lost_timeout: u64,
+    pub lost_evicted: u64,
+    /// Feedback entries that matched nothing in flight (late, duplicate, forged).
+    pub feedback_unmatched: u64,
+    pub pair_samples: u64,
+    /// Packets declared lost whose feedback came after all.
+    pub spurious_losses: u64,
+    /// No usable path when a packet was offered.
+    pub no_path: u64,
+    /// Packets put in a pacing queue (not sent at once).
+    pub paced: u64,
+    /// Packets dropped because their pacing queue was over its bound.
+    pub pacing_drops: u64,
+    /// First packets of pairs held for their partner (`SenderConfig::pair_hold`).
+    pub pair_holds: u64,
+    /// Packets declared lost because a NACK named them.
+    pub lost_nack: u64,
+    /// Repair copies sent (ARQ).
+    pub repairs_sent: u64,
+    /// Lost packets not repaired because the loss came with a rising
+    /// delay trend (congestion: the inner transport must see it).
+    pub repairs_skipped_congestion: u64,
+    /// Lost packets given up: too old, too many attempts, or their payload
+    /// was no longer retained.
+    pub repairs_abandoned: u64,
+    /// Losses left to FEC (reactive parity) instead of a resend.
+    pub repairs_fec: u64,
+    /// Feedback entries reporting a copy on another path than the one the
+    /// packet was last sent on (the original arrived after all, or the repair did).
+    pub feedback_other_copy: u64,
+    /// Redundant copies sent (the redundant mode, `crate::redundancy`),
+    /// and their bytes on the paths (inner packet plus tunnel overhead):
+    /// what redundancy cost.
+    pub redundant_copies: u64,
+    pub redundant_bytes: u64,
+}
+
+/// Repair counters of one path.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct PathRepairStats {
+    /// Losses of this path that were repaired (a copy was sent).
+    pub losses_repaired: u64,
+    /// Losses of this path taken for congestion and left to the inner transport.
+    pub losses_congestion: u64,
+    /// Repair copies this path carried.
+    pub repairs_carried: u64,
+    /// The latest loss rate the peer's receiver reported for this path
+    /// (NACK frames; loss events per packet).
+    pub peer_loss_rate: f64,
+    /// Redundant copies this path carried, and their bytes.
+    pub copies_carried: u64,
+    pub copy_bytes_carried: u64,
+}
