@@ -70,8 +70,11 @@ pub struct PathCc {
     pub loss: f64,
     /// Bytes sent on the path and not yet acknowledged or deemed lost.
     pub in_flight: usize,
-    /// Number of window halvings (ECN) so far.
+    /// Number of window halvings (ECN, or loss with `halve_on_loss`) so far.
     pub ce_cuts: u64,
+    /// An ECN-Echo has come back for this path: its bottleneck marks, so
+    /// congestion shows as marks there (see `SenderConfig::ecn_trust`).
+    pub ce_seen: bool,
     /// Number of timeouts so far.
     pub timeouts: u64,
 }
@@ -87,6 +90,7 @@ impl PathCc {
             loss: 0.0,
             in_flight: 0,
             ce_cuts: 0,
+            ce_seen: false,
             timeouts: 0,
             cfg,
         }
@@ -153,6 +157,12 @@ impl PathCc {
     /// The receiver echoed a CE mark for this path: halve the window unless
     /// it was halved less than one smoothed RTT ago. Returns whether it cut.
     pub fn on_ce(&mut self, now: Instant) -> bool {
+        self.ce_seen = true;
+        self.cut(now)
+    }
+
+    /// Halve the window unless it was halved less than one smoothed RTT ago.
+    fn cut(&mut self, now: Instant) -> bool {
         if let Some(t) = self.last_cut {
             if now.saturating_since(t) < self.srtt() {
                 return false;
@@ -173,7 +183,7 @@ impl PathCc {
         if self.last_cut.is_some_and(|t| sent_at <= t) {
             return false;
         }
-        self.on_ce(now)
+        self.cut(now)
     }
 
     /// The path's retransmission timer fired: TCP's response (window to one
@@ -227,6 +237,10 @@ mod tests {
         // Sent after the cut: a new event.
         assert!(cc.on_loss(later, t0 + Duration::from_millis(10)));
         assert_eq!(cc.window(), w / 4.0);
+        // Losses are not marks.
+        assert!(!cc.ce_seen);
+        cc.on_ce(later + Duration::from_millis(1));
+        assert!(cc.ce_seen);
     }
 
     #[test]
