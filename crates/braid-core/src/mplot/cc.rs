@@ -101,6 +101,23 @@ impl PathCc {
         self.cwnd
     }
 
+    /// The bytes this path's window keeps queued at its bottleneck, by
+    /// Vegas's and Veno's estimate `w (1 - RTT_min / SRTT)` (Fu and Liew,
+    /// "TCP Veno", IEEE JSAC 2003, §II): the window's excess over what the
+    /// uncongested RTT carries. Zero before an RTT sample.
+    pub fn backlog(&self) -> f64 {
+        match self.rtt.min_rtt() {
+            Some(min) if self.rtt.has_samples() => {
+                let srtt = self.srtt().as_secs_f64();
+                if srtt <= 0.0 {
+                    return 0.0;
+                }
+                (self.cwnd * (1.0 - min.as_secs_f64() / srtt)).max(0.0)
+            }
+            _ => 0.0,
+        }
+    }
+
     /// Whether a packet of `size` bytes fits the window now.
     pub fn can_send(&self, size: usize) -> bool {
         (self.in_flight + size) as f64 <= self.cwnd.max(size as f64)
@@ -262,6 +279,25 @@ mod tests {
         let w = a.window();
         a.on_ack(750, None);
         assert!((a.window() - (w + 750.0 * 750.0 / w)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn backlog_is_the_windows_excess_over_the_base_rtt() {
+        let mut cc = PathCc::new(CcConfig::default());
+        assert_eq!(cc.backlog(), 0.0);
+        for _ in 0..20 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(40)));
+        }
+        // At the base RTT nothing is queued.
+        assert!(cc.backlog() < 1.0, "{}", cc.backlog());
+        for _ in 0..60 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(80)));
+        }
+        // SRTT near 80 ms over a 40 ms base: about half the window waits.
+        let b = cc.backlog() / cc.window();
+        assert!((0.4..0.51).contains(&b), "{b}");
     }
 
     #[test]

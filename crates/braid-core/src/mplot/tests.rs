@@ -427,3 +427,31 @@ fn ecn_trust_stops_loss_cuts_on_marking_paths_only() {
     // The path that never marks is still cut on its losses.
     assert!(b.sender.path(1).ce_cuts > 0);
 }
+
+/// `random_loss_backlog`: a loss while the path's queue is nearly empty
+/// does not cut, so a lossy path without marks is cut far less often (only
+/// once its window has built a queue) and the transfer ends sooner.
+#[test]
+fn losses_with_an_empty_queue_do_not_cut() {
+    let lossy = PathSpec {
+        loss: 0.03,
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let data = payload(600_000, 5);
+    let with = |b: Option<usize>| {
+        let mut cfg = SenderConfig::new(1);
+        cfg.halve_on_loss = true;
+        cfg.random_loss_backlog = b;
+        let o = run_with(cfg, &[lossy], &data, 5, 120);
+        assert!(o.received == data, "bytes differ ({b:?})");
+        o
+    };
+    let (a, b) = (with(None), with(Some(3 * 750)));
+    let (ca, cb) = (a.sender.path(0).ce_cuts, b.sender.path(0).ce_cuts);
+    assert!(
+        cb * 2 < ca,
+        "cuts: {cb} with the backlog test, {ca} without"
+    );
+    assert!(b.done_at < a.done_at, "{:?} vs {:?}", b.done_at, a.done_at);
+}

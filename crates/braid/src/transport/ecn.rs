@@ -24,6 +24,7 @@ use std::os::fd::AsRawFd;
 use socket2::Socket;
 
 /// ECN field values (the low two bits of the IPv4 TOS / IPv6 traffic class).
+#[cfg(test)]
 pub const NOT_ECT: u8 = 0b00;
 pub const ECT0: u8 = 0b10;
 pub const CE: u8 = 0b11;

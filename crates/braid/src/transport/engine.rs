@@ -103,6 +103,10 @@ impl SendEngine {
                 // loss is random and left to FEC (§II-C).
                 cfg.halve_on_loss = true;
                 cfg.ecn_trust = true;
+                // A loss with (nearly) nothing queued is the path's own:
+                // it does not cut, so lossy paths still grow to the point
+                // where their queue marks (or, without marking, overflows).
+                cfg.random_loss_backlog = Some(3 * LARGE_PACKET);
                 // Full-size packets where the path allows: see `large_packet`.
                 cfg.large_packet = Some(LARGE_PACKET);
                 cfg.max_packet = LARGE_PACKET;
