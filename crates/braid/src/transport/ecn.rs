@@ -56,7 +56,7 @@ pub fn receive_tos(s: &Socket, ipv6: bool) -> io::Result<()> {
 /// field (`None` if the kernel gave none, e.g. `receive_tos` was not set).
 /// `WouldBlock` when nothing is queued.
 pub fn recv_from(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<u8>)> {
-    // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+    // SAFETY: all-zero is a valid sockaddr_storage.
     let mut addr: libc::sockaddr_storage = unsafe { zeroed() };
     // Room for one IPV6_TCLASS (int) or IP_TOS (byte) message and more.
     let mut control = [MaybeUninit::<u64>::uninit(); 8];
@@ -64,6 +64,7 @@ pub fn recv_from(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketA
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
+    // SAFETY: all-zero is a valid msghdr (null pointers, zero lengths).
     let mut msg: libc::msghdr = unsafe { zeroed() };
     msg.msg_name = (&mut addr as *mut libc::sockaddr_storage).cast();
     msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
