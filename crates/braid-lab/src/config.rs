@@ -118,6 +118,13 @@ pub struct PathConfig {
     pub up_queue_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub down_queue_bytes: Option<u64>,
+    /// ECN marking threshold in IP bytes, both directions: an ECN-capable
+    /// packet (ECT(0)/ECT(1) in its IP header) that finds more than this
+    /// queued is forwarded marked CE (RFC 3168 §5) instead of waiting for
+    /// the drop-tail limit. Unset: no marking (packets not ECN-capable never
+    /// see it either way). Must be below the direction's queue limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_mark_bytes: Option<u64>,
     /// Bernoulli loss probability (0..1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<f64>,
@@ -192,6 +199,8 @@ pub struct DirParams {
     pub rate_bps: f64,
     pub delay_s: f64,
     pub queue_bytes: u64,
+    /// Queued bytes above which an ECN-capable arrival is marked CE.
+    pub ecn_mark_bytes: Option<u64>,
     pub loss: LossSpec,
     pub trace: Vec<DirTraceStep>,
 }
@@ -298,6 +307,17 @@ impl LabConfig {
                         return Err(bad(
                             k(field),
                             format!("{v} is smaller than one full-size packet ({MTU_BYTES} bytes), nothing could pass; use at least {MTU_BYTES} or omit it for one bandwidth-delay product"),
+                        ));
+                    }
+                }
+            }
+            if let Some(th) = p.ecn_mark_bytes {
+                for dir in Direction::BOTH {
+                    let q = self.resolve(i, dir).queue_bytes;
+                    if th >= q {
+                        return Err(bad(
+                            k("ecn_mark_bytes"),
+                            format!("{th} is not below the {dir} queue limit ({q} bytes), so the queue would drop before it marks; use less, e.g. half of queue_bytes ({})", q / 2),
                         ));
                     }
                 }
@@ -430,6 +450,7 @@ impl LabConfig {
             rate_bps: rate_mbit * 1e6,
             delay_s: delay_ms / 1e3,
             queue_bytes,
+            ecn_mark_bytes: p.ecn_mark_bytes,
             loss,
             trace,
         }
@@ -603,6 +624,16 @@ loss = 0.01
         assert_eq!(c.sum_rate_mbit(Direction::Up), 20.0);
         assert_eq!(c.best_path(Direction::Down), 1);
         assert_eq!(c.best_path(Direction::Up), 0);
+        assert_eq!(a.ecn_mark_bytes, None);
+        let e = LabConfig::from_toml_str(
+            &GOOD.replace(
+                "queue_bytes = 50000",
+                "queue_bytes = 50000\necn_mark_bytes = 30000",
+            ),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(e.resolve(0, Direction::Down).ecn_mark_bytes, Some(30000));
     }
 
     #[test]
@@ -652,6 +683,7 @@ loss = 0.01
             ("rate_mbit = 5.0\ntrace = [ { at_s = 2.0, rate_mbit = 1.0 }, { at_s = 1.0, rate_mbit = 2.0 } ]\n", "path[1].trace[1].at_s"),
             ("rate_mbit = 5.0\ntrace = [ { at_s = 2.0 } ]\n", "path[1].trace[0]"),
             ("rate_mbit = 5000.0\n", "path[1].rate_mbit"),
+            ("rate_mbit = 5.0\nqueue_bytes = 20000\necn_mark_bytes = 20000\n", "path[1].ecn_mark_bytes"),
         ];
         for (extra, key) in cases {
             let text = format!("{base}[[path]]\nname = \"b\"\n{extra}");

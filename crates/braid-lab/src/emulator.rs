@@ -105,6 +105,56 @@ struct Pending {
     frame: Vec<u8>,
 }
 
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86DD;
+
+/// The ECN field (RFC 3168 §5) of an Ethernet frame's IP header, if it
+/// carries IPv4 or IPv6: the low two bits of the IPv4 TOS byte or of the
+/// IPv6 traffic class.
+fn ecn_field(frame: &[u8]) -> Option<u8> {
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    match ethertype {
+        ETHERTYPE_IPV4 if frame.get(14)? >> 4 == 4 => Some(frame.get(15)? & 0b11),
+        // Version (4 bits), traffic class (8), flow label (20): the ECN
+        // bits are bits 4-5 of the second byte.
+        ETHERTYPE_IPV6 if frame.get(14)? >> 4 == 6 => Some((frame.get(15)? >> 4) & 0b11),
+        _ => None,
+    }
+}
+
+/// ECT(0) (0b10) or ECT(1) (0b01): the sender reacts to CE, so the queue
+/// may mark the packet instead of dropping it.
+fn ecn_capable(frame: &[u8]) -> bool {
+    matches!(ecn_field(frame), Some(0b01 | 0b10))
+}
+
+/// Set the ECN field of an ECN-capable frame to CE (0b11), keeping an IPv4
+/// header checksum valid (RFC 1624 incremental update: the TOS byte is the
+/// low byte of the header's first 16-bit word).
+fn set_ce(frame: &mut [u8]) {
+    if !ecn_capable(frame) {
+        return;
+    }
+    if frame[14] >> 4 == 6 {
+        frame[15] |= 0b11 << 4;
+        return;
+    }
+    if frame.len() < 34 {
+        return;
+    }
+    let old = u16::from_be_bytes([frame[14], frame[15]]);
+    frame[15] |= 0b11;
+    let new = u16::from_be_bytes([frame[14], frame[15]]);
+    let hc = u16::from_be_bytes([frame[24], frame[25]]);
+    // HC' = ~(~HC + ~m + m') in one's complement arithmetic.
+    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let hc2 = !(sum as u16);
+    frame[24..26].copy_from_slice(&hc2.to_be_bytes());
+}
+
 /// Seed of path `i`, direction `dir`: independent, repeatable streams.
 fn seed_for(base: u64, i: usize, dir: Direction) -> u64 {
     let k = (i as u64) * 2 + (dir == Direction::Down) as u64;
@@ -208,11 +258,17 @@ fn run_direction(
                     c.rx_bytes.fetch_add(ip_bytes, Relaxed);
                     // A restart signalled meanwhile applies before this packet.
                     clock.sync(&mut seen, &mut link, start);
-                    match link.offer(arrival, ip_bytes) {
+                    match link.offer_ecn(arrival, ip_bytes, ecn_capable(&buf[..n])) {
                         Verdict::Deliver(at) => pending.push_back(Pending {
                             at,
                             frame: buf[..n].to_vec(),
                         }),
+                        Verdict::Mark(at) => {
+                            let mut frame = buf[..n].to_vec();
+                            set_ce(&mut frame);
+                            c.ce_marks.fetch_add(1, Relaxed);
+                            pending.push_back(Pending { at, frame });
+                        }
                         Verdict::DropQueue => {
                             c.drops_queue.fetch_add(1, Relaxed);
                         }
@@ -357,6 +413,74 @@ pub fn run_emulator(cfg: &LabConfig) -> anyhow::Result<Infallible> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The IPv4 header checksum over `h` (RFC 791): zero when valid.
+    fn ipv4_checksum(h: &[u8]) -> u16 {
+        let mut sum: u32 = h
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    fn ipv4_frame(tos: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 20 + 8];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        let h = &mut f[14..34];
+        h[0] = 0x45;
+        h[1] = tos;
+        h[2..4].copy_from_slice(&28u16.to_be_bytes());
+        h[8] = 64;
+        h[9] = 17;
+        h[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        h[16..20].copy_from_slice(&[10, 77, 0, 1]);
+        let c = ipv4_checksum(h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn ce_marking_rewrites_ipv4_tos_with_a_valid_checksum() {
+        for tos in [0x02u8, 0x01, 0xb8 | 0x02] {
+            let mut f = ipv4_frame(tos);
+            assert!(ecn_capable(&f));
+            set_ce(&mut f);
+            assert_eq!(ecn_field(&f), Some(0b11));
+            assert_eq!(f[15] & !0b11, tos & !0b11, "DSCP kept");
+            assert_eq!(ipv4_checksum(&f[14..34]), 0, "tos {tos:#x}");
+        }
+        // Not ECN-capable (and already CE): left alone.
+        for tos in [0x00u8, 0x03] {
+            let mut f = ipv4_frame(tos);
+            let before = f.clone();
+            assert!(!ecn_capable(&f));
+            set_ce(&mut f);
+            assert_eq!(f, before);
+        }
+    }
+
+    #[test]
+    fn ce_marking_rewrites_the_ipv6_traffic_class() {
+        let mut f = vec![0u8; 14 + 40];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        // Version 6, traffic class 0x02 (ECT(0)), flow label 0x12345.
+        f[14] = 0x60;
+        f[15] = 0x21;
+        f[16] = 0x23;
+        f[17] = 0x45;
+        assert_eq!(ecn_field(&f), Some(0b10));
+        set_ce(&mut f);
+        assert_eq!(ecn_field(&f), Some(0b11));
+        assert_eq!(&f[14..18], &[0x60, 0x31, 0x23, 0x45]);
+        // ARP or a runt frame: no ECN field.
+        assert_eq!(ecn_field(&[0u8; 10]), None);
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(ecn_field(&arp), None);
+    }
 
     #[test]
     fn seeds_differ_per_path_and_direction() {

@@ -12,6 +12,14 @@
 //!
 //! The queue limit is drop-tail on the bytes that are still waiting for (or
 //! in) serialization at the arrival instant, like a router's output queue.
+//!
+//! ECN (RFC 3168 §5): with `ecn_mark_bytes` set, an ECN-capable packet
+//! (ECT(0) or ECT(1)) that finds more than that many bytes queued is
+//! delivered with Congestion Experienced instead of waiting for the queue
+//! to overflow; packets that are not ECN-capable see the plain drop-tail
+//! queue. The mark is on the instantaneous queue, a step at one threshold
+//! (as DCTCP's switches or CoDel-ECN's target, without RED's average and
+//! random early marks), so a run is deterministic. A full queue still drops.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -81,6 +89,9 @@ impl LossModel {
 pub enum Verdict {
     /// Deliver (send on the egress interface) at this instant.
     Deliver(Instant),
+    /// Deliver at this instant marked Congestion Experienced (an
+    /// ECN-capable packet that found the queue above `ecn_mark_bytes`).
+    Mark(Instant),
     /// Dropped because the queue limit would be exceeded.
     DropQueue,
     /// Dropped by the random loss process.
@@ -94,6 +105,8 @@ pub struct Link {
     rate_bps: f64,
     delay: Duration,
     queue_limit: u64,
+    /// Queued bytes above which an ECN-capable arrival is marked CE.
+    ecn_mark_bytes: Option<u64>,
     loss: LossModel,
     trace: Vec<crate::config::DirTraceStep>,
     next_trace: usize,
@@ -118,6 +131,7 @@ impl Link {
             rate_bps: params.rate_bps,
             delay: Duration::from_secs_f64(params.delay_s),
             queue_limit: params.queue_bytes,
+            ecn_mark_bytes: params.ecn_mark_bytes,
             loss: LossModel::new(params.loss, seed),
             trace: params.trace.clone(),
             next_trace: 0,
@@ -187,8 +201,15 @@ impl Link {
         self.delay
     }
 
-    /// Offer a packet of `ip_bytes` that arrived at `now`.
+    /// Offer a packet of `ip_bytes` that arrived at `now`, not ECN-capable.
     pub fn offer(&mut self, now: Instant, ip_bytes: u64) -> Verdict {
+        self.offer_ecn(now, ip_bytes, false)
+    }
+
+    /// Offer a packet of `ip_bytes` that arrived at `now`; `ect` if its IP
+    /// header says ECN-capable, so the queue may mark it instead of
+    /// letting it wait for an overflow.
+    pub fn offer_ecn(&mut self, now: Instant, ip_bytes: u64, ect: bool) -> Verdict {
         self.apply_trace(now);
         if self.loss.lose() {
             return Verdict::DropLoss;
@@ -197,6 +218,7 @@ impl Link {
         if queued + ip_bytes > self.queue_limit {
             return Verdict::DropQueue;
         }
+        let mark = ect && self.ecn_mark_bytes.is_some_and(|th| queued > th);
         let tx = Duration::from_secs_f64(ip_bytes as f64 * 8.0 / self.rate_bps);
         let depart = self.busy_until.max(now) + tx;
         self.busy_until = depart;
@@ -204,7 +226,11 @@ impl Link {
         self.backlog_bytes += ip_bytes;
         let deliver = (depart + self.delay).max(self.last_delivery);
         self.last_delivery = deliver;
-        Verdict::Deliver(deliver)
+        if mark {
+            Verdict::Mark(deliver)
+        } else {
+            Verdict::Deliver(deliver)
+        }
     }
 }
 
@@ -217,9 +243,42 @@ mod tests {
             rate_bps: rate_mbit * 1e6,
             delay_s: delay_ms / 1e3,
             queue_bytes: queue,
+            ecn_mark_bytes: None,
             loss,
             trace: vec![],
         }
+    }
+
+    #[test]
+    fn ecn_capable_packets_are_marked_above_the_threshold() {
+        let t0 = Instant::now();
+        let mut p = params(10.0, 0.0, 15_000, LossSpec::None);
+        p.ecn_mark_bytes = Some(6_000);
+        let mut l = Link::new(&p, 1, t0);
+        // 1500-byte packets at once: the 5th finds 6000 bytes (not above),
+        // the 6th 7500 (above).
+        let v: Vec<_> = (0..10).map(|_| l.offer_ecn(t0, 1500, true)).collect();
+        assert!(
+            v[..5].iter().all(|v| matches!(v, Verdict::Deliver(_))),
+            "{v:?}"
+        );
+        assert!(
+            v[5..].iter().all(|v| matches!(v, Verdict::Mark(_))),
+            "{v:?}"
+        );
+        // A full queue still drops, marked or not.
+        assert_eq!(l.offer_ecn(t0, 1500, true), Verdict::DropQueue);
+        // Not ECN-capable: never marked, the same drop-tail queue.
+        let mut l = Link::new(&p, 1, t0);
+        let v: Vec<_> = (0..11).map(|_| l.offer_ecn(t0, 1500, false)).collect();
+        assert!(
+            v[..10].iter().all(|v| matches!(v, Verdict::Deliver(_))),
+            "{v:?}"
+        );
+        assert_eq!(v[10], Verdict::DropQueue);
+        // Without a threshold an ECN-capable packet is not marked.
+        let mut l = Link::new(&params(10.0, 0.0, 15_000, LossSpec::None), 1, t0);
+        assert!((0..10).all(|_| matches!(l.offer_ecn(t0, 1500, true), Verdict::Deliver(_))));
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct DirStats {
     pub drops_queue: u64,
     /// Dropped by the random loss process.
     pub drops_loss: u64,
+    /// ECN-capable frames forwarded marked CE (`ecn_mark_bytes`).
+    #[serde(default)]
+    pub ce_marks: u64,
     /// Frames the kernel refused to send (should stay 0).
     pub send_errors: u64,
     /// Current and peak backlog waiting for serialization.
@@ -85,6 +88,7 @@ pub(crate) struct DirCounters {
     pub tx_bytes: AtomicU64,
     pub drops_queue: AtomicU64,
     pub drops_loss: AtomicU64,
+    pub ce_marks: AtomicU64,
     pub send_errors: AtomicU64,
     pub queued_bytes: AtomicU64,
     pub max_queued_bytes: AtomicU64,
@@ -108,6 +112,7 @@ impl DirCounters {
             tx_bytes: self.tx_bytes.load(Relaxed),
             drops_queue: self.drops_queue.load(Relaxed),
             drops_loss: self.drops_loss.load(Relaxed),
+            ce_marks: self.ce_marks.load(Relaxed),
             send_errors: self.send_errors.load(Relaxed),
             queued_bytes: self.queued_bytes.load(Relaxed),
             max_queued_bytes: self.max_queued_bytes.load(Relaxed),

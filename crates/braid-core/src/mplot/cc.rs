@@ -70,8 +70,11 @@ pub struct PathCc {
     pub loss: f64,
     /// Bytes sent on the path and not yet acknowledged or deemed lost.
     pub in_flight: usize,
-    /// Number of window halvings (ECN) so far.
+    /// Number of window halvings (ECN, or loss with `halve_on_loss`) so far.
     pub ce_cuts: u64,
+    /// An ECN-Echo has come back for this path: its bottleneck marks, so
+    /// congestion shows as marks there (see `SenderConfig::ecn_trust`).
+    pub ce_seen: bool,
     /// Number of timeouts so far.
     pub timeouts: u64,
 }
@@ -87,6 +90,7 @@ impl PathCc {
             loss: 0.0,
             in_flight: 0,
             ce_cuts: 0,
+            ce_seen: false,
             timeouts: 0,
             cfg,
         }
@@ -95,6 +99,23 @@ impl PathCc {
     /// `w_i` in bytes.
     pub fn window(&self) -> f64 {
         self.cwnd
+    }
+
+    /// The bytes this path's window keeps queued at its bottleneck, by
+    /// Vegas's and Veno's estimate `w (1 - RTT_min / SRTT)` (Fu and Liew,
+    /// "TCP Veno", IEEE JSAC 2003, §II): the window's excess over what the
+    /// uncongested RTT carries. Zero before an RTT sample.
+    pub fn backlog(&self) -> f64 {
+        match self.rtt.min_rtt() {
+            Some(min) if self.rtt.has_samples() => {
+                let srtt = self.srtt().as_secs_f64();
+                if srtt <= 0.0 {
+                    return 0.0;
+                }
+                (self.cwnd * (1.0 - min.as_secs_f64() / srtt)).max(0.0)
+            }
+            _ => 0.0,
+        }
     }
 
     /// Whether a packet of `size` bytes fits the window now.
@@ -153,6 +174,12 @@ impl PathCc {
     /// The receiver echoed a CE mark for this path: halve the window unless
     /// it was halved less than one smoothed RTT ago. Returns whether it cut.
     pub fn on_ce(&mut self, now: Instant) -> bool {
+        self.ce_seen = true;
+        self.cut(now)
+    }
+
+    /// Halve the window unless it was halved less than one smoothed RTT ago.
+    fn cut(&mut self, now: Instant) -> bool {
         if let Some(t) = self.last_cut {
             if now.saturating_since(t) < self.srtt() {
                 return false;
@@ -173,7 +200,7 @@ impl PathCc {
         if self.last_cut.is_some_and(|t| sent_at <= t) {
             return false;
         }
-        self.on_ce(now)
+        self.cut(now)
     }
 
     /// The path's retransmission timer fired: TCP's response (window to one
@@ -227,6 +254,10 @@ mod tests {
         // Sent after the cut: a new event.
         assert!(cc.on_loss(later, t0 + Duration::from_millis(10)));
         assert_eq!(cc.window(), w / 4.0);
+        // Losses are not marks.
+        assert!(!cc.ce_seen);
+        cc.on_ce(later + Duration::from_millis(1));
+        assert!(cc.ce_seen);
     }
 
     #[test]
@@ -248,6 +279,25 @@ mod tests {
         let w = a.window();
         a.on_ack(750, None);
         assert!((a.window() - (w + 750.0 * 750.0 / w)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn backlog_is_the_windows_excess_over_the_base_rtt() {
+        let mut cc = PathCc::new(CcConfig::default());
+        assert_eq!(cc.backlog(), 0.0);
+        for _ in 0..20 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(40)));
+        }
+        // At the base RTT nothing is queued.
+        assert!(cc.backlog() < 1.0, "{}", cc.backlog());
+        for _ in 0..60 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(80)));
+        }
+        // SRTT near 80 ms over a 40 ms base: about half the window waits.
+        let b = cc.backlog() / cc.window();
+        assert!((0.4..0.51).contains(&b), "{b}");
     }
 
     #[test]

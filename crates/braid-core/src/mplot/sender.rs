@@ -105,6 +105,21 @@ pub struct SenderConfig {
     /// large cost in sent bytes. Off in the paper's simulations, where
     /// every congested queue marks.
     pub halve_on_loss: bool,
+    /// With `halve_on_loss`, a path stops halving on unmarked losses once
+    /// an ECN-Echo has come back for it: its bottleneck marks, so its
+    /// congestion arrives as marks before the queue overflows, and a loss
+    /// without a mark is the path's random loss, which §II-C leaves to FEC.
+    /// A path whose queues never mark (or whose marks are bleached) keeps
+    /// TCP's response to loss. For sockets that send ECT(0) and read CE.
+    pub ecn_trust: bool,
+    /// With `halve_on_loss`, a loss found while the path's estimated
+    /// bottleneck backlog ([`PathCc::backlog`]) is below this many bytes
+    /// does not cut the window: the queue was nearly empty, so the loss was
+    /// the path's own, not an overflow (TCP Veno's test, which uses three
+    /// packets). Without it a path with 1-3 % random loss stays at the
+    /// window Reno's loss response allows, too small to ever fill a
+    /// marking queue, so `ecn_trust` never starts. `None`: every loss counts.
+    pub random_loss_backlog: Option<usize>,
     /// A packet size tried before the paper's 750/550/250 bytes (eq 12
     /// still asks for five packets per block). On real sockets every
     /// packet also carries 28 bytes of IP/UDP and 60 of braid's own (DATA
@@ -129,6 +144,8 @@ impl SenderConfig {
             coding: Coding::Real,
             arq: false,
             halve_on_loss: false,
+            ecn_trust: false,
+            random_loss_backlog: None,
             large_packet: None,
         }
     }
@@ -686,7 +703,12 @@ impl Sender {
         self.lost_records.push_back((now, seq));
         let path = usize::from(rec.path);
         self.cc[path].on_lost(rec.size as usize);
-        if self.cfg.arq || self.cfg.halve_on_loss {
+        let marks = self.cfg.ecn_trust && self.cc[path].ce_seen;
+        let random = self
+            .cfg
+            .random_loss_backlog
+            .is_some_and(|b| self.cc[path].backlog() < b as f64);
+        if self.cfg.arq || (self.cfg.halve_on_loss && !marks && !random) {
             // PTCP, or a path without ECN: TCP's response to a loss, at
             // most once per RTT, and only for a packet sent after the last
             // cut (NewReno's recovery point, RFC 6582: the drops of one

@@ -390,3 +390,68 @@ fn halve_on_loss_cuts_only_lossy_paths() {
     assert_eq!(o.sender.path(0).ce_cuts, 0, "cut without the flag");
     assert_eq!(o.sender.path(1).ce_cuts, 0, "cut without the flag");
 }
+
+/// `ecn_trust`: once a path's queue has marked, its unmarked losses are
+/// random and no longer cut its window (§II-C), so a lossy path that marks
+/// keeps a larger window and the transfer ends sooner; a lossy path whose
+/// queue never marks keeps TCP's response to loss.
+#[test]
+fn ecn_trust_stops_loss_cuts_on_marking_paths_only() {
+    let marking_lossy = PathSpec {
+        loss: 0.05,
+        ce_above_ms: 5,
+        ..CLEAN
+    };
+    let unmarked_lossy = PathSpec {
+        ce_above_ms: 1_000_000,
+        ..marking_lossy
+    };
+    let data = payload(600_000, 11);
+    let with = |trust: bool| {
+        let mut cfg = SenderConfig::new(2);
+        cfg.halve_on_loss = true;
+        cfg.ecn_trust = trust;
+        // ACKs on their own path, so each path's cuts are its own losses'.
+        let o = run_with(cfg, &[marking_lossy, unmarked_lossy], &data, 3, 120);
+        assert!(o.received == data, "bytes differ (trust {trust})");
+        o
+    };
+    let (a, b) = (with(false), with(true));
+    assert!(b.sender.path(0).ce_seen && a.sender.path(0).ce_seen);
+    assert!(!b.sender.path(1).ce_seen);
+    let (cut_a, cut_b) = (a.sender.path(0).ce_cuts, b.sender.path(0).ce_cuts);
+    assert!(
+        cut_b * 2 < cut_a,
+        "marking path cut {cut_b} times trusting ECN, {cut_a} without"
+    );
+    // The path that never marks is still cut on its losses.
+    assert!(b.sender.path(1).ce_cuts > 0);
+}
+
+/// `random_loss_backlog`: a loss while the path's queue is nearly empty
+/// does not cut, so a lossy path without marks is cut far less often (only
+/// once its window has built a queue) and the transfer ends sooner.
+#[test]
+fn losses_with_an_empty_queue_do_not_cut() {
+    let lossy = PathSpec {
+        loss: 0.03,
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let data = payload(600_000, 5);
+    let with = |b: Option<usize>| {
+        let mut cfg = SenderConfig::new(1);
+        cfg.halve_on_loss = true;
+        cfg.random_loss_backlog = b;
+        let o = run_with(cfg, &[lossy], &data, 5, 120);
+        assert!(o.received == data, "bytes differ ({b:?})");
+        o
+    };
+    let (a, b) = (with(None), with(Some(3 * 750)));
+    let (ca, cb) = (a.sender.path(0).ce_cuts, b.sender.path(0).ce_cuts);
+    assert!(
+        cb * 2 < ca,
+        "cuts: {cb} with the backlog test, {ca} without"
+    );
+    assert!(b.done_at < a.done_at, "{:?} vs {:?}", b.done_at, a.done_at);
+}

@@ -95,9 +95,18 @@ impl SendEngine {
             Mode::Mplot => {
                 let mut cfg = mplot::SenderConfig::new(paths);
                 cfg.header_bytes = mplot::wire::DATA_HEADER_LEN + OVERHEAD;
-                // These sockets neither set ECT nor read CE, so congestion
-                // shows only as loss.
+                // The path sockets send ECT(0) and the receiver echoes CE
+                // (transport/ecn.rs), but a path whose queues do not mark
+                // shows congestion only as loss: there a loss halves the
+                // window as a mark would, until the path's first CE echo
+                // shows that its bottleneck marks; from then on an unmarked
+                // loss is random and left to FEC (§II-C).
                 cfg.halve_on_loss = true;
+                cfg.ecn_trust = true;
+                // A loss with (nearly) nothing queued is the path's own:
+                // it does not cut, so lossy paths still grow to the point
+                // where their queue marks (or, without marking, overflows).
+                cfg.random_loss_backlog = Some(3 * LARGE_PACKET);
                 // Full-size packets where the path allows: see `large_packet`.
                 cfg.large_packet = Some(LARGE_PACKET);
                 cfg.max_packet = LARGE_PACKET;
@@ -283,15 +292,17 @@ impl RecvEngine {
         }
     }
 
-    /// A data frame (of this engine's mode): returns the forward path it
-    /// came on, or `None` if it was refused.
-    pub fn handle_data(&mut self, now: Instant, b: &[u8]) -> Option<usize> {
+    /// A data frame (of this engine's mode), `ce` if its datagram arrived
+    /// marked Congestion Experienced: returns the forward path it came on,
+    /// or `None` if it was refused. R-MTP detects congestion from its
+    /// jitter trend and does not use marks.
+    pub fn handle_data(&mut self, now: Instant, ce: bool, b: &[u8]) -> Option<usize> {
         match self {
             RecvEngine::Mplot(rx) => {
                 let Ok(mplot::Frame::Data(v)) = mplot::wire::decode(b) else {
                     return None;
                 };
-                rx.handle_data(now, false, &v).ok()?;
+                rx.handle_data(now, ce, &v).ok()?;
                 Some(usize::from(v.header.path))
             }
             RecvEngine::Rmtp { rx, .. } => {

@@ -29,6 +29,7 @@
 //! sleeps briefly when idle: two or three sockets and one file, so no
 //! runtime is needed.
 
+mod ecn;
 pub(crate) mod engine;
 mod recv;
 mod send;

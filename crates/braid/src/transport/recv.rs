@@ -103,6 +103,11 @@ impl Listener {
         .map_err(|e| local("cannot create a UDP socket", e))?;
         let _ = s.set_recv_buffer_size(super::SOCKET_BUFFER_BYTES);
         let _ = s.set_send_buffer_size(super::SOCKET_BUFFER_BYTES);
+        // Each datagram's ECN field, for MPLOT's CE echo; without it the
+        // transfer still works, with congestion seen only as loss.
+        if let Err(e) = super::ecn::receive_tos(&s, o.listen.is_ipv6()) {
+            tracing::debug!("cannot read ECN marks on {}: {e}", o.listen);
+        }
         s.bind(&o.listen.into())
             .map_err(|e| local(format!("cannot listen on {}", o.listen), e))?;
         s.set_nonblocking(true)
@@ -136,7 +141,7 @@ impl Listener {
         let started = std::time::Instant::now();
         loop {
             let mut busy = false;
-            while let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+            while let Ok((n, from, ecn)) = super::ecn::recv_from(&self.sock, &mut buf) {
                 busy = true;
                 let msg = &buf[..n];
                 let now = clock.now();
@@ -173,7 +178,8 @@ impl Listener {
                                 if rx.mode().kind() != k {
                                     continue;
                                 }
-                                let Some(p) = rx.handle_data(now, b) else {
+                                let ce = ecn == Some(super::ecn::CE);
+                                let Some(p) = rx.handle_data(now, ce, b) else {
                                     continue;
                                 };
                                 if let Some(a) = tr.path_addr.get_mut(p) {

@@ -114,6 +114,9 @@ fn bind(path: &Path, to: SocketAddr) -> Result<UdpSocket, TransferError> {
         .map_err(|e| local("cannot create a UDP socket", e))?;
     let _ = s.set_recv_buffer_size(super::SOCKET_BUFFER_BYTES);
     let _ = s.set_send_buffer_size(super::SOCKET_BUFFER_BYTES);
+    // ECT(0) on every datagram, so a marking queue on the path signals
+    // congestion with CE rather than a drop (transport/ecn.rs).
+    let _ = super::ecn::send_ect0(&s, to.is_ipv6());
     let any = match to {
         SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
