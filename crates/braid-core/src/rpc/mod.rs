@@ -243,6 +243,9 @@ pub struct Rpc<T> {
     meta: Vec<bool>,
     /// Latest transmission of each tracked segment, slot `seq & mask`.
     sent: Vec<Option<SentOn>>,
+    /// Segments the sender sent that never crossed a link (dropped before
+    /// a path), slot `seq & mask`, cleared as `meta_cum` passes.
+    unsent: Vec<bool>,
     /// Per-link scheduling history: `(seq, idx)` sent and not identified.
     history: Vec<VecDeque<(u64, u64)>>,
     next_idx: [u64; MAX_PATHS],
@@ -281,6 +284,7 @@ impl<T> Rpc<T> {
             meta_cum: 0,
             meta: vec![false; cap as usize],
             sent: vec![None; cap as usize],
+            unsent: vec![false; cap as usize],
             history: (0..MAX_PATHS).map(|_| VecDeque::new()).collect(),
             next_idx: [0; MAX_PATHS],
             rate_bps: [None; MAX_PATHS],
@@ -362,6 +366,7 @@ impl<T> Rpc<T> {
         self.next_idx[l] += 1;
         self.history[l].push_back((seq, idx));
         let slot = (seq & self.mask) as usize;
+        self.unsent[slot] = false;
         self.sent[slot] = Some(SentOn {
             seq,
             link: link.0,
@@ -370,6 +375,25 @@ impl<T> Rpc<T> {
         });
         // A retransmission of a segment whose arrival was recorded (it
         // cannot be: the receiver would not need it) leaves `meta` as is.
+    }
+
+    /// Segment `seq` left the sender but was dropped before any link
+    /// carried it. It is a hole no reordering will fill: while it is the
+    /// hole at the cumulative ACK, the held ACKs and every duplicate are
+    /// forwarded as they came, not held, so the sender's own loss
+    /// recovery resends it at once instead of after the hold bound. No
+    /// link is charged for it.
+    pub fn on_data_unsent(&mut self, seq: u64) {
+        if !self.tracked(seq) {
+            return;
+        }
+        self.high_sent = self.high_sent.max(seq + 1);
+        self.unsent[(seq & self.mask) as usize] = true;
+    }
+
+    /// The hole at the cumulative ACK is a segment no link carried.
+    fn hole_unsent(&self) -> bool {
+        self.unsent[(self.meta_cum & self.mask) as usize]
     }
 
     /// One returning ACK with the caller's payload. Pull what to forward
@@ -407,6 +431,14 @@ impl<T> Rpc<T> {
                 self.state = State::Normal;
                 if new_cum > prev_cum {
                     self.release_covered(prev_cum, causing, inner, view.ack);
+                    if self.hole_unsent() {
+                        // The new hole will not fill by itself: the
+                        // sender needs the duplicates to resend it.
+                        self.release_all_original();
+                    }
+                } else if self.hole_unsent() {
+                    self.release_all_original();
+                    self.emit(inner, view.ack, true);
                 } else if let Some(s) = causing.filter(|&s| s >= self.meta_cum) {
                     self.hold(now, s, inner);
                 } else {
@@ -584,6 +616,7 @@ impl<T> Rpc<T> {
         let from = self.meta_cum.max(to.saturating_sub(self.cap()));
         for s in from..to {
             self.meta[(s & self.mask) as usize] = false;
+            self.unsent[(s & self.mask) as usize] = false;
         }
         self.meta_cum = to;
     }

@@ -246,19 +246,41 @@ impl Flow {
         u64::try_from(self.high as i64 + d).ok()
     }
 
+    /// Appends segment `[off, end)` and returns its index.
+    fn push_seg(&mut self, off: u64, end: u64) -> u64 {
+        if self.segs.len() >= self.capacity {
+            self.segs.pop_front();
+            self.first += 1;
+        }
+        self.segs.push_back((off, end));
+        self.high = end;
+        self.first + self.segs.len() as u64 - 1
+    }
+
     /// The segment index of a data segment `[off, off + len)` sent now,
     /// creating it when it is new data; `None` for ranges that match no
     /// segment (a retransmission cut differently).
+    ///
+    /// New data that starts above `high` leaves bytes the tunnel never
+    /// carried (the sender's packet was dropped before it reached a path:
+    /// a full pacing queue, no session yet; or the new part of a
+    /// retransmission cut differently). Those bytes become a segment of
+    /// their own, marked unsent in the controller
+    /// ([`Rpc::on_data_unsent`]), so the ranges stay contiguous. Without
+    /// it the map skipped them: an ACK stopping at the gap counted as
+    /// acknowledging the segment after it, and a rewritten ACK carried
+    /// that segment's first byte, acknowledging data the receiver never
+    /// got. The sender freed it, never sent it again, and took every
+    /// later ACK of the receiver as old: the connection stalled for good
+    /// with its retransmission timer backing off.
     fn index_of_sent(&mut self, off: u64, len: u64) -> Option<u64> {
         let end = off + len;
         if off >= self.high {
-            if self.segs.len() >= self.capacity {
-                self.segs.pop_front();
-                self.first += 1;
+            if off > self.high {
+                let gap = self.push_seg(self.high, off);
+                self.rpc.on_data_unsent(gap);
             }
-            self.segs.push_back((off, end));
-            self.high = end;
-            return Some(self.first + self.segs.len() as u64 - 1);
+            return Some(self.push_seg(off, end));
         }
         let i = self.segs.partition_point(|&(s, _)| s < off);
         match self.segs.get(i) {
@@ -438,6 +460,10 @@ impl TcpRpc {
             let mut changed = false;
             if !r.original {
                 if let Some(off) = f.ack_offset(r.ack) {
+                    // Never more than the receiver has acknowledged: an
+                    // ACK beyond it would make the sender drop data the
+                    // receiver still needs (see `index_of_sent`).
+                    let off = off.min(f.acked);
                     let v = f.base.wrapping_add(off as u32);
                     p[t.l4 + 8..t.l4 + 12].copy_from_slice(&v.to_be_bytes());
                     blank_sack(&mut p[t.l4 + 20..t.l4 + t.hlen]);

@@ -270,3 +270,51 @@ fn released_acks_keep_timestamps_in_order() {
         assert!(checksum_ok(p));
     }
 }
+
+/// Segment 2 left the sender but never crossed the tunnel (dropped before
+/// a path). No released ACK may acknowledge it: the sender would free
+/// data the receiver never got and stall for good. And while it is the
+/// hole, duplicate ACKs pass as they came so the sender resends it.
+#[test]
+fn bytes_the_tunnel_never_carried_are_never_acknowledged() {
+    let mut r = rpc();
+    let seg = |k: u32| ISN.wrapping_add(k * MSS);
+    r.on_data_sent(at(0), &data(0), L0);
+    r.on_data_sent(at(0), &data(1), L1);
+    // data(2) is dropped inside the tunnel.
+    r.on_data_sent(at(0), &data(3), L0);
+    r.on_data_sent(at(0), &data(4), L0);
+    assert_eq!(r.handle_packet(at(10), ack(1, &[])), None);
+    assert_eq!(drain(&mut r).len(), 1);
+    // 3 arrives before 1 (reordering): held.
+    assert_eq!(r.handle_packet(at(11), ack(1, &[(3, 4)])), None);
+    assert!(
+        drain(&mut r).is_empty(),
+        "a duplicate from reordering is held"
+    );
+    // 1 arrives: the receiver acknowledges up to 2, the hole it never got.
+    assert_eq!(r.handle_packet(at(20), ack(2, &[(3, 4)])), None);
+    let out = drain(&mut r);
+    assert!(!out.is_empty());
+    for p in &out {
+        assert!(
+            ack_value(p).wrapping_sub(seg(2)) as i32 <= 0,
+            "released ACK {:#x} acknowledges bytes past {:#x}, which the receiver lacks",
+            ack_value(p),
+            seg(2)
+        );
+        assert!(checksum_ok(p));
+    }
+    // 4 arrives: the hole is the unsent segment, so the duplicate goes to
+    // the sender at once, with its SACK blocks.
+    let d = ack(2, &[(3, 5)]);
+    assert_eq!(r.handle_packet(at(21), d.clone()), None);
+    assert_eq!(drain(&mut r), vec![d]);
+    assert_eq!(r.held(), 0);
+    // The sender resends 2, through the tunnel this time; the receiver has
+    // everything.
+    r.on_data_sent(at(30), &data(2), L1);
+    assert_eq!(r.handle_packet(at(40), ack(5, &[])), None);
+    let out = drain(&mut r);
+    assert_eq!(out.last().map(|p| ack_value(p)), Some(seg(5)));
+}
