@@ -23,7 +23,11 @@
 //!   restarting during a flood from spoofed addresses still gets in.
 //!   Initiations from all other addresses together are capped too
 //!   ([`ADMIT_ALL_PER_SECOND`]), since spoofed ones come from ever new
-//!   addresses.
+//!   addresses; beyond that cap a second budget
+//!   ([`ADMIT_COOKIE_PER_SECOND`]) admits them for a cookie reply only,
+//!   and retries that carry a MAC2 have a budget of their own
+//!   ([`ADMIT_MAC2_PER_SECOND`]), so a brand-new client that got one
+//!   initiation past a spoofed flood gets its cookie and its handshake.
 //! - everything else (transport packets, and garbage, which the core
 //!   sorts and counts cheaply) goes to the data queue, which the main loop
 //!   serves in batches like before.
@@ -52,6 +56,8 @@ use std::sync::{Arc, Mutex};
 
 use braid_core::conn::ratelimit::RateLimiter;
 use braid_core::conn::{Endpoint, IntakeDrops, Server};
+use braid_core::crypto::cookie::MAC_LEN;
+use braid_core::crypto::handshake::INIT_MIN_LEN;
 use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
@@ -89,8 +95,25 @@ pub const ADMIT_ENTRIES: usize = 4096;
 /// per-address limit, and must not fill the main loop with work.
 pub const ADMIT_ALL_PER_SECOND: u64 = 2000;
 pub const ADMIT_ALL_BURST: u64 = 200;
-/// Datagrams read off the handshake socket per second at most: a few
-/// times what the admission limits let through ([`ADMIT_ALL_PER_SECOND`]),
+/// Beyond [`ADMIT_ALL_PER_SECOND`], initiations without a MAC2 are still
+/// admitted up to this many a second, but only as work for a cookie
+/// reply: admitting one puts the server under load, where the core
+/// answers it with a cookie (about 2.7 µs) and spends no DH. A
+/// brand-new client whose first initiation is read during a spoofed flood
+/// thus gets its cookie, instead of losing to the flood a second time for
+/// a place in the DH budget.
+pub const ADMIT_COOKIE_PER_SECOND: u64 = 10_000;
+pub const ADMIT_COOKIE_BURST: u64 = 500;
+/// Initiations per second (and burst) that carry a MAC2, from addresses
+/// not connected, together: retries after a cookie reply, in their own
+/// budget, which a flood without MAC2s cannot use up ([`super::steer`]
+/// steers them to the data socket). A flood that forges MAC2s uses up
+/// this budget alone; the core checks each MAC2 before any DH.
+pub const ADMIT_MAC2_PER_SECOND: u64 = 500;
+pub const ADMIT_MAC2_BURST: u64 = 50;
+/// Datagrams read off the handshake socket per second at most: a little
+/// more than the admission limits let through ([`ADMIT_ALL_PER_SECOND`]
+/// and [`ADMIT_COOKIE_PER_SECOND`]),
 /// so that a flood costs the daemon a bounded share of its one thread
 /// (reading and admission cost about a microsecond a datagram), and the
 /// rest overflows in the kernel.
@@ -117,6 +140,9 @@ pub struct Datagram {
 #[derive(Debug, Default)]
 struct ReaderCounters {
     handshake_queue: AtomicU64,
+    /// Initiations admitted beyond the DH budget, for a cookie only
+    /// ([`ADMIT_COOKIE_PER_SECOND`]): each puts the server under load.
+    cookie_only: AtomicU64,
     kernel_rxq: AtomicU64,
     /// Datagrams read off the handshake socket.
     handshake_reads: AtomicU64,
@@ -133,16 +159,17 @@ pub struct Intake {
     known_at: Option<Instant>,
     stale: u64,
     under_load_until: Option<Instant>,
-    /// `handshake_queue` drops seen at the last load check.
-    dropped_seen: u64,
+    /// `handshake_queue` drops and `cookie_only` admissions seen at the
+    /// last load check.
+    dropped_seen: (u64, u64),
     clock: Clock,
     /// The data socket, whose steering program lists connected addresses.
     data_sock: Arc<UdpSocket>,
     /// The handshake socket, if the kernel took the pair, and its kernel
     /// drop count at the start.
     hs_sock: Option<(Arc<UdpSocket>, u32)>,
-    /// The connected IPv4 addresses the steering program lists now.
-    steered: Vec<std::net::Ipv4Addr>,
+    /// The connected addresses the steering program lists now.
+    steered: Vec<IpAddr>,
     steer_log: super::RateLimitedLog,
 }
 
@@ -176,6 +203,8 @@ impl Intake {
             known: known.clone(),
             admit: RateLimiter::new(ADMIT_PER_SECOND, ADMIT_BURST, ADMIT_ENTRIES),
             admit_all: RateLimiter::new(ADMIT_ALL_PER_SECOND, ADMIT_ALL_BURST, 1),
+            admit_cookie: RateLimiter::new(ADMIT_COOKIE_PER_SECOND, ADMIT_COOKIE_BURST, 1),
+            admit_mac2: RateLimiter::new(ADMIT_MAC2_PER_SECOND, ADMIT_MAC2_BURST, 1),
             kernel_last: None,
             errors,
         };
@@ -188,7 +217,7 @@ impl Intake {
             known_at: None,
             stale: 0,
             under_load_until: None,
-            dropped_seen: 0,
+            dropped_seen: (0, 0),
             clock,
             data_sock: sock,
             hs_sock: hs.map(|h| {
@@ -251,9 +280,13 @@ impl Intake {
 
     /// Whether the handshake queue is (or within [`UNDER_LOAD_FOR`] was)
     /// at least [`UNDER_LOAD_DEPTH`] deep, or the reader dropped
-    /// initiations since the last check.
+    /// initiations or admitted them for a cookie only since the last
+    /// check.
     pub fn under_load(&mut self, now: Instant) -> bool {
-        let dropped = self.counters.handshake_queue.load(Ordering::Relaxed);
+        let dropped = (
+            self.counters.handshake_queue.load(Ordering::Relaxed),
+            self.counters.cookie_only.load(Ordering::Relaxed),
+        );
         if self.handshakes.len() >= UNDER_LOAD_DEPTH || dropped != self.dropped_seen {
             self.under_load_until = Some(now + UNDER_LOAD_FOR);
         }
@@ -293,19 +326,13 @@ impl Intake {
         self.known_at = Some(now);
         let set: HashSet<IpAddr> = server.peer_addresses().map(|a| a.ip()).collect();
         if self.hs_sock.is_some() {
-            // IPv4 and v4-mapped: the program compares IPv4 sources.
-            let mut v4: Vec<std::net::Ipv4Addr> = set
-                .iter()
-                .filter_map(|ip| match ip {
-                    IpAddr::V4(a) => Some(*a),
-                    IpAddr::V6(a) => a.to_ipv4_mapped(),
-                })
-                .collect();
-            v4.sort_unstable();
-            v4.dedup();
-            if v4 != self.steered {
-                match super::steer::steer(&*self.data_sock, &v4) {
-                    Ok(()) => self.steered = v4,
+            // IPv4, v4-mapped and IPv6 alike (the program compares each
+            // with the header the datagram came in).
+            let mut list: Vec<IpAddr> = set.iter().copied().collect();
+            list.sort_unstable();
+            if list != self.steered {
+                match super::steer::steer(&*self.data_sock, &list) {
+                    Ok(()) => self.steered = list,
                     Err(e) => self.steer_log.warn(
                         "cannot update the steering program (connected clients' initiations keep going to the handshake socket)",
                         &e,
@@ -317,6 +344,22 @@ impl Intake {
             *k = set;
         }
     }
+}
+
+/// What the reader does with an initiation.
+#[derive(Debug, PartialEq)]
+enum Admit {
+    Yes,
+    /// Queued, and the server is under load for it: a cookie reply.
+    CookieOnly,
+    /// Dropped and counted.
+    No,
+}
+
+/// Whether initiation `bytes` carries a MAC2 (its last [`MAC_LEN`]
+/// bytes are not all zero), as the steering program tells.
+fn has_mac2(bytes: &[u8]) -> bool {
+    bytes.len() >= INIT_MIN_LEN && bytes[bytes.len() - MAC_LEN..].iter().any(|&b| b != 0)
 }
 
 /// The reader task.
@@ -334,6 +377,10 @@ struct Reader {
     admit: RateLimiter,
     /// One bucket for all addresses together (keyed by a fixed address).
     admit_all: RateLimiter,
+    /// Beyond it, for cookie replies only.
+    admit_cookie: RateLimiter,
+    /// Initiations with a MAC2, together.
+    admit_mac2: RateLimiter,
     /// The socket's last `SO_RXQ_OVFL` value (a wrapping u32).
     kernel_last: Option<u32>,
     /// Receive errors: counted, logged and backed off from.
@@ -439,11 +486,17 @@ impl Reader {
             at,
         };
         if kind == Some(TYPE_HANDSHAKE_INIT) {
-            if !self.admit(meta.from.ip(), at) {
-                self.counters
-                    .handshake_queue
-                    .fetch_add(1, Ordering::Relaxed);
-                return true;
+            match self.admit(meta.from.ip(), at, has_mac2(bytes)) {
+                Admit::No => {
+                    self.counters
+                        .handshake_queue
+                        .fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
+                Admit::CookieOnly => {
+                    self.counters.cookie_only.fetch_add(1, Ordering::Relaxed);
+                }
+                Admit::Yes => {}
             }
             match self.hs_tx.try_send(d(bytes)) {
                 Ok(()) => true,
@@ -461,14 +514,28 @@ impl Reader {
     }
 
     /// Connected clients' addresses always; others within their own rate
-    /// and the rate of all of them together.
-    fn admit(&mut self, ip: IpAddr, now: Instant) -> bool {
-        let known = self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false);
-        known
-            || (self.admit.allow(ip, now)
-                && self
-                    .admit_all
-                    .allow(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), now))
+    /// and the rate of all of them together: initiations with a MAC2 in
+    /// their own budget, those without in the DH budget and beyond it,
+    /// for a cookie reply only, in the cookie budget.
+    fn admit(&mut self, ip: IpAddr, now: Instant, mac2: bool) -> Admit {
+        let all = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        if self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false) {
+            Admit::Yes
+        } else if !self.admit.allow(ip, now) {
+            Admit::No
+        } else if mac2 {
+            if self.admit_mac2.allow(all, now) {
+                Admit::Yes
+            } else {
+                Admit::No
+            }
+        } else if self.admit_all.allow(all, now) {
+            Admit::Yes
+        } else if self.admit_cookie.allow(all, now) {
+            Admit::CookieOnly
+        } else {
+            Admit::No
+        }
     }
 
     fn count_kernel(&mut self, total: u32) {
