@@ -102,8 +102,8 @@ pub const ADMIT_ALL_BURST: u64 = 200;
 /// brand-new client whose first initiation is read during a spoofed flood
 /// thus gets its cookie, instead of losing to the flood a second time for
 /// a place in the DH budget.
-pub const ADMIT_COOKIE_PER_SECOND: u64 = 10_000;
-pub const ADMIT_COOKIE_BURST: u64 = 500;
+pub const ADMIT_COOKIE_PER_SECOND: u64 = 18_000;
+pub const ADMIT_COOKIE_BURST: u64 = 1000;
 /// Initiations per second (and burst) that carry a MAC2, from addresses
 /// not connected, together: retries after a cookie reply, in their own
 /// budget, which a flood without MAC2s cannot use up ([`super::steer`]
