@@ -7,7 +7,8 @@
 //! [`super::steer`], it has sorted them already: the data socket (transport
 //! datagrams, and initiations from connected addresses) is read first and
 //! in full batches; the handshake socket at most [`HANDSHAKE_READS`] a
-//! second, [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
+//! second ([`HANDSHAKE_READS_SPREAD`] while its datagrams come from ever
+//! new sources), [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
 //! nothing or had its turn [`DATA_TURNS`] times in a row. Between reads
 //! the kernel drops what overflows that socket's small buffer, at no cost
 //! to the daemon, and counts it (`drop_kernel_handshake`). Without the
@@ -102,8 +103,8 @@ pub const ADMIT_ALL_BURST: u64 = 200;
 /// brand-new client whose first initiation is read during a spoofed flood
 /// thus gets its cookie, instead of losing to the flood a second time for
 /// a place in the DH budget.
-pub const ADMIT_COOKIE_PER_SECOND: u64 = 18_000;
-pub const ADMIT_COOKIE_BURST: u64 = 1000;
+pub const ADMIT_COOKIE_PER_SECOND: u64 = HANDSHAKE_READS_SPREAD - ADMIT_ALL_PER_SECOND;
+pub const ADMIT_COOKIE_BURST: u64 = 2000;
 /// Initiations per second (and burst) that carry a MAC2, from addresses
 /// not connected, together: retries after a cookie reply, in their own
 /// budget, which a flood without MAC2s cannot use up ([`super::steer`]
@@ -111,13 +112,20 @@ pub const ADMIT_COOKIE_BURST: u64 = 1000;
 /// this budget alone; the core checks each MAC2 before any DH.
 pub const ADMIT_MAC2_PER_SECOND: u64 = 500;
 pub const ADMIT_MAC2_BURST: u64 = 50;
-/// Datagrams read off the handshake socket per second at most: a little
-/// more than the admission limits let through ([`ADMIT_ALL_PER_SECOND`]
-/// and [`ADMIT_COOKIE_PER_SECOND`]),
-/// so that a flood costs the daemon a bounded share of its one thread
-/// (reading and admission cost about a microsecond a datagram), and the
-/// rest overflows in the kernel.
+/// Datagrams read off the handshake socket per second at most while the
+/// per-address limit refuses most of them (a flood from few sources,
+/// whose reads buy nothing), so that such a flood costs the daemon a
+/// bounded share of its one thread (reading and admission cost about a
+/// microsecond a datagram), and the rest overflows in the kernel.
 pub const HANDSHAKE_READS: u64 = 20_000;
+/// The same while most reads pass the per-address limit (a flood from
+/// spoofed, ever new sources): each of those may be a brand-new client,
+/// whose only way in is to be read and answered with a cookie, and the
+/// chance of each of its attempts (one every 5 s) is this budget over the
+/// flood's rate. Reading and answering costs about 4 µs a datagram, so
+/// this is at most a quarter of the daemon's thread, spent only on a
+/// flood that has no throughput target ("cookies carry it").
+pub const HANDSHAKE_READS_SPREAD: u64 = 60_000;
 /// Datagrams read off the handshake socket with one `recvmmsg`.
 pub const HANDSHAKE_RECV_BATCH: usize = 16;
 /// Data-socket batches read in a row before the handshake socket, if it
@@ -196,6 +204,7 @@ impl Intake {
             sock: sock.clone(),
             hs: hs.clone(),
             hs_next: std::time::Instant::now(),
+            refused_per_source: 0,
             clock,
             data_tx,
             hs_tx,
@@ -365,6 +374,8 @@ fn has_mac2(bytes: &[u8]) -> bool {
 /// The reader task.
 struct Reader {
     sock: Arc<UdpSocket>,
+    /// Initiations the per-address limit refused so far.
+    refused_per_source: u64,
     /// The handshake socket, read within [`HANDSHAKE_READS`].
     hs: Option<Arc<UdpSocket>>,
     /// When the handshake socket may be read next.
@@ -428,16 +439,12 @@ impl Reader {
                 continue;
             }
             self.errors.succeeded();
+            let refused0 = self.refused_per_source;
             let (b, m) = if from_hs {
                 data_turns = 0;
-                // The next read of it when this batch's share of the
-                // budget is used up.
-                let n = hs_metas.len() as u32;
-                self.hs_next = std::time::Instant::now()
-                    + std::time::Duration::from_secs(1) * n / HANDSHAKE_READS as u32;
                 self.counters
                     .handshake_reads
-                    .fetch_add(n as u64, Ordering::Relaxed);
+                    .fetch_add(hs_metas.len() as u64, Ordering::Relaxed);
                 (&hs_batch.bufs, &hs_metas)
             } else {
                 data_turns += 1;
@@ -452,6 +459,20 @@ impl Reader {
                 if !self.sort(meta, &b[meta.slot][..meta.len]).await {
                     return;
                 }
+            }
+            if from_hs {
+                // The next read of it when this batch's share of the
+                // budget is used up: the larger budget unless the
+                // per-address limit refused half the batch or more.
+                let n = hs_metas.len() as u32;
+                let refused = self.refused_per_source - refused0;
+                let rate = if refused * 2 >= n as u64 {
+                    HANDSHAKE_READS
+                } else {
+                    HANDSHAKE_READS_SPREAD
+                };
+                self.hs_next =
+                    std::time::Instant::now() + std::time::Duration::from_secs(1) * n / rate as u32;
             }
         }
     }
@@ -522,6 +543,7 @@ impl Reader {
         if self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false) {
             Admit::Yes
         } else if !self.admit.allow(ip, now) {
+            self.refused_per_source += 1;
             Admit::No
         } else if mac2 {
             if self.admit_mac2.allow(all, now) {
