@@ -126,8 +126,15 @@ pub const HANDSHAKE_READS: u64 = 20_000;
 /// this is at most a quarter of the daemon's thread, spent only on a
 /// flood that has no throughput target ("cookies carry it").
 pub const HANDSHAKE_READS_SPREAD: u64 = 60_000;
-/// Datagrams read off the handshake socket with one `recvmmsg`.
-pub const HANDSHAKE_RECV_BATCH: usize = 16;
+/// Datagrams read off the handshake socket with one `recvmmsg` at most,
+/// and the most the read budget saves up: the runtime's timer wakes the
+/// reader once a millisecond at best, so a budget of 60,000 a second
+/// needs batches of 60 (with 16, the budget was 16,000 a second at most,
+/// whatever it said).
+pub const HANDSHAKE_RECV_BATCH: usize = 64;
+/// Buffer for one datagram of the handshake socket, whose filter passes
+/// nothing longer than an initiation.
+const HANDSHAKE_BUF: usize = 4096;
 /// Data-socket batches read in a row before the handshake socket, if it
 /// has datagrams, goes first once (data cannot starve handshakes).
 pub const DATA_TURNS: u32 = 4;
@@ -203,7 +210,9 @@ impl Intake {
         let reader = Reader {
             sock: sock.clone(),
             hs: hs.clone(),
-            hs_next: std::time::Instant::now(),
+            hs_tokens: HANDSHAKE_RECV_BATCH as f64,
+            hs_refilled: std::time::Instant::now(),
+            hs_rate: HANDSHAKE_READS,
             refused_per_source: 0,
             clock,
             data_tx,
@@ -378,8 +387,12 @@ struct Reader {
     refused_per_source: u64,
     /// The handshake socket, read within [`HANDSHAKE_READS`].
     hs: Option<Arc<UdpSocket>>,
-    /// When the handshake socket may be read next.
-    hs_next: std::time::Instant,
+    /// Reads of the handshake socket the budget allows now (a token
+    /// bucket of [`HANDSHAKE_RECV_BATCH`] at most), when it was last
+    /// refilled, and at what rate it refills.
+    hs_tokens: f64,
+    hs_refilled: std::time::Instant,
+    hs_rate: u64,
     clock: Clock,
     data_tx: mpsc::Sender<Datagram>,
     hs_tx: mpsc::Sender<Datagram>,
@@ -402,7 +415,7 @@ impl Reader {
     async fn run(mut self) {
         let mut batch = Batch::new(RECV_BATCH);
         let mut metas = Vec::with_capacity(RECV_BATCH);
-        let mut hs_batch = Batch::new(HANDSHAKE_RECV_BATCH);
+        let mut hs_batch = Batch::with_buffers(HANDSHAKE_RECV_BATCH, HANDSHAKE_BUF);
         let mut hs_metas = Vec::with_capacity(HANDSHAKE_RECV_BATCH);
         let (sock, hs) = (self.sock.clone(), self.hs.clone());
         let mut data_turns = 0;
@@ -410,9 +423,19 @@ impl Reader {
             // The handshake socket within its budget; first after
             // DATA_TURNS data batches in a row, else only once the data
             // socket has nothing.
-            let hs_open = hs.is_some() && std::time::Instant::now() >= self.hs_next;
+            let now = std::time::Instant::now();
+            self.hs_tokens = (self.hs_tokens
+                + now.duration_since(self.hs_refilled).as_secs_f64() * self.hs_rate as f64)
+                .min(HANDSHAKE_RECV_BATCH as f64);
+            self.hs_refilled = now;
+            let hs_open = hs.is_some() && self.hs_tokens >= 1.0;
+            hs_batch.limit = self.hs_tokens as usize;
             let hs_sock = if hs_open { hs.as_deref() } else { None };
-            let wake = tokio::time::Instant::from_std(self.hs_next);
+            let wake = tokio::time::Instant::from_std(
+                now + std::time::Duration::from_secs_f64(
+                    (1.0 - self.hs_tokens).max(0.0) / self.hs_rate as f64,
+                ),
+            );
             let budget_wait = async {
                 match hs {
                     Some(_) if !hs_open => tokio::time::sleep_until(wake).await,
@@ -461,18 +484,17 @@ impl Reader {
                 }
             }
             if from_hs {
-                // The next read of it when this batch's share of the
-                // budget is used up: the larger budget unless the
-                // per-address limit refused half the batch or more.
-                let n = hs_metas.len() as u32;
+                // The batch is paid from the budget, which refills at the
+                // larger rate unless the per-address limit refused half
+                // the batch or more.
+                let n = hs_metas.len() as u64;
+                self.hs_tokens -= n as f64;
                 let refused = self.refused_per_source - refused0;
-                let rate = if refused * 2 >= n as u64 {
+                self.hs_rate = if refused * 2 >= n {
                     HANDSHAKE_READS
                 } else {
                     HANDSHAKE_READS_SPREAD
                 };
-                self.hs_next =
-                    std::time::Instant::now() + std::time::Duration::from_secs(1) * n / rate as u32;
             }
         }
     }
