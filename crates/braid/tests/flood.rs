@@ -426,10 +426,21 @@ fn server_survives_handshake_floods() {
                 &[BRAID, "client", "--config", fresh_toml.to_str().unwrap()],
                 "fresh.log",
             ));
-            wait_for(Duration::from_secs_f64(left.min(fresh_wait)), || {
+            let t = wait_for(Duration::from_secs_f64(left.min(fresh_wait)), || {
                 status(&fresh_sock).is_some_and(|s| s["tunnels"][0]["established"] == true)
             })
-            .map(|d| d.as_secs_f64())
+            .map(|d| d.as_secs_f64());
+            // What it saw: cookie replies, attempts.
+            if let Some(st) = status(&fresh_sock) {
+                eprintln!("brand-new client during the flood: {}", st["counters"]);
+            }
+            let log = std::fs::read_to_string(dir.join("fresh.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            eprintln!(
+                "its log: {}",
+                lines[lines.len().saturating_sub(8)..].join("\n")
+            );
+            t
         } else {
             None
         };
