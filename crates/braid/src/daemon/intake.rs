@@ -664,6 +664,76 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn beyond_the_dh_budget_initiations_are_admitted_for_a_cookie_and_mac2_apart() {
+        // Many sources (127.0.0.0/8 is all loopback), as a spoofed flood
+        // would have: each within its own limit.
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = sock.local_addr().unwrap();
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(sock, None, clock, test_errors());
+        let sources: Vec<std::net::UdpSocket> = (0..50)
+            .map(|i| std::net::UdpSocket::bind(format!("127.0.1.{}:0", i + 1)).unwrap())
+            .collect();
+        let mut init = vec![0u8; INIT_MIN_LEN];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        // 500 initiations without MAC2 (10 from each source, within its
+        // limit): the DH budget's burst (200) and what it refills while
+        // they arrive; the rest for a cookie only, which puts the server
+        // under load. None is dropped.
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            for s in &sources {
+                s.send_to(&init, addr).unwrap();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            got.extend(drain(&mut intake.handshakes));
+        }
+        for _ in 0..200 {
+            got.extend(drain(&mut intake.handshakes));
+            if got.len() >= 500 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(got.len(), 500);
+        let cookie_only = intake.counters.cookie_only.load(Ordering::Relaxed);
+        assert!(
+            (100..=500 - ADMIT_ALL_BURST).contains(&cookie_only),
+            "{cookie_only} for a cookie only"
+        );
+        assert_eq!(intake.drops().handshake_queue, 0);
+        assert!(intake.under_load(clock.now()));
+        // Retries with a MAC2 from 60 new addresses: their own budget's
+        // burst, untouched by the flood above, and no more.
+        let mut stamped = init.clone();
+        *stamped.last_mut().unwrap() = 1;
+        let retries: Vec<std::net::UdpSocket> = (0..60)
+            .map(|i| std::net::UdpSocket::bind(format!("127.0.2.{}:0", i + 1)).unwrap())
+            .collect();
+        for s in &retries {
+            s.send_to(&stamped, addr).unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            got.extend(drain(&mut intake.handshakes));
+            if got.len() >= ADMIT_MAC2_BURST as usize {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let late = drain(&mut intake.handshakes).len();
+        let n = got.len() + late;
+        assert!(
+            (ADMIT_MAC2_BURST as usize..=ADMIT_MAC2_BURST as usize + 2).contains(&n),
+            "{n} MAC2 retries admitted"
+        );
+        assert!(got.iter().all(|d| has_mac2(&d.bytes)));
+        assert_eq!(intake.drops().handshake_queue, 60 - n as u64);
+        assert!(!has_mac2(&init) && has_mac2(&stamped));
+    }
+
+    #[tokio::test]
     async fn the_pair_is_read_data_first_and_kernel_drops_counted() {
         use braid_core::crypto::handshake::INIT_MIN_LEN;
         let make = |d| socket2::Socket::new(d, socket2::Type::DGRAM, None);
