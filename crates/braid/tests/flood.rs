@@ -11,7 +11,7 @@
 //!
 //! Throughput is compared with a control as well as with the baseline:
 //! the replay flood at the same rate sent to a port nothing listens on,
-//! once before the floods and once after them. On a machine where the
+//! just before and just after each flood. On a machine where the
 //! generator shares the server's cores the flood costs the tunnel
 //! throughput even when the daemon reads nothing; the ratio to the
 //! control is what the daemon's own work costs, and the strict mode holds
