@@ -55,15 +55,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use braid_core::conn::ratelimit::RateLimiter;
 use braid_core::conn::{Endpoint, IntakeDrops, Server};
-use braid_core::crypto::cookie::MAC_LEN;
-use braid_core::crypto::handshake::INIT_MIN_LEN;
 use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
+use super::admit::{has_mac2, Admission, Admit};
+pub use super::admit::{
+    ADMIT_ALL_BURST, ADMIT_ALL_PER_SECOND, ADMIT_BURST, ADMIT_COOKIE_PER_SECOND, ADMIT_MAC2_BURST,
+    ADMIT_MAC2_PER_SECOND, ADMIT_PER_SECOND,
+};
 use super::recvbatch::{enable_rxq_ovfl, recv_batch, recv_from, Batch, Meta, RECV_BATCH};
 use super::reply::{LocalAddr, ReplySources};
 use super::{Clock, RecvErrors};
@@ -84,34 +86,6 @@ pub const MAX_DATA_AGE: Duration = Duration::from_millis(100);
 /// An initiation older than this when its turn comes is dropped (its
 /// client retries, and a cookie reply that late is useless).
 pub const MAX_HANDSHAKE_AGE: Duration = Duration::from_millis(500);
-/// Initiations per second (and burst) one source address may put into the
-/// handshake queue: twice the core's per-address limit on processed ones,
-/// far above what a client sends (one per path every 5 s).
-pub const ADMIT_PER_SECOND: u64 = 40;
-pub const ADMIT_BURST: u64 = 10;
-/// Source addresses the admission limit tracks at once.
-pub const ADMIT_ENTRIES: usize = 4096;
-/// Initiations per second (and burst) from all addresses not connected
-/// together: a flood from ever new (spoofed) addresses passes every
-/// per-address limit, and must not fill the main loop with work.
-pub const ADMIT_ALL_PER_SECOND: u64 = 2000;
-pub const ADMIT_ALL_BURST: u64 = 200;
-/// Beyond [`ADMIT_ALL_PER_SECOND`], initiations without a MAC2 are still
-/// admitted up to this many a second, but only as work for a cookie
-/// reply: admitting one puts the server under load, where the core
-/// answers it with a cookie (about 2.7 µs) and spends no DH. A
-/// brand-new client whose first initiation is read during a spoofed flood
-/// thus gets its cookie, instead of losing to the flood a second time for
-/// a place in the DH budget.
-pub const ADMIT_COOKIE_PER_SECOND: u64 = HANDSHAKE_READS_SPREAD - ADMIT_ALL_PER_SECOND;
-pub const ADMIT_COOKIE_BURST: u64 = 2000;
-/// Initiations per second (and burst) that carry a MAC2, from addresses
-/// not connected, together: retries after a cookie reply, in their own
-/// budget, which a flood without MAC2s cannot use up ([`super::steer`]
-/// steers them to the data socket). A flood that forges MAC2s uses up
-/// this budget alone; the core checks each MAC2 before any DH.
-pub const ADMIT_MAC2_PER_SECOND: u64 = 500;
-pub const ADMIT_MAC2_BURST: u64 = 50;
 /// Datagrams read off the handshake socket per second at most while the
 /// per-address limit refuses most of them (a flood from few sources,
 /// whose reads buy nothing), so that such a flood costs the daemon a
@@ -213,16 +187,12 @@ impl Intake {
             hs_tokens: HANDSHAKE_RECV_BATCH as f64,
             hs_refilled: std::time::Instant::now(),
             hs_rate: HANDSHAKE_READS,
-            refused_per_source: 0,
             clock,
             data_tx,
             hs_tx,
             counters: counters.clone(),
             known: known.clone(),
-            admit: RateLimiter::new(ADMIT_PER_SECOND, ADMIT_BURST, ADMIT_ENTRIES),
-            admit_all: RateLimiter::new(ADMIT_ALL_PER_SECOND, ADMIT_ALL_BURST, 1),
-            admit_cookie: RateLimiter::new(ADMIT_COOKIE_PER_SECOND, ADMIT_COOKIE_BURST, 1),
-            admit_mac2: RateLimiter::new(ADMIT_MAC2_PER_SECOND, ADMIT_MAC2_BURST, 1),
+            admission: Admission::new(),
             kernel_last: None,
             errors,
         };
@@ -364,27 +334,9 @@ impl Intake {
     }
 }
 
-/// What the reader does with an initiation.
-#[derive(Debug, PartialEq)]
-enum Admit {
-    Yes,
-    /// Queued, and the server is under load for it: a cookie reply.
-    CookieOnly,
-    /// Dropped and counted.
-    No,
-}
-
-/// Whether initiation `bytes` carries a MAC2 (its last [`MAC_LEN`]
-/// bytes are not all zero), as the steering program tells.
-fn has_mac2(bytes: &[u8]) -> bool {
-    bytes.len() >= INIT_MIN_LEN && bytes[bytes.len() - MAC_LEN..].iter().any(|&b| b != 0)
-}
-
 /// The reader task.
 struct Reader {
     sock: Arc<UdpSocket>,
-    /// Initiations the per-address limit refused so far.
-    refused_per_source: u64,
     /// The handshake socket, read within [`HANDSHAKE_READS`].
     hs: Option<Arc<UdpSocket>>,
     /// Reads of the handshake socket the budget allows now (a token
@@ -398,13 +350,8 @@ struct Reader {
     hs_tx: mpsc::Sender<Datagram>,
     counters: Arc<ReaderCounters>,
     known: Arc<Mutex<HashSet<IpAddr>>>,
-    admit: RateLimiter,
-    /// One bucket for all addresses together (keyed by a fixed address).
-    admit_all: RateLimiter,
-    /// Beyond it, for cookie replies only.
-    admit_cookie: RateLimiter,
-    /// Initiations with a MAC2, together.
-    admit_mac2: RateLimiter,
+    /// The admission limits on initiations.
+    admission: Admission,
     /// The socket's last `SO_RXQ_OVFL` value (a wrapping u32).
     kernel_last: Option<u32>,
     /// Receive errors: counted, logged and backed off from.
@@ -462,7 +409,7 @@ impl Reader {
                 continue;
             }
             self.errors.succeeded();
-            let refused0 = self.refused_per_source;
+            let refused0 = self.admission.refused_per_source;
             let (b, m) = if from_hs {
                 data_turns = 0;
                 self.counters
@@ -489,7 +436,7 @@ impl Reader {
                 // the batch or more.
                 let n = hs_metas.len() as u64;
                 self.hs_tokens -= n as f64;
-                let refused = self.refused_per_source - refused0;
+                let refused = self.admission.refused_per_source - refused0;
                 self.hs_rate = if refused * 2 >= n {
                     HANDSHAKE_READS
                 } else {
@@ -556,30 +503,11 @@ impl Reader {
         }
     }
 
-    /// Connected clients' addresses always; others within their own rate
-    /// and the rate of all of them together: initiations with a MAC2 in
-    /// their own budget, those without in the DH budget and beyond it,
-    /// for a cookie reply only, in the cookie budget.
+    /// Connected clients' addresses always; others within the admission
+    /// limits.
     fn admit(&mut self, ip: IpAddr, now: Instant, mac2: bool) -> Admit {
-        let all = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
-        if self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false) {
-            Admit::Yes
-        } else if !self.admit.allow(ip, now) {
-            self.refused_per_source += 1;
-            Admit::No
-        } else if mac2 {
-            if self.admit_mac2.allow(all, now) {
-                Admit::Yes
-            } else {
-                Admit::No
-            }
-        } else if self.admit_all.allow(all, now) {
-            Admit::Yes
-        } else if self.admit_cookie.allow(all, now) {
-            Admit::CookieOnly
-        } else {
-            Admit::No
-        }
+        let known = self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false);
+        self.admission.check(ip, now, mac2, known)
     }
 
     fn count_kernel(&mut self, total: u32) {
@@ -599,6 +527,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use braid_core::crypto::handshake::INIT_MIN_LEN;
 
     /// Datagrams queued in `rx` now.
     fn drain(rx: &mut mpsc::Receiver<Datagram>) -> Vec<Datagram> {
