@@ -7,7 +7,8 @@
 //! [`super::steer`], it has sorted them already: the data socket (transport
 //! datagrams, and initiations from connected addresses) is read first and
 //! in full batches; the handshake socket at most [`HANDSHAKE_READS`] a
-//! second, [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
+//! second ([`HANDSHAKE_READS_SPREAD`] while its datagrams come from ever
+//! new sources), [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
 //! nothing or had its turn [`DATA_TURNS`] times in a row. Between reads
 //! the kernel drops what overflows that socket's small buffer, at no cost
 //! to the daemon, and counts it (`drop_kernel_handshake`). Without the
@@ -23,7 +24,11 @@
 //!   restarting during a flood from spoofed addresses still gets in.
 //!   Initiations from all other addresses together are capped too
 //!   ([`ADMIT_ALL_PER_SECOND`]), since spoofed ones come from ever new
-//!   addresses.
+//!   addresses; beyond that cap a second budget
+//!   ([`ADMIT_COOKIE_PER_SECOND`]) admits them for a cookie reply only,
+//!   and retries that carry a MAC2 have a budget of their own
+//!   ([`ADMIT_MAC2_PER_SECOND`]), so a brand-new client that got one
+//!   initiation past a spoofed flood gets its cookie and its handshake.
 //! - everything else (transport packets, and garbage, which the core
 //!   sorts and counts cheaply) goes to the data queue, which the main loop
 //!   serves in batches like before.
@@ -50,13 +55,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use braid_core::conn::ratelimit::RateLimiter;
 use braid_core::conn::{Endpoint, IntakeDrops, Server};
 use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
+use super::admit::{has_mac2, Admission, Admit};
+pub use super::admit::{
+    ADMIT_ALL_BURST, ADMIT_ALL_PER_SECOND, ADMIT_BURST, ADMIT_COOKIE_PER_SECOND, ADMIT_MAC2_BURST,
+    ADMIT_MAC2_PER_SECOND, ADMIT_PER_SECOND,
+};
 use super::recvbatch::{enable_rxq_ovfl, recv_batch, recv_from, Batch, Meta, RECV_BATCH};
 use super::reply::{LocalAddr, ReplySources};
 use super::{Clock, RecvErrors};
@@ -77,26 +86,29 @@ pub const MAX_DATA_AGE: Duration = Duration::from_millis(100);
 /// An initiation older than this when its turn comes is dropped (its
 /// client retries, and a cookie reply that late is useless).
 pub const MAX_HANDSHAKE_AGE: Duration = Duration::from_millis(500);
-/// Initiations per second (and burst) one source address may put into the
-/// handshake queue: twice the core's per-address limit on processed ones,
-/// far above what a client sends (one per path every 5 s).
-pub const ADMIT_PER_SECOND: u64 = 40;
-pub const ADMIT_BURST: u64 = 10;
-/// Source addresses the admission limit tracks at once.
-pub const ADMIT_ENTRIES: usize = 4096;
-/// Initiations per second (and burst) from all addresses not connected
-/// together: a flood from ever new (spoofed) addresses passes every
-/// per-address limit, and must not fill the main loop with work.
-pub const ADMIT_ALL_PER_SECOND: u64 = 2000;
-pub const ADMIT_ALL_BURST: u64 = 200;
-/// Datagrams read off the handshake socket per second at most: a few
-/// times what the admission limits let through ([`ADMIT_ALL_PER_SECOND`]),
-/// so that a flood costs the daemon a bounded share of its one thread
-/// (reading and admission cost about a microsecond a datagram), and the
-/// rest overflows in the kernel.
+/// Datagrams read off the handshake socket per second at most while the
+/// per-address limit refuses most of them (a flood from few sources,
+/// whose reads buy nothing), so that such a flood costs the daemon a
+/// bounded share of its one thread (reading and admission cost about a
+/// microsecond a datagram), and the rest overflows in the kernel.
 pub const HANDSHAKE_READS: u64 = 20_000;
-/// Datagrams read off the handshake socket with one `recvmmsg`.
-pub const HANDSHAKE_RECV_BATCH: usize = 16;
+/// The same while most reads pass the per-address limit (a flood from
+/// spoofed, ever new sources): each of those may be a brand-new client,
+/// whose only way in is to be read and answered with a cookie, and the
+/// chance of each of its attempts (one every 5 s) is this budget over the
+/// flood's rate. Reading and answering costs about 4 µs a datagram, so
+/// this is at most a quarter of the daemon's thread, spent only on a
+/// flood that has no throughput target ("cookies carry it").
+pub const HANDSHAKE_READS_SPREAD: u64 = 60_000;
+/// Datagrams read off the handshake socket with one `recvmmsg` at most,
+/// and the most the read budget saves up: the runtime's timer wakes the
+/// reader once a millisecond at best, so a budget of 60,000 a second
+/// needs batches of 60 (with 16, the budget was 16,000 a second at most,
+/// whatever it said).
+pub const HANDSHAKE_RECV_BATCH: usize = 64;
+/// Buffer for one datagram of the handshake socket, whose filter passes
+/// nothing longer than an initiation.
+const HANDSHAKE_BUF: usize = 4096;
 /// Data-socket batches read in a row before the handshake socket, if it
 /// has datagrams, goes first once (data cannot starve handshakes).
 pub const DATA_TURNS: u32 = 4;
@@ -117,6 +129,9 @@ pub struct Datagram {
 #[derive(Debug, Default)]
 struct ReaderCounters {
     handshake_queue: AtomicU64,
+    /// Initiations admitted beyond the DH budget, for a cookie only
+    /// ([`ADMIT_COOKIE_PER_SECOND`]): each puts the server under load.
+    cookie_only: AtomicU64,
     kernel_rxq: AtomicU64,
     /// Datagrams read off the handshake socket.
     handshake_reads: AtomicU64,
@@ -133,16 +148,17 @@ pub struct Intake {
     known_at: Option<Instant>,
     stale: u64,
     under_load_until: Option<Instant>,
-    /// `handshake_queue` drops seen at the last load check.
-    dropped_seen: u64,
+    /// `handshake_queue` drops and `cookie_only` admissions seen at the
+    /// last load check.
+    dropped_seen: (u64, u64),
     clock: Clock,
     /// The data socket, whose steering program lists connected addresses.
     data_sock: Arc<UdpSocket>,
     /// The handshake socket, if the kernel took the pair, and its kernel
     /// drop count at the start.
     hs_sock: Option<(Arc<UdpSocket>, u32)>,
-    /// The connected IPv4 addresses the steering program lists now.
-    steered: Vec<std::net::Ipv4Addr>,
+    /// The connected addresses the steering program lists now.
+    steered: Vec<IpAddr>,
     steer_log: super::RateLimitedLog,
 }
 
@@ -168,14 +184,15 @@ impl Intake {
         let reader = Reader {
             sock: sock.clone(),
             hs: hs.clone(),
-            hs_next: std::time::Instant::now(),
+            hs_tokens: HANDSHAKE_RECV_BATCH as f64,
+            hs_refilled: std::time::Instant::now(),
+            hs_rate: HANDSHAKE_READS,
             clock,
             data_tx,
             hs_tx,
             counters: counters.clone(),
             known: known.clone(),
-            admit: RateLimiter::new(ADMIT_PER_SECOND, ADMIT_BURST, ADMIT_ENTRIES),
-            admit_all: RateLimiter::new(ADMIT_ALL_PER_SECOND, ADMIT_ALL_BURST, 1),
+            admission: Admission::new(),
             kernel_last: None,
             errors,
         };
@@ -188,7 +205,7 @@ impl Intake {
             known_at: None,
             stale: 0,
             under_load_until: None,
-            dropped_seen: 0,
+            dropped_seen: (0, 0),
             clock,
             data_sock: sock,
             hs_sock: hs.map(|h| {
@@ -251,9 +268,13 @@ impl Intake {
 
     /// Whether the handshake queue is (or within [`UNDER_LOAD_FOR`] was)
     /// at least [`UNDER_LOAD_DEPTH`] deep, or the reader dropped
-    /// initiations since the last check.
+    /// initiations or admitted them for a cookie only since the last
+    /// check.
     pub fn under_load(&mut self, now: Instant) -> bool {
-        let dropped = self.counters.handshake_queue.load(Ordering::Relaxed);
+        let dropped = (
+            self.counters.handshake_queue.load(Ordering::Relaxed),
+            self.counters.cookie_only.load(Ordering::Relaxed),
+        );
         if self.handshakes.len() >= UNDER_LOAD_DEPTH || dropped != self.dropped_seen {
             self.under_load_until = Some(now + UNDER_LOAD_FOR);
         }
@@ -293,19 +314,13 @@ impl Intake {
         self.known_at = Some(now);
         let set: HashSet<IpAddr> = server.peer_addresses().map(|a| a.ip()).collect();
         if self.hs_sock.is_some() {
-            // IPv4 and v4-mapped: the program compares IPv4 sources.
-            let mut v4: Vec<std::net::Ipv4Addr> = set
-                .iter()
-                .filter_map(|ip| match ip {
-                    IpAddr::V4(a) => Some(*a),
-                    IpAddr::V6(a) => a.to_ipv4_mapped(),
-                })
-                .collect();
-            v4.sort_unstable();
-            v4.dedup();
-            if v4 != self.steered {
-                match super::steer::steer(&*self.data_sock, &v4) {
-                    Ok(()) => self.steered = v4,
+            // IPv4, v4-mapped and IPv6 alike (the program compares each
+            // with the header the datagram came in).
+            let mut list: Vec<IpAddr> = set.iter().copied().collect();
+            list.sort_unstable();
+            if list != self.steered {
+                match super::steer::steer(&*self.data_sock, &list) {
+                    Ok(()) => self.steered = list,
                     Err(e) => self.steer_log.warn(
                         "cannot update the steering program (connected clients' initiations keep going to the handshake socket)",
                         &e,
@@ -324,16 +339,19 @@ struct Reader {
     sock: Arc<UdpSocket>,
     /// The handshake socket, read within [`HANDSHAKE_READS`].
     hs: Option<Arc<UdpSocket>>,
-    /// When the handshake socket may be read next.
-    hs_next: std::time::Instant,
+    /// Reads of the handshake socket the budget allows now (a token
+    /// bucket of [`HANDSHAKE_RECV_BATCH`] at most), when it was last
+    /// refilled, and at what rate it refills.
+    hs_tokens: f64,
+    hs_refilled: std::time::Instant,
+    hs_rate: u64,
     clock: Clock,
     data_tx: mpsc::Sender<Datagram>,
     hs_tx: mpsc::Sender<Datagram>,
     counters: Arc<ReaderCounters>,
     known: Arc<Mutex<HashSet<IpAddr>>>,
-    admit: RateLimiter,
-    /// One bucket for all addresses together (keyed by a fixed address).
-    admit_all: RateLimiter,
+    /// The admission limits on initiations.
+    admission: Admission,
     /// The socket's last `SO_RXQ_OVFL` value (a wrapping u32).
     kernel_last: Option<u32>,
     /// Receive errors: counted, logged and backed off from.
@@ -344,7 +362,7 @@ impl Reader {
     async fn run(mut self) {
         let mut batch = Batch::new(RECV_BATCH);
         let mut metas = Vec::with_capacity(RECV_BATCH);
-        let mut hs_batch = Batch::new(HANDSHAKE_RECV_BATCH);
+        let mut hs_batch = Batch::with_buffers(HANDSHAKE_RECV_BATCH, HANDSHAKE_BUF);
         let mut hs_metas = Vec::with_capacity(HANDSHAKE_RECV_BATCH);
         let (sock, hs) = (self.sock.clone(), self.hs.clone());
         let mut data_turns = 0;
@@ -352,9 +370,19 @@ impl Reader {
             // The handshake socket within its budget; first after
             // DATA_TURNS data batches in a row, else only once the data
             // socket has nothing.
-            let hs_open = hs.is_some() && std::time::Instant::now() >= self.hs_next;
+            let now = std::time::Instant::now();
+            self.hs_tokens = (self.hs_tokens
+                + now.duration_since(self.hs_refilled).as_secs_f64() * self.hs_rate as f64)
+                .min(HANDSHAKE_RECV_BATCH as f64);
+            self.hs_refilled = now;
+            let hs_open = hs.is_some() && self.hs_tokens >= 1.0;
+            hs_batch.limit = self.hs_tokens as usize;
             let hs_sock = if hs_open { hs.as_deref() } else { None };
-            let wake = tokio::time::Instant::from_std(self.hs_next);
+            let wake = tokio::time::Instant::from_std(
+                now + std::time::Duration::from_secs_f64(
+                    (1.0 - self.hs_tokens).max(0.0) / self.hs_rate as f64,
+                ),
+            );
             let budget_wait = async {
                 match hs {
                     Some(_) if !hs_open => tokio::time::sleep_until(wake).await,
@@ -381,16 +409,12 @@ impl Reader {
                 continue;
             }
             self.errors.succeeded();
+            let refused0 = self.admission.refused_per_source;
             let (b, m) = if from_hs {
                 data_turns = 0;
-                // The next read of it when this batch's share of the
-                // budget is used up.
-                let n = hs_metas.len() as u32;
-                self.hs_next = std::time::Instant::now()
-                    + std::time::Duration::from_secs(1) * n / HANDSHAKE_READS as u32;
                 self.counters
                     .handshake_reads
-                    .fetch_add(n as u64, Ordering::Relaxed);
+                    .fetch_add(hs_metas.len() as u64, Ordering::Relaxed);
                 (&hs_batch.bufs, &hs_metas)
             } else {
                 data_turns += 1;
@@ -405,6 +429,19 @@ impl Reader {
                 if !self.sort(meta, &b[meta.slot][..meta.len]).await {
                     return;
                 }
+            }
+            if from_hs {
+                // The batch is paid from the budget, which refills at the
+                // larger rate unless the per-address limit refused half
+                // the batch or more.
+                let n = hs_metas.len() as u64;
+                self.hs_tokens -= n as f64;
+                let refused = self.admission.refused_per_source - refused0;
+                self.hs_rate = if refused * 2 >= n {
+                    HANDSHAKE_READS
+                } else {
+                    HANDSHAKE_READS_SPREAD
+                };
             }
         }
     }
@@ -439,11 +476,17 @@ impl Reader {
             at,
         };
         if kind == Some(TYPE_HANDSHAKE_INIT) {
-            if !self.admit(meta.from.ip(), at) {
-                self.counters
-                    .handshake_queue
-                    .fetch_add(1, Ordering::Relaxed);
-                return true;
+            match self.admit(meta.from.ip(), at, has_mac2(bytes)) {
+                Admit::No => {
+                    self.counters
+                        .handshake_queue
+                        .fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
+                Admit::CookieOnly => {
+                    self.counters.cookie_only.fetch_add(1, Ordering::Relaxed);
+                }
+                Admit::Yes => {}
             }
             match self.hs_tx.try_send(d(bytes)) {
                 Ok(()) => true,
@@ -460,15 +503,11 @@ impl Reader {
         }
     }
 
-    /// Connected clients' addresses always; others within their own rate
-    /// and the rate of all of them together.
-    fn admit(&mut self, ip: IpAddr, now: Instant) -> bool {
+    /// Connected clients' addresses always; others within the admission
+    /// limits.
+    fn admit(&mut self, ip: IpAddr, now: Instant, mac2: bool) -> Admit {
         let known = self.known.lock().map(|k| k.contains(&ip)).unwrap_or(false);
-        known
-            || (self.admit.allow(ip, now)
-                && self
-                    .admit_all
-                    .allow(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), now))
+        self.admission.check(ip, now, mac2, known)
     }
 
     fn count_kernel(&mut self, total: u32) {
@@ -488,6 +527,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use braid_core::crypto::handshake::INIT_MIN_LEN;
 
     /// Datagrams queued in `rx` now.
     fn drain(rx: &mut mpsc::Receiver<Datagram>) -> Vec<Datagram> {
@@ -550,6 +590,76 @@ mod tests {
         assert!(!intake.under_load(now + UNDER_LOAD_FOR + Duration::from_millis(1)));
         // The kernel dropped nothing here.
         assert_eq!(intake.drops().kernel_rxq, 0);
+    }
+
+    #[tokio::test]
+    async fn beyond_the_dh_budget_initiations_are_admitted_for_a_cookie_and_mac2_apart() {
+        // Many sources (127.0.0.0/8 is all loopback), as a spoofed flood
+        // would have: each within its own limit.
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = sock.local_addr().unwrap();
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(sock, None, clock, test_errors());
+        let sources: Vec<std::net::UdpSocket> = (0..50)
+            .map(|i| std::net::UdpSocket::bind(format!("127.0.1.{}:0", i + 1)).unwrap())
+            .collect();
+        let mut init = vec![0u8; INIT_MIN_LEN];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        // 500 initiations without MAC2 (10 from each source, within its
+        // limit): the DH budget's burst (200) and what it refills while
+        // they arrive; the rest for a cookie only, which puts the server
+        // under load. None is dropped.
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            for s in &sources {
+                s.send_to(&init, addr).unwrap();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            got.extend(drain(&mut intake.handshakes));
+        }
+        for _ in 0..200 {
+            got.extend(drain(&mut intake.handshakes));
+            if got.len() >= 500 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(got.len(), 500);
+        let cookie_only = intake.counters.cookie_only.load(Ordering::Relaxed);
+        assert!(
+            (100..=500 - ADMIT_ALL_BURST).contains(&cookie_only),
+            "{cookie_only} for a cookie only"
+        );
+        assert_eq!(intake.drops().handshake_queue, 0);
+        assert!(intake.under_load(clock.now()));
+        // Retries with a MAC2 from 60 new addresses: their own budget's
+        // burst, untouched by the flood above, and no more.
+        let mut stamped = init.clone();
+        *stamped.last_mut().unwrap() = 1;
+        let retries: Vec<std::net::UdpSocket> = (0..60)
+            .map(|i| std::net::UdpSocket::bind(format!("127.0.2.{}:0", i + 1)).unwrap())
+            .collect();
+        for s in &retries {
+            s.send_to(&stamped, addr).unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            got.extend(drain(&mut intake.handshakes));
+            if got.len() >= ADMIT_MAC2_BURST as usize {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let late = drain(&mut intake.handshakes).len();
+        let n = got.len() + late;
+        assert!(
+            (ADMIT_MAC2_BURST as usize..=ADMIT_MAC2_BURST as usize + 2).contains(&n),
+            "{n} MAC2 retries admitted"
+        );
+        assert!(got.iter().all(|d| has_mac2(&d.bytes)));
+        assert_eq!(intake.drops().handshake_queue, 60 - n as u64);
+        assert!(!has_mac2(&init) && has_mac2(&stamped));
     }
 
     #[tokio::test]

@@ -19,6 +19,7 @@
 //! behind the [`tun::Tun`] trait with an in-memory fake
 //! ([`tun::channel_tun`]) so the whole daemon runs in tests without root.
 
+pub mod admit;
 pub mod client;
 pub mod icmp;
 pub mod intake;

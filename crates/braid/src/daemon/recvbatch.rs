@@ -55,6 +55,9 @@ pub const RECV_BATCH: usize = 64;
 /// Buffers for one `recvmmsg` call.
 pub struct Batch {
     pub bufs: Vec<Vec<u8>>,
+    /// Datagrams the next call reads at most (at most `bufs.len()`): a
+    /// reader within a budget reads no more than it has left.
+    pub limit: usize,
     addrs: Vec<libc::sockaddr_storage>,
     cmsgs: Vec<[u64; 16]>,
     iovs: Vec<libc::iovec>,
@@ -67,8 +70,15 @@ unsafe impl Send for Batch {}
 
 impl Batch {
     pub fn new(n: usize) -> Batch {
+        Batch::with_buffers(n, BUF)
+    }
+
+    /// `n` buffers of `len` bytes, for a socket whose filter lets no
+    /// longer datagram through (a longer one would be cut).
+    pub fn with_buffers(n: usize, len: usize) -> Batch {
         Batch {
-            bufs: (0..n).map(|_| vec![0u8; BUF]).collect(),
+            bufs: (0..n).map(|_| vec![0u8; len]).collect(),
+            limit: n,
             // SAFETY: an all-zero sockaddr_storage is valid.
             addrs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
             cmsgs: vec![[0u64; 16]; n],
@@ -107,7 +117,7 @@ pub async fn recv_batch(sock: &UdpSocket, b: &mut Batch, out: &mut Vec<Meta>) ->
     sock.async_io(tokio::io::Interest::READABLE, move || {
         let b = &mut *b;
         let out = &mut *out;
-        let n = b.bufs.len();
+        let n = b.limit.clamp(1, b.bufs.len());
         for i in 0..n {
             b.iovs[i] = libc::iovec {
                 iov_base: b.bufs[i].as_mut_ptr() as *mut libc::c_void,

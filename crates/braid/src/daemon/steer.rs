@@ -4,10 +4,12 @@
 //! each datagram by its first byte and length.
 //!
 //! - Socket 0, the *data* socket, gets transport datagrams (type
-//!   [`TYPE_TRANSPORT`], at least [`TRANSPORT_MIN_LEN`] bytes), and the
-//!   initiations whose IPv4 source is the address of a connected client's
-//!   path (the program lists them; [`steering_program`]). It keeps the
-//!   4 MiB receive buffer and is read first.
+//!   [`TYPE_TRANSPORT`], at least [`TRANSPORT_MIN_LEN`] bytes), the
+//!   initiations whose source (IPv4 or IPv6) is the address of a
+//!   connected client's path (the program lists them), and initiations
+//!   that carry a MAC2, i.e. retries after a cookie reply
+//!   ([`steering_program`]). It keeps the 4 MiB receive buffer and is
+//!   read first.
 //! - Socket 1, the *handshake* socket, gets everything else: initiations
 //!   from other addresses, and whatever is neither (cookie replies and
 //!   responses, which no client sends a server, garbage). Its receive
@@ -30,19 +32,22 @@
 //! connected address is no worse than it was with one socket.
 //!
 //! Offsets: the reuseport program sees the UDP payload at offset 0 (the
-//! kernel pulls the UDP header before running it), and the IP header
-//! through the `SKF_NET_OFF` base; a socket filter sees the UDP header at
-//! offset 0 and the payload at 8. The loopback tests below send real
-//! datagrams through a real pair to check both.
+//! kernel pulls the UDP header before running it) and its length as the
+//! packet's, and the IP header (IPv4 or IPv6, whichever the datagram came
+//! in) through the `SKF_NET_OFF` base; a socket filter sees the UDP
+//! header at offset 0 and the payload at 8. The loopback tests below send
+//! real datagrams through a real pair, on 127.0.0.1, on ::1 and on a
+//! dual-stack wildcard, to check all of them.
 //!
 //! A kernel that refuses any step (no `SO_REUSEPORT`, no cBPF) leaves the
 //! server on one socket, as before, with a logged warning
 //! ([`ServerSockets::bind`]).
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 
+use braid_core::crypto::cookie::MAC_LEN;
 use braid_core::crypto::handshake::{INIT_MAX_LEN, INIT_MIN_LEN};
 use braid_core::crypto::packet::{TRANSPORT_MIN_LEN, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -52,9 +57,11 @@ use tracing::warn;
 /// The handshake socket's receive buffer (the kernel doubles it for its
 /// bookkeeping): a few hundred initiations, a few milliseconds of a flood.
 pub const HANDSHAKE_RCVBUF: usize = 128 << 10;
-/// Connected addresses the steering program lists at most (two
+/// Connected IPv4 addresses the steering program lists at most (two
 /// instructions each; a classic BPF program has at most 4096).
 pub const MAX_STEERED: usize = 1024;
+/// Connected IPv6 addresses it lists at most (nine instructions each).
+pub const MAX_STEERED_V6: usize = 200;
 
 /// The reuseport group's sockets: index 0 is the data socket.
 pub const DATA_INDEX: u32 = 0;
@@ -68,8 +75,17 @@ const LD_W_ABS: u16 = 0x20;
 const LD_B_ABS: u16 = 0x30;
 /// BPF_LD | BPF_W | BPF_LEN: A = the packet's length.
 const LD_W_LEN: u16 = 0x80;
+/// BPF_LD | BPF_W | BPF_IND: A = the 32-bit word at X + k.
+const LD_W_IND: u16 = 0x40;
 /// BPF_ALU | BPF_RSH | BPF_K: A >>= k.
 const ALU_RSH_K: u16 = 0x74;
+/// BPF_ALU | BPF_SUB | BPF_K: A -= k.
+const ALU_SUB_K: u16 = 0x14;
+/// BPF_MISC | BPF_TAX: X = A.
+const TAX: u16 = 0x07;
+/// BPF_JMP | BPF_JA: jump k instructions ahead (any distance; the
+/// conditional jumps reach 255 at most).
+const JA: u16 = 0x05;
 /// BPF_JMP | BPF_JEQ / BPF_JGT / BPF_JGE | BPF_K.
 const JEQ_K: u16 = 0x15;
 const JGT_K: u16 = 0x25;
@@ -85,10 +101,41 @@ fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// The reuseport steering program: transport datagrams, and initiations
-/// from `known` IPv4 sources, to [`DATA_INDEX`]; all else to
-/// [`HANDSHAKE_INDEX`]. At most [`MAX_STEERED`] of `known` are used.
-pub fn steering_program(known: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
+/// The reuseport steering program: transport datagrams, initiations that
+/// carry a MAC2, and initiations from `known` sources (IPv4, v4-mapped
+/// or IPv6), to [`DATA_INDEX`]; all else to [`HANDSHAKE_INDEX`]. At most
+/// [`MAX_STEERED`] IPv4 and [`MAX_STEERED_V6`] IPv6 addresses of `known`
+/// are used.
+///
+/// Why an initiation with a MAC2 rides with the data: its sender got a
+/// cookie reply, so it receives at its address; it is the retry of a
+/// client the server turned away under load, most likely a brand-new one
+/// that beat a spoofed flood into the handshake socket once. Sent back
+/// into that socket, it would have to beat the flood a second time. A
+/// flood that forges MAC2s gains nothing it did not have: any datagram
+/// with the transport type byte reaches the data socket too, and the
+/// reader admits MAC2 initiations in their own budget
+/// ([`super::intake`]) before the core checks the MAC (no DH without a
+/// valid one).
+pub fn steering_program(known: &[IpAddr]) -> Vec<libc::sock_filter> {
+    let mut v4: Vec<u32> = Vec::new();
+    let mut v6: Vec<[u32; 4]> = Vec::new();
+    for ip in known {
+        match ip {
+            IpAddr::V4(a) => v4.push(u32::from(*a)),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                // A dual-stack socket sees IPv4 senders as v4-mapped; the
+                // datagram's own header is IPv4.
+                Some(m) => v4.push(u32::from(m)),
+                None => v6.push(std::array::from_fn(|i| {
+                    let o = a.octets();
+                    u32::from_be_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]])
+                })),
+            },
+        }
+    }
+    v4.truncate(MAX_STEERED);
+    v6.truncate(MAX_STEERED_V6);
     let mut p = vec![
         // A datagram too short for a transport header is no data.
         op(LD_W_LEN, 0, 0, 0),
@@ -99,16 +146,52 @@ pub fn steering_program(known: &[Ipv4Addr]) -> Vec<libc::sock_filter> {
         op(RET_K, 0, 0, DATA_INDEX),
         op(JEQ_K, 1, 0, TYPE_HANDSHAKE_INIT as u32),
         op(RET_K, 0, 0, HANDSHAKE_INDEX),
-        // An initiation: from IPv4 (version nibble 4)?
+        // An initiation of an initiation's length (else the handshake
+        // socket's filter drops it)...
+        op(LD_W_LEN, 0, 0, 0),
+        op(JGE_K, 0, 1, INIT_MIN_LEN as u32),
+        op(JGT_K, 0, 1, INIT_MAX_LEN as u32),
+        op(RET_K, 0, 0, HANDSHAKE_INDEX),
+        // ... with a MAC2 (its last 16 bytes, not all zero)?
+        op(ALU_SUB_K, 0, 0, MAC_LEN as u32),
+        op(TAX, 0, 0, 0),
+        op(LD_W_IND, 0, 0, 0),
+        op(JEQ_K, 1, 0, 0),
+        op(RET_K, 0, 0, DATA_INDEX),
+        op(LD_W_IND, 0, 0, 4),
+        op(JEQ_K, 1, 0, 0),
+        op(RET_K, 0, 0, DATA_INDEX),
+        op(LD_W_IND, 0, 0, 8),
+        op(JEQ_K, 1, 0, 0),
+        op(RET_K, 0, 0, DATA_INDEX),
+        op(LD_W_IND, 0, 0, 12),
+        op(JEQ_K, 1, 0, 0),
+        op(RET_K, 0, 0, DATA_INDEX),
+        // No MAC2: from a connected address? IPv4 (version nibble 4)
+        // here, IPv6 past the IPv4 list.
         op(LD_B_ABS, 0, 0, SKF_NET_OFF),
         op(ALU_RSH_K, 0, 0, 4),
         op(JEQ_K, 1, 0, 4),
-        op(RET_K, 0, 0, HANDSHAKE_INDEX),
+        op(JA, 0, 0, 2 * v4.len() as u32 + 2),
         // Its source address, host order as the comparisons below.
         op(LD_W_ABS, 0, 0, SKF_NET_OFF + 12),
     ];
-    for ip in known.iter().take(MAX_STEERED) {
-        p.push(op(JEQ_K, 0, 1, u32::from(*ip)));
+    for a in &v4 {
+        p.push(op(JEQ_K, 0, 1, *a));
+        p.push(op(RET_K, 0, 0, DATA_INDEX));
+    }
+    p.push(op(RET_K, 0, 0, HANDSHAKE_INDEX));
+    // IPv6: the source address is the four words from offset 8 of the
+    // header; each listed address is compared word by word.
+    p.push(op(JEQ_K, 1, 0, 6));
+    p.push(op(RET_K, 0, 0, HANDSHAKE_INDEX));
+    for w in &v6 {
+        for (i, word) in w.iter().enumerate() {
+            p.push(op(LD_W_ABS, 0, 0, SKF_NET_OFF + 8 + 4 * i as u32));
+            // On a mismatch, on to the next address (past this one's
+            // remaining loads and compares, and its return).
+            p.push(op(JEQ_K, 0, (7 - 2 * i) as u8, *word));
+        }
         p.push(op(RET_K, 0, 0, DATA_INDEX));
     }
     p.push(op(RET_K, 0, 0, HANDSHAKE_INDEX));
@@ -155,7 +238,7 @@ fn attach(fd: &impl AsRawFd, name: libc::c_int, prog: &mut [libc::sock_filter]) 
 }
 
 /// Installs [`steering_program`] for `known` on the group `sock` is in.
-pub fn steer(sock: &impl AsRawFd, known: &[Ipv4Addr]) -> io::Result<()> {
+pub fn steer(sock: &impl AsRawFd, known: &[IpAddr]) -> io::Result<()> {
     attach(
         sock,
         libc::SO_ATTACH_REUSEPORT_CBPF,
@@ -265,6 +348,7 @@ fn bind_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
     use std::time::Duration;
 
     fn make(d: Domain) -> io::Result<Socket> {
@@ -311,9 +395,16 @@ mod tests {
         let tx = std::net::UdpSocket::bind(SocketAddr::new(from.parse().unwrap(), 0)).unwrap();
         let transport = datagram(TYPE_TRANSPORT, 100);
         let short_transport = datagram(TYPE_TRANSPORT, TRANSPORT_MIN_LEN - 1);
-        let init = datagram(TYPE_HANDSHAKE_INIT, INIT_MIN_LEN + 5);
+        // No MAC2: an initiation's last 16 bytes are zero until its
+        // sender has a cookie.
+        let unstamped = |len| {
+            let mut d = datagram(TYPE_HANDSHAKE_INIT, len);
+            d[len - MAC_LEN..].fill(0);
+            d
+        };
+        let init = unstamped(INIT_MIN_LEN + 5);
         let init_short = datagram(TYPE_HANDSHAKE_INIT, INIT_MIN_LEN - 1);
-        let init_long = datagram(TYPE_HANDSHAKE_INIT, INIT_MAX_LEN + 1);
+        let init_long = unstamped(INIT_MAX_LEN + 1);
         let cookie = datagram(0x13, 64);
         let junk = datagram(0x55, INIT_MIN_LEN + 5);
         let drops0 = kernel_drops(hs).unwrap();
@@ -334,24 +425,62 @@ mod tests {
         assert_eq!(drain(hs), vec![init.clone()]);
         assert_eq!(kernel_drops(hs).unwrap() - drops0, 5);
         assert_eq!(kernel_drops(&socks.data), Some(0));
-        // Initiations from a connected IPv4 address ride with the data.
-        if let Ok(IpAddr::V4(v4)) = from.parse::<IpAddr>() {
-            steer(&socks.data, &[Ipv4Addr::new(192, 0, 2, 1), v4]).unwrap();
-            tx.send_to(&init, to).unwrap();
-            tx.send_to(&transport, to).unwrap();
-            assert_eq!(drain(&socks.data), vec![init.clone(), transport.clone()]);
-            assert!(drain(hs).is_empty());
-            // And no longer once it is off the list.
-            steer(&socks.data, &[Ipv4Addr::new(192, 0, 2, 1)]).unwrap();
-            tx.send_to(&init, to).unwrap();
-            assert!(drain(&socks.data).is_empty());
-            assert_eq!(drain(hs), vec![init]);
+        // Initiations from a connected address ride with the data, as the
+        // server lists it: the address it saw the datagrams come from
+        // (v4-mapped on a dual-stack socket). The decoys differ from it in
+        // the first or only in the last word.
+        let seen: IpAddr = match (from.parse::<IpAddr>().unwrap(), listen.starts_with('[')) {
+            (IpAddr::V4(a), true) => IpAddr::V6(a.to_ipv6_mapped()),
+            (ip, _) => ip,
+        };
+        let decoys: [IpAddr; 4] = [
+            "192.0.2.1".parse().unwrap(),
+            "127.0.0.2".parse().unwrap(),
+            "::2".parse().unwrap(),
+            "2001:db8::1".parse().unwrap(),
+        ];
+        let mut listed = decoys.to_vec();
+        listed.push(seen);
+        steer(&socks.data, &listed).unwrap();
+        tx.send_to(&init, to).unwrap();
+        tx.send_to(&transport, to).unwrap();
+        assert_eq!(drain(&socks.data), vec![init.clone(), transport.clone()]);
+        assert!(drain(hs).is_empty());
+        // And no longer once it is off the list.
+        steer(&socks.data, &decoys).unwrap();
+        tx.send_to(&init, to).unwrap();
+        assert!(drain(&socks.data).is_empty());
+        assert_eq!(drain(hs), vec![init.clone()]);
+        // An initiation with a MAC2 (a retry after a cookie reply) rides
+        // with the data from any address, whichever of its words is set;
+        // one too long for an initiation does not.
+        for word in 0..4 {
+            let mut stamped = init.clone();
+            let at = stamped.len() - MAC_LEN + 4 * word;
+            stamped[at..].fill(0);
+            stamped[at] = 1;
+            tx.send_to(&stamped, to).unwrap();
+            assert_eq!(drain(&socks.data), vec![stamped], "MAC2 word {word}");
         }
+        let mut long = init_long.clone();
+        *long.last_mut().unwrap() = 1;
+        tx.send_to(&long, to).unwrap();
+        assert!(drain(&socks.data).is_empty());
+        assert!(drain(hs).is_empty());
     }
 
     #[tokio::test]
     async fn pair_classifies_datagrams_on_ipv4() {
         classify_on("127.0.0.1:0", "127.0.0.1").await;
+    }
+
+    #[tokio::test]
+    async fn pair_classifies_datagrams_on_ipv6() {
+        if std::net::UdpSocket::bind("[::1]:0").is_err() {
+            eprintln!("no IPv6 loopback; skipped");
+            return;
+        }
+        classify_on("[::1]:0", "::1").await;
     }
 
     #[tokio::test]
@@ -377,15 +506,23 @@ mod tests {
 
     #[test]
     fn programs_fit_the_kernel_limits() {
-        let many: Vec<Ipv4Addr> = (0..5000u32).map(Ipv4Addr::from).collect();
+        let many: Vec<IpAddr> = (0..5000u32)
+            .map(|i| IpAddr::V4(Ipv4Addr::from(i)))
+            .chain((0..5000u128).map(|i| IpAddr::V6(std::net::Ipv6Addr::from(i << 64 | 7))))
+            .collect();
         let p = steering_program(&many);
         assert!(p.len() <= 4096, "{}", p.len());
-        assert_eq!(p.len(), 14 + 2 * MAX_STEERED);
+        assert_eq!(p.len(), 35 + 2 * MAX_STEERED + 9 * MAX_STEERED_V6);
         assert_eq!(p.last().unwrap().k, HANDSHAKE_INDEX);
-        // Every jump lands inside the program.
-        for prog in [p, junk_filter()] {
+        // Every jump lands inside the program, and the jump past the IPv4
+        // list lands on the IPv6 version check.
+        for prog in [p.clone(), steering_program(&[]), junk_filter()] {
             for (i, o) in prog.iter().enumerate() {
-                if o.code & 0x07 == 0x05 {
+                if o.code == JA {
+                    let to = i + 1 + o.k as usize;
+                    assert!(to < prog.len());
+                    assert_eq!((prog[to].code, prog[to].k), (JEQ_K, 6));
+                } else if o.code & 0x07 == 0x05 {
                     assert!(i + 1 + (o.jt.max(o.jf) as usize) < prog.len());
                 }
             }
