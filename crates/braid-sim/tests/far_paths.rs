@@ -91,3 +91,77 @@ fn satellite_uses_a_lossy_far_path() {
 fn geo_uses_a_path_580_ms_further_away() {
     check("geo", 0.70, Some(0.85), 0);
 }
+
+/// `lab/satellite.toml` without its loss: 20 Mbit/s 15 ms next to
+/// 10 Mbit/s 300 ms, so the rate-proportional split is 2:1.
+const SATELLITE_CLEAN: &str = r#"
+name = "satellite-clean"
+seed = 1
+[[path]]
+name = "terrestrial"
+rate_mbit = 20.0
+delay_ms = 15.0
+queue_bytes = 75000
+[[path]]
+name = "satellite"
+rate_mbit = 10.0
+delay_ms = 300.0
+queue_bytes = 750000
+"#;
+
+/// Most the steady split may differ from Phatak et al.'s eq 14, as a
+/// share of the paths' sum.
+const SPLIT_TOLERANCE: f64 = 0.03;
+
+/// In steady state the split converges to the rate-proportional split of
+/// Phatak et al. (paper 003, eq 14: f_i = b_i / sum_k b_k, the limit of
+/// eqs 6-13 for a long transfer, where the delays c_i no longer matter):
+/// from 20 s on, each path's share of what the paths carried is within
+/// [`SPLIT_TOLERANCE`] of its share of the paths' rates, on `far` (1:1)
+/// and on a clean satellite set (2:1).
+fn check_split(cfg: &braid_lab::LabConfig) {
+    let opts = LabRunOptions {
+        duration_s: 60.0,
+        from_s: Some(20.0),
+        ..LabRunOptions::default()
+    };
+    let r = run_lab(cfg, &[LabMode::Braid(SchedulerKind::Pet)], &opts);
+    let b = &r.results[0];
+    let carried = b.path_from_mbps.clone().expect("asked for --from");
+    let rates: Vec<f64> = (0..cfg.paths.len())
+        .map(|i| cfg.resolve(i, braid_lab::Direction::Up).rate_bps)
+        .collect();
+    let (sum_c, sum_b): (f64, f64) = (carried.iter().sum(), rates.iter().sum());
+    for (i, (c, b)) in carried.iter().zip(&rates).enumerate() {
+        let (f, eq14) = (c / sum_c, b / sum_b);
+        eprintln!(
+            "{}: path {i} carried {c:.2} Mbit/s from 20 s, share {f:.3}, eq 14 {eq14:.3}",
+            cfg.name
+        );
+        assert!(
+            (f - eq14).abs() <= SPLIT_TOLERANCE,
+            "{}: path {i} carried {f:.3} of the bytes from 20 s, eq 14 gives {eq14:.3}",
+            cfg.name
+        );
+    }
+    // Converged to the split while carrying close to the paths' sum (the
+    // split of a trickle would say nothing).
+    assert!(
+        b.share_from.unwrap() >= 0.85,
+        "{}: share from 20 s {:.3}",
+        cfg.name,
+        b.share_from.unwrap()
+    );
+}
+
+#[test]
+fn far_split_converges_to_eq_14() {
+    check_split(&lab("far"));
+}
+
+#[test]
+fn unequal_far_split_converges_to_eq_14() {
+    check_split(
+        &braid_lab::LabConfig::from_toml_str(SATELLITE_CLEAN, "satellite without loss").unwrap(),
+    );
+}

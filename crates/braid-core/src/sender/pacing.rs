@@ -43,11 +43,69 @@ impl<P> Sender<P> {
             .min_by_key(|&(_, t)| t)?
             .0;
         let p = self.per_path[s].paced.pop_front()?;
+        let late = now.saturating_since(p.release_at);
+        let allowance = self.catch_up_allowance(s);
+        if late > allowance
+            && self.per_path[s].pacer_free.is_some()
+            && self.pacing_rate(s).is_some()
+        {
+            self.slip_pacer(s, late - allowance);
+        }
         // Timers and delay samples count from when the packet really left.
         if let Some(r) = self.record_mut(p.tx.seq) {
             r.sent_at = now;
         }
         Some((p.tx, p.payload))
+    }
+
+    /// How far behind its schedule path slot `s`'s pacer may catch up: a
+    /// quarter of the path's smallest round trip (at least
+    /// [`MIN_CATCH_UP`]; [`UNMEASURED_CATCH_UP`] before the first sample).
+    ///
+    /// A packet leaves late when the sending process did not run at its
+    /// release time (a busy machine). Every packet whose time passed
+    /// meanwhile is due at once, and because the pacing rate is the
+    /// path's own rate (`pacing_gain` 0.995), a burst sent to catch up
+    /// becomes a queue at the bottleneck that drains only at the half
+    /// percent the pacer leaves free: one late wake-up after another
+    /// stacks into the buffer until it overflows. On `lab/far.toml` with
+    /// both CPUs busy, the client released more than half its packets over
+    /// 2 ms late, by up to 30-110 ms a second; the near path's one-BDP
+    /// buffer (40 ms) sat 20-45 kB full and dropped 77 packets in 50 s,
+    /// the inner CUBIC's window stayed at 80-150 packets, short of the
+    /// roughly 275 the far path needs (280 ms further away), and the far
+    /// path carried 0.1 % of the bytes instead of 40 %. So the pacer
+    /// catches up by at most this much (a burst of a quarter of a
+    /// bandwidth-delay product, which the buffer of a path of any depth
+    /// worth pacing holds) and the rest of its schedule slips: the
+    /// bottleneck idles for the part of a stall beyond the allowance
+    /// instead of dropping what the stall piled up. Linux's fq pacing
+    /// likewise limits how much of a late packet's delay it makes up.
+    pub(super) fn catch_up_allowance(&self, s: usize) -> Duration {
+        self.paths
+            .iter()
+            .find(|p| slot(p.id) == s)
+            .and_then(|p| p.rtt.min_rtt())
+            .map_or(UNMEASURED_CATCH_UP, |rtt| (rtt / 4).max(MIN_CATCH_UP))
+    }
+
+    /// Moves the rest of path slot `s`'s pacing schedule `by` later: its
+    /// queued packets, the instant its pacer is free and the release time
+    /// of its open pair's first packet (its partner leaves with it).
+    /// Costs one pass over the path's queue, and happens only when a
+    /// packet left more than [`Sender::catch_up_allowance`] late.
+    fn slip_pacer(&mut self, s: usize, by: Duration) {
+        for q in self.per_path[s].paced.iter_mut() {
+            q.release_at += by;
+        }
+        if let Some(free) = self.per_path[s].pacer_free.as_mut() {
+            *free += by;
+        }
+        if let Some((_, t)) = self.per_path[s].last_release.as_mut() {
+            *t += by;
+        }
+        self.stats.pacing_slips += 1;
+        self.stats.pacing_slip_ns += by.as_nanos() as u64;
     }
 
     /// Packets waiting in pacing queues.
@@ -122,6 +180,15 @@ pub(super) fn pacing_bound(
         .max(cfg.pacing_min_backlog)
         .min(cfg.pacing_max_backlog)
 }
+
+/// Smallest catch-up allowance (see [`Sender::catch_up_allowance`]):
+/// timers wake a little late on any machine, and a pacer that slipped on
+/// every such wake-up would fall below its rate.
+const MIN_CATCH_UP: Duration = Duration::from_millis(1);
+
+/// Catch-up allowance of a path without a round-trip sample (one is taken
+/// with its first feedback, long before it can be paced).
+const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 
 /// Pair samples the pacing rate is the median of.
 const PACING_SAMPLES: usize = 9;

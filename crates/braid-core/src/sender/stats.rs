@@ -20,6 +20,12 @@ pub struct SenderStats {
     pub paced: u64,
     /// Packets dropped because their pacing queue was over its bound.
     pub pacing_drops: u64,
+    /// Times a paced packet left later than its path's catch-up allowance
+    /// and the rest of the path's schedule slipped, and by how much in
+    /// all (`Sender::catch_up_allowance`): how often the sending process
+    /// ran too late to keep its pace.
+    pub pacing_slips: u64,
+    pub pacing_slip_ns: u64,
     /// First packets of pairs held for their partner (`SenderConfig::pair_hold`).
     pub pair_holds: u64,
     /// Packets declared lost because a NACK named them.

@@ -313,6 +313,75 @@ fn pacing_releases_at_the_rate_with_pairs_back_to_back() {
     assert_eq!(s.stats().paced - held, 8);
 }
 
+/// A sending process that runs 30 ms late (a busy machine) releases at
+/// once only what is due within the catch-up allowance (a quarter of the
+/// path's 50 ms round trip), not the whole stall's worth; the rest of the
+/// schedule slips, keeping the pace from the late release on.
+#[test]
+fn a_late_pacer_catches_up_by_its_allowance_only() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    let allowance = s.catch_up_allowance(0);
+    assert_eq!(allowance, Duration::from_micros(12_500), "50 ms / 4");
+    let mut queued = 0;
+    for _ in 0..40 {
+        if let SendOutcome::Queued { .. } = s.send_paced(now, &pkt(), || ()) {
+            queued += 1;
+        }
+    }
+    let free_before = s.per_path[0].pacer_free.unwrap();
+    let first_due = s.poll_timeout().unwrap();
+    assert_eq!(s.poll_transmit(now), None);
+    // Woken 30 ms after the first release was due.
+    let late = first_due + Duration::from_millis(30);
+    let mut burst = Vec::new();
+    while let Some(tx) = s.poll_transmit(late) {
+        burst.push(tx);
+    }
+    // 1.2 ms per packet at 10 Mbit/s: the allowance holds about ten
+    // packets (in pairs), the 30 ms stall about 25.
+    assert!(
+        (9..=12).contains(&burst.len()),
+        "{} packets at once",
+        burst.len()
+    );
+    assert_eq!(s.stats().pacing_slips, 1);
+    let slip = Duration::from_millis(30) - allowance;
+    assert_eq!(s.stats().pacing_slip_ns, slip.as_nanos() as u64);
+    assert_eq!(s.per_path[0].pacer_free, Some(free_before + slip));
+    // The rest follows at the pacing rate from the late release on.
+    let next = s.poll_timeout().unwrap();
+    assert!(
+        next > late && next <= late + Duration::from_micros(2_500),
+        "{next:?}"
+    );
+    let mut rest = burst.len();
+    while let Some(t) = s.poll_timeout().filter(|_| s.paced_len() > 0) {
+        while s.poll_transmit(t).is_some() {
+            rest += 1;
+        }
+    }
+    assert_eq!(rest, queued);
+    assert_eq!(s.stats().pacing_slips, 1, "released on time: no more slips");
+}
+
+/// Late by less than the allowance (timer jitter), the pacer catches up
+/// fully and its schedule stays where it was.
+#[test]
+fn a_slightly_late_pacer_keeps_its_schedule() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    for _ in 0..20 {
+        s.send_paced(now, &pkt(), || ());
+    }
+    let free = s.per_path[0].pacer_free;
+    while let Some(t) = s.poll_timeout().filter(|_| s.paced_len() > 0) {
+        while s.poll_transmit(t + Duration::from_millis(2)).is_some() {}
+    }
+    assert_eq!(s.stats().pacing_slips, 0);
+    assert_eq!(s.per_path[0].pacer_free, free);
+}
+
 #[test]
 fn pacing_queue_drops_beyond_its_bound() {
     let mut s = paced_sender();

@@ -119,6 +119,10 @@ pub struct LabResult {
     pub share_from: Option<f64>,
     /// IP rate each path's uplink delivered during the transfer.
     pub path_mbps: Vec<f64>,
+    /// With [`LabRunOptions::from_s`]: the same from that second on (the
+    /// tunnel modes; the steady split of the paths, Phatak et al. eq 14).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_from_mbps: Option<Vec<f64>>,
     pub retransmits: u64,
     pub dupacks: u64,
     pub timeouts: u64,

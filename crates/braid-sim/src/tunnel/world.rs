@@ -60,6 +60,9 @@ pub struct Outcome {
     pub from: Option<(u64, f64)>,
     /// IP bytes each uplink delivered during the transfer, and its length.
     pub path_bytes: Vec<u64>,
+    /// With `LabRunOptions::from_s`: IP bytes each uplink delivered from
+    /// then to the end (the interval of `from`).
+    pub path_from_bytes: Option<Vec<u64>>,
     pub transfer_seconds: f64,
     pub tcp: TcpSenderStats,
     pub segments_sent: u64,
@@ -91,6 +94,15 @@ impl Outcome {
                 .iter()
                 .map(|&b| b as f64 * 8.0 / self.transfer_seconds.max(1e-9) / 1e6)
                 .collect(),
+            path_from_mbps: self
+                .path_from_bytes
+                .as_ref()
+                .zip(self.from)
+                .map(|(v, (_, s))| {
+                    v.iter()
+                        .map(|&b| b as f64 * 8.0 / s.max(1e-9) / 1e6)
+                        .collect()
+                }),
             retransmits: self.tcp.retransmits,
             dupacks: self.tcp.dupacks,
             timeouts: self.tcp.timeouts,
@@ -504,9 +516,17 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
     let mut marks: Vec<f64> = std::iter::once(opts.omit_s).chain(opts.from_s).collect();
     marks.sort_by(f64::total_cmp);
     let mut at = Vec::new();
+    let mut up_from = None;
     for &m in &marks {
         w.run_until(start + secs(m.min(opts.duration_s)));
         at.push((m, w.rx.delivered_bytes()));
+        if Some(m) == opts.from_s {
+            up_from = Some(
+                w.up.iter()
+                    .map(|l| l.stats.delivered_bytes)
+                    .collect::<Vec<_>>(),
+            );
+        }
     }
     let count = |s: f64| at.iter().find(|(m, _)| *m == s).map_or(0, |(_, b)| *b);
     let end = start + secs(opts.duration_s);
@@ -525,6 +545,12 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
             .zip(&up0)
             .map(|(l, b)| l.stats.delivered_bytes - b)
             .collect(),
+        path_from_bytes: up_from.map(|v| {
+            w.up.iter()
+                .zip(&v)
+                .map(|(l, b)| l.stats.delivered_bytes - b)
+                .collect()
+        }),
         transfer_seconds: opts.duration_s,
         segments_sent: tcp.segments_sent,
         segments_arrived: w.arrived,
@@ -665,6 +691,7 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
             .from_s
             .map(|f| (total - bf.unwrap_or(total), (opts.duration_s - f).max(0.0))),
         path_bytes: up.iter().map(|l| l.stats.delivered_bytes).collect(),
+        path_from_bytes: None,
         transfer_seconds: opts.duration_s,
         segments_sent: stats.segments_sent,
         segments_arrived: arrived,

@@ -69,6 +69,13 @@ pub struct TunnelReport {
     /// queue was full (TCP sees the loss and slows down).
     #[serde(default)]
     pub pacing_drops: u64,
+    /// Times a paced packet left later than its path's catch-up allowance
+    /// (the daemon did not run in time: a busy machine) and the path's
+    /// schedule slipped instead of bursting, and by how long in all.
+    #[serde(default)]
+    pub pacing_slips: u64,
+    #[serde(default)]
+    pub pacing_slip_ms: f64,
     /// Loss repair inside the tunnel (both directions as this side sees them).
     #[serde(default)]
     pub repair: TunnelRepairReport,
@@ -261,6 +268,8 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         reorder_late: r.late,
         reorder_duplicates: r.duplicates,
         pacing_drops: t.sender.pacing_drops,
+        pacing_slips: t.sender.pacing_slips,
+        pacing_slip_ms: t.sender.pacing_slip_ns as f64 / 1e6,
         repair: TunnelRepairReport {
             repairs_sent: t.sender.repairs_sent,
             skipped_congestion: t.sender.repairs_skipped_congestion,
@@ -354,7 +363,7 @@ impl StatusReport {
             };
             let _ = writeln!(
                 o,
-                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}",
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms)",
                 t.scheduler,
                 t.reorder_buffered_packets,
                 human_bytes(t.reorder_buffered_bytes as u64),
@@ -362,7 +371,9 @@ impl StatusReport {
                 t.reorder_released,
                 t.reorder_lost,
                 t.reorder_late,
-                t.pacing_drops
+                t.pacing_drops,
+                t.pacing_slips,
+                t.pacing_slip_ms
             );
             let header = [
                 "PATH",

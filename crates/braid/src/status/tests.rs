@@ -56,6 +56,8 @@ fn report() -> StatusReport {
             reorder_late: 0,
             reorder_duplicates: 0,
             pacing_drops: 7,
+            pacing_slips: 2,
+            pacing_slip_ms: 31.4,
             repair: TunnelRepairReport {
                 repairs_sent: 5,
                 hold_ms: 120.0,
@@ -90,7 +92,7 @@ fn table_shows_paths_and_drops() {
     assert!(t.contains("1.0%"), "{t}");
     assert!(t.contains("drops: drop_replay=2"), "{t}");
     assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
-    assert!(t.contains("pacing drops 7"), "{t}");
+    assert!(t.contains("pacing drops 7, slips 2 (31 ms)"), "{t}");
     assert!(t.contains("repair: 5 copies sent"), "{t}");
     assert!(t.contains("hold 120 ms"), "{t}");
     assert!(t.contains("repaired 5, residual 1"), "{t}");
