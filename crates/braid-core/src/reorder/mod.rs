@@ -151,6 +151,12 @@ pub struct Resequencer<P> {
     stats: ReorderStats,
 }
 
+/// How far the measured hold may exceed the repair floor
+/// ([`Resequencer::set_hold_floor`]): Linux TCP's minimum RTO. A gap held
+/// longer than the expected repair plus that is one the inner TCP has
+/// already retransmitted by its own timer, so holding it only adds stall.
+pub const REPAIR_HOLD_EXTRA: Duration = Duration::from_millis(200);
+
 impl<P> Resequencer<P> {
     /// `first_seq`: the first sequence number expected.
     pub fn new(cfg: ReorderConfig, first_seq: u64) -> Self {
@@ -277,10 +283,12 @@ impl<P> Resequencer<P> {
         let (min, max) = (self.cfg.min_hold, self.cfg.max_hold.max(self.cfg.min_hold));
         match self.hold_floor {
             Some(f) if self.hold.samples() == 0 => f.clamp(min, max),
-            Some(f) => self
-                .hold
-                .hold(self.cfg.loss_timeout, min, max)
-                .max(f.min(max)),
+            Some(f) => {
+                let f = f.clamp(min, max);
+                self.hold
+                    .hold(self.cfg.loss_timeout, min, max)
+                    .clamp(f, (f + REPAIR_HOLD_EXTRA).min(max))
+            }
             None => self.hold.hold(self.cfg.loss_timeout, min, max),
         }
     }
@@ -288,7 +296,12 @@ impl<P> Resequencer<P> {
     /// Sets the least hold (with `adaptive_hold`): how long a repair of a
     /// path loss takes to arrive once its gap is seen, which the caller
     /// knows from the paths' round trips and the resequencer cannot
-    /// measure before the first repair.
+    /// measure before the first repair. The measured hold is then kept
+    /// within [`REPAIR_HOLD_EXTRA`] above it: a repair later than that
+    /// found its loss by a timeout (a lone packet lost on a path), and one
+    /// such late arrival (680 ms, a lost TCP ACK) had set the hold to
+    /// 866 ms for the next 10-20 s, each later lost ACK stalling the inner
+    /// TCP that long.
     ///
     /// Why: the measured hold follows the waits seen, and before the first
     /// loss those are only the paths' delay spread. On `lab/lossy.toml`

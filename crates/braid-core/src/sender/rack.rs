@@ -217,4 +217,22 @@ mod tests {
             assert_eq!(s.poll_timeout(), Some(ms(want)), "{mode:?}");
         }
     }
+
+    /// The peer's hold for a repair: the longest path's SRTT plus its
+    /// window, x 1.25 + 10 ms; none with repair off.
+    #[test]
+    fn the_repair_wait_covers_the_slowest_paths_repair() {
+        let s = one_unreported(0.3);
+        // Path 1: SRTT 60 ms, RTTVAR 30 ms, window 60 ms: 1.25 x 120 + 10.
+        assert_eq!(
+            s.repair_wait(),
+            Some(crate::time::Duration::from_millis(160))
+        );
+        let mut cfg = SenderConfig::default();
+        cfg.repair.mode = RepairMode::Off;
+        let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+        s.add_path(PathId(0), PathParams::default());
+        s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(60));
+        assert_eq!(s.repair_wait(), None);
+    }
 }

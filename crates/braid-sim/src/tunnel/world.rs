@@ -820,7 +820,7 @@ mod trace {
             let ss = &rs.peers[0].tunnel.sender;
             let cr = &st.tunnel.reorder;
             println!(
-                "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?}",
+                "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?}",
                 step_s * k as f64,
                 st.tunnel.sender.lost_nack,
                 st.tunnel.sender.repairs_sent,
@@ -846,6 +846,8 @@ mod trace {
                 peer.lost_timer,
                 peer.buffered_packets,
                 st.tunnel.paths.iter().map(|p| p.srtt.map(|d| d.as_millis())).collect::<Vec<_>>(),
+                st.tunnel.paths.iter().map(|p| p.bandwidth_bps.map(|b| (b / 1e5).round() / 10.0)).collect::<Vec<_>>(),
+                st.tunnel.paths.iter().map(|p| p.up).collect::<Vec<_>>(),
             );
             last_d = d;
             last_p = ps;
