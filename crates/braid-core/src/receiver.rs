@@ -231,6 +231,12 @@ impl<P> Receiver<P> {
         self.reseq.handle_timeout(now);
     }
 
+    /// The resequencer's least hold while losses are repaired (see
+    /// [`Resequencer::set_hold_floor`]).
+    pub fn set_hold_floor(&mut self, floor: Option<crate::time::Duration>) {
+        self.reseq.set_hold_floor(floor);
+    }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
         let fb = self.pending.iter().filter_map(|p| p.due(&self.cfg)).min();
         match (fb, self.reseq.poll_timeout()) {

@@ -308,6 +308,36 @@ fn retrans_segs(ns: &str) -> u64 {
     values.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
+/// The nonzero counters of loss and repair anywhere in `v`, as
+/// `path=value`.
+fn find_leaves(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    const WORDS: [&str; 7] = [
+        "lost",
+        "late",
+        "repair",
+        "skip",
+        "drop",
+        "hold",
+        "congestion",
+    ];
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| find_leaves(x, &format!("{at}.{k}"), out)),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| find_leaves(x, &format!("{at}[{i}]"), out)),
+        serde_json::Value::Number(n) if n.as_f64().is_some_and(|x| x != 0.0) => {
+            let leaf = at.rsplit('.').next().unwrap_or(at);
+            if WORDS.iter().any(|w| leaf.contains(w)) {
+                out.push(format!("{at}={n}"));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A 50 MB TCP upload over a clean path and one losing 5 % of its packets
 /// each way: every byte arrives (equal SHA-256), and the inner TCP's
 /// retransmissions are reported. The tunnel repairs the path losses, so
@@ -331,6 +361,36 @@ fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
     let retrans = retrans_segs(NS_CLI) - retrans_before;
+    // Where the inner TCP's losses came from: the client's sender (repairs
+    // sent, losses passed on as congestion, pacing drops) and the server's
+    // resequencer (gaps given up by its timer, repairs that came late).
+    let mut client_status = serde_json::Value::Null;
+    for (ns, sock) in [(NS_CLI, "client"), (NS_SRV, "server")] {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(exe)
+            .args(["status", "--json", "--socket"])
+            .arg(format!("{}/{sock}.sock", braid::labtunnel::WORK_DIR))
+            .output()
+            .expect("braid status");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            eprintln!(
+                "{sock} status: {e}: {} {}",
+                String::from_utf8_lossy(&out.stdout)
+                    .chars()
+                    .take(300)
+                    .collect::<String>(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::Value::Null
+        });
+        let mut found = Vec::new();
+        find_leaves(&v, "", &mut found);
+        eprintln!("{sock} status: {}", found.join(" "));
+        if sock == "client" {
+            client_status = v;
+        }
+    }
     drop(daemons);
     teardown();
     // Full-size segments: about 1.3 kB of payload each through the tunnel.
@@ -347,12 +407,30 @@ fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     assert_eq!(sent, got, "what arrived differs from what was sent");
     // The lossy path carries about half the segments and loses 5 % of
     // them (2.5 % of all); without repair TCP would retransmit at least
-    // that many. With it, fewer: measured 0.17 % of the segments before
-    // the far-path and resequencer changes were merged, 0.97 % and 1.38 %
-    // after (a repair that comes after TCP's own recovery timer still
-    // costs a resend; why more of them come late now is open).
+    // that many. The tunnel repairs nearly all of them: in five runs on
+    // a loaded machine (load average 13) the client repaired 1800 of the
+    // lossy path's 1815 losses (1821 of 1839 in another) and passed the
+    // rest on as congestion, and the inner TCP retransmitted 0.55-0.96 %
+    // of its segments, about as many as the client's pacing queues
+    // dropped (211 retransmissions and 196 drops in one run, 357 and 356
+    // in another). Those
+    // drops are the tunnel's own congestion signal, passed on by design;
+    // the simulation's pacing drops fewer (the daemons' timing on a busy
+    // machine delays releases and lets the queue fill). So the bound is
+    // on the repair, and on the retransmissions with margin.
+    let n = |p: &str| client_status.pointer(p).and_then(|x| x.as_u64());
+    let lost = n("/tunnels/0/paths/1/lost_packets");
+    let repaired = n("/tunnels/0/paths/1/repair/repaired_arq");
+    if let (Some(lost), Some(repaired)) = (lost, repaired) {
+        assert!(
+            lost > 0 && repaired as f64 >= 0.9 * lost as f64,
+            "the lossy path's losses were not repaired: {repaired} of {lost}"
+        );
+    } else {
+        panic!("client status has no per-path repair counters: {client_status}");
+    }
     assert!(
-        (retrans as f64) < 0.025 * segments as f64,
+        (retrans as f64) < 0.015 * segments as f64,
         "inner TCP retransmitted {retrans} of about {segments} segments"
     );
 }

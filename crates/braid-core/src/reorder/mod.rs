@@ -145,8 +145,17 @@ pub struct Resequencer<P> {
     hold: HoldEstimator,
     /// While the loss timer skips a gap: when that gap was first seen.
     timer_seen: Option<Instant>,
+    /// Least hold while the sender repairs losses: the time a repair
+    /// takes, from the paths' round trips ([`Resequencer::set_hold_floor`]).
+    hold_floor: Option<Duration>,
     stats: ReorderStats,
 }
+
+/// How far the measured hold may exceed the repair floor
+/// ([`Resequencer::set_hold_floor`]): Linux TCP's minimum RTO. A gap held
+/// longer than the expected repair plus that is one the inner TCP has
+/// already retransmitted by its own timer, so holding it only adds stall.
+pub const REPAIR_HOLD_EXTRA: Duration = Duration::from_millis(200);
 
 impl<P> Resequencer<P> {
     /// `first_seq`: the first sequence number expected.
@@ -170,6 +179,7 @@ impl<P> Resequencer<P> {
             last_now: Instant::ZERO,
             hold: HoldEstimator::default(),
             timer_seen: None,
+            hold_floor: None,
             stats: ReorderStats::default(),
         }
     }
@@ -263,13 +273,46 @@ impl<P> Resequencer<P> {
     }
 
     /// The loss timer's value: measured with `adaptive_hold`, else fixed.
+    /// With `adaptive_hold` and a [hold floor](Resequencer::set_hold_floor),
+    /// never below the floor, and the floor alone before any wait was
+    /// measured.
     pub fn hold(&self) -> Duration {
-        if self.cfg.adaptive_hold {
-            self.hold
-                .hold(self.cfg.loss_timeout, self.cfg.min_hold, self.cfg.max_hold)
-        } else {
-            self.cfg.loss_timeout
+        if !self.cfg.adaptive_hold {
+            return self.cfg.loss_timeout;
         }
+        let (min, max) = (self.cfg.min_hold, self.cfg.max_hold.max(self.cfg.min_hold));
+        match self.hold_floor {
+            Some(f) if self.hold.samples() == 0 => f.clamp(min, max),
+            Some(f) => {
+                let f = f.clamp(min, max);
+                self.hold
+                    .hold(self.cfg.loss_timeout, min, max)
+                    .clamp(f, (f + REPAIR_HOLD_EXTRA).min(max))
+            }
+            None => self.hold.hold(self.cfg.loss_timeout, min, max),
+        }
+    }
+
+    /// Sets the least hold (with `adaptive_hold`): how long a repair of a
+    /// path loss takes to arrive once its gap is seen, which the caller
+    /// knows from the paths' round trips and the resequencer cannot
+    /// measure before the first repair. The measured hold is then kept
+    /// within [`REPAIR_HOLD_EXTRA`] above it: a repair later than that
+    /// found its loss by a timeout (a lone packet lost on a path), and one
+    /// such late arrival (680 ms, a lost TCP ACK) had set the hold to
+    /// 866 ms for the next 10-20 s, each later lost ACK stalling the inner
+    /// TCP that long.
+    ///
+    /// Why: the measured hold follows the waits seen, and before the first
+    /// loss those are only the paths' delay spread. On `lab/lossy.toml`
+    /// with 30 % loss on one path the hold had fallen to its 50 ms minimum
+    /// when the first repairs were needed, took about 120 ms, and came
+    /// after their gaps were released: the inner TCP took them for losses
+    /// and halved its window early in the transfer. Before any wait was
+    /// measured the fixed 0.5 s held the first lost packet (a TCP ACK) past
+    /// the inner TCP's 200 ms RTO. `None` restores the measured hold alone.
+    pub fn set_hold_floor(&mut self, floor: Option<Duration>) {
+        self.hold_floor = floor;
     }
 
     /// When the gap at `seq` was first seen: the earliest arrival among the

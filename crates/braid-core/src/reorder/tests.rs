@@ -623,3 +623,33 @@ fn give_up_releases_a_held_gap_at_once() {
     assert_eq!(r.stats().lost_prev_link, 1);
     assert_eq!(r.next_expected(), 3);
 }
+
+/// With a repair floor the hold starts at the floor (not the 0.5 s
+/// `loss_timeout`), never falls below it when only short reordering waits
+/// were measured, and a very late repair raises it at most
+/// `REPAIR_HOLD_EXTRA` above it.
+#[test]
+fn the_repair_floor_bounds_the_hold_both_ways() {
+    let mut r = Resequencer::new(repair_cfg(), 0);
+    r.add_path(ms(0), P0);
+    r.set_hold_floor(Some(Duration::from_millis(150)));
+    assert_eq!(r.hold(), Duration::from_millis(150), "before any sample");
+    // A reordering wait of 4 ms alone would set 15 ms (min 20 ms).
+    r.handle_packet(ms(0), P0, 1, None, 100, 1);
+    r.handle_packet(ms(4), P1, 0, None, 100, 0);
+    assert_eq!(drain(&mut r, ms(4)), vec![0, 1]);
+    assert_eq!(r.hold(), Duration::from_millis(150));
+    // A lost packet's gap is held the floor, not the measured 20 ms.
+    r.handle_packet(ms(10), P0, 3, Some(2), 100, 3);
+    assert_eq!(r.poll_timeout(), Some(ms(160)));
+    r.handle_timeout(ms(160));
+    assert_eq!(drain(&mut r, ms(160)), vec![3]);
+    // Its copy comes 1 s after the gap was seen: the measured hold would
+    // be 1.26 s; the floor's cap keeps it at 150 + 200 ms.
+    r.handle_packet(ms(1010), P1, 2, None, 100, 2);
+    assert_eq!(r.stats().late, 1);
+    assert_eq!(r.hold(), Duration::from_millis(350));
+    // Without the floor the measured hold is back.
+    r.set_hold_floor(None);
+    assert_eq!(r.hold(), Duration::from_millis(1260));
+}

@@ -83,7 +83,46 @@ impl<P> Sender<P> {
         let window = (srtt / 4).max(rttvar * 2).max(MIN_WINDOW);
         Some(sent_at + srtt + window)
     }
+
+    /// How long the peer's resequencer should hold a gap at least, for the
+    /// repair of a loss this rule finds: the longest `srtt + window` over
+    /// the usable paths, with the resequencer's own headroom (x 1.25 +
+    /// 10 ms, `reorder::hold`). `None` with repair off or before any path
+    /// was measured.
+    ///
+    /// Why this is the wait: a lost packet's gap is first seen when a
+    /// packet sent after it arrives on the fastest path, about half that
+    /// path's round trip after both left; the packet after it is reported
+    /// back one such half later; the loss is declared `srtt + window` after
+    /// the lost packet left; its copy takes the fastest path's half round
+    /// trip. The two halves cancel. The paths are the same both ways, so
+    /// this side's round trips stand for the peer's.
+    pub fn repair_wait(&self) -> Option<Duration> {
+        if self.cfg.repair.mode == RepairMode::Off {
+            return None;
+        }
+        self.paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| {
+                let (srtt, rttvar) = if p.rtt.has_samples() {
+                    (p.rtt.srtt(), p.rtt.rttvar())
+                } else {
+                    let h = p.rtt_hint?;
+                    (h, h / 2)
+                };
+                Some(srtt + (srtt / 4).max(rttvar * 2).max(MIN_WINDOW))
+            })
+            .max()
+            .map(|w| w.mul_f64(HOLD_FACTOR) + HOLD_MARGIN)
+    }
 }
+
+/// Headroom of [`Sender::repair_wait`] over the expected wait, as the
+/// resequencer's measured hold takes over the largest wait it saw
+/// (feedback batching and queueing vary the repair's timing).
+const HOLD_FACTOR: f64 = 1.25;
+const HOLD_MARGIN: Duration = Duration::from_millis(10);
 
 #[cfg(test)]
 mod tests {
@@ -177,5 +216,23 @@ mod tests {
             send(&mut s, 0);
             assert_eq!(s.poll_timeout(), Some(ms(want)), "{mode:?}");
         }
+    }
+
+    /// The peer's hold for a repair: the longest path's SRTT plus its
+    /// window, x 1.25 + 10 ms; none with repair off.
+    #[test]
+    fn the_repair_wait_covers_the_slowest_paths_repair() {
+        let s = one_unreported(0.3);
+        // Path 1: SRTT 60 ms, RTTVAR 30 ms, window 60 ms: 1.25 x 120 + 10.
+        assert_eq!(
+            s.repair_wait(),
+            Some(crate::time::Duration::from_millis(160))
+        );
+        let mut cfg = SenderConfig::default();
+        cfg.repair.mode = RepairMode::Off;
+        let mut s: Sender<()> = Sender::new(cfg, Box::new(RoundRobin::default()));
+        s.add_path(PathId(0), PathParams::default());
+        s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(60));
+        assert_eq!(s.repair_wait(), None);
     }
 }

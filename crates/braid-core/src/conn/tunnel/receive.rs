@@ -98,6 +98,8 @@ impl Tunnel {
                     l.data_rx_packets += 1;
                     l.data_rx_bytes += payload.len() as u64;
                 }
+                // A gap this packet opens waits at least for the repair.
+                self.receiver.set_hold_floor(self.sender.repair_wait());
                 self.receiver
                     .handle_data(now, &h, payload.len(), payload.to_vec());
                 self.fec_on_data(now, h.path, h.seq, payload);
