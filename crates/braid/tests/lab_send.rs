@@ -39,7 +39,7 @@ fn a_file_crosses_two_paths_intact_at_most_of_their_sum() {
         &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
     )
     .unwrap();
-    let mode = braid::labsend::mode(exe, Some(BYTES));
+    let mode = braid::labsend::mode(exe, Some(BYTES), braid::transport::Mode::Mplot);
     let report = braid_lab::bench_with(&cfg, &[mode], &BenchOptions::default());
     let send_log = std::fs::read_to_string(format!("{}/send.log", braid::labsend::WORK_DIR))
         .unwrap_or_default();

@@ -165,6 +165,7 @@ impl Receiver {
         }
         Ack {
             update,
+            ce: false,
             done: self.fin.is_some_and(|f| self.cum > f),
             channel,
             words: self.words,
@@ -178,8 +179,23 @@ impl Receiver {
         }
     }
 
-    /// A data frame arrived at `now`. Returns whether it was new.
+    /// A data frame arrived at `now` without a Congestion Experienced
+    /// mark (or from a socket that cannot read one). Returns whether it
+    /// was new.
     pub fn handle_data(&mut self, now: Instant, v: &DataView<'_>) -> Result<bool, RecvError> {
+        self.handle_data_ecn(now, v, false)
+    }
+
+    /// A data frame arrived at `now`; `ce`: its IP header carried ECN's
+    /// Congestion Experienced mark (RFC 3168). The mark is echoed in the
+    /// frame's ACK ([`Ack::ce`]) for the sender's rate rule. Returns
+    /// whether the frame was new.
+    pub fn handle_data_ecn(
+        &mut self,
+        now: Instant,
+        v: &DataView<'_>,
+        ce: bool,
+    ) -> Result<bool, RecvError> {
         let h = &v.header;
         let len = usize::from(h.len);
         if len > self.cfg.max_payload {
@@ -237,7 +253,8 @@ impl Receiver {
             true
         };
         let pair_us = pair.map_or(0, |d| (d.as_micros().clamp(1, u128::from(u32::MAX))) as u32);
-        let a = self.ack(ch as u8, h.chan_seq, h.seq, pair_us, false);
+        let mut a = self.ack(ch as u8, h.chan_seq, h.seq, pair_us, false);
+        a.ce = ce;
         self.advertised_full = a.queue_free == 0;
         self.acks.push_back(a);
         Ok(new)

@@ -73,6 +73,9 @@ pub struct SenderConfig {
     pub pair_every: u64,
     /// While the receiver queue is full, one frame is sent this often.
     pub persist: Duration,
+    /// Pacing slots a channel may catch up after the sender was late, as
+    /// time (whole periods of it; none when shorter than a period).
+    pub pacing_catch_up: Duration,
 }
 
 impl SenderConfig {
@@ -89,6 +92,7 @@ impl SenderConfig {
             reprobe: Duration::from_secs(1),
             pair_every: 64,
             persist: Duration::from_millis(500),
+            pacing_catch_up: Duration::from_millis(4),
         }
     }
 }
@@ -566,11 +570,17 @@ impl Sender {
             .min_by_key(|(_, c)| c.next_send)?;
         let (seq, retx) = self.next_frame()?;
         let pair = self.channels[i].since_pair >= self.cfg.pair_every && self.has_work();
+        let catch_up = self.cfg.pacing_catch_up;
         let c = &mut self.channels[i];
         let period = c.rate.period();
-        // An idle channel does not save up slots for a burst.
-        if c.next_send + period < now {
-            c.next_send = now;
+        // Slots missed because the caller came late (a sleeping or
+        // descheduled send loop: 1-10 ms on a loaded host) are caught up,
+        // up to `pacing_catch_up`; without that every late wake-up lost
+        // its slots and the channel ran below its rate. An idle channel
+        // does not save up more for a burst.
+        let slots = (catch_up.as_nanos() / period.as_nanos().max(1)) as u32;
+        if c.next_send + period * slots.max(1) < now {
+            c.next_send = now - period * slots;
         }
         c.next_send += if pair { period * 2 } else { period };
         if pair {
@@ -671,6 +681,9 @@ impl Sender {
             }
         }
         if c.state == State::Up {
+            if ack.ce {
+                c.rate.on_ce(now, srtt);
+            }
             c.rate.on_jitter(now, ack.jitter_us, srtt);
         }
         for s in lost {

@@ -447,3 +447,59 @@ mod props {
         }
     }
 }
+
+/// One channel driven by hand, 5 ms each way, the pair 1 ms apart at the
+/// receiver; `ce(i)` says whether data frame `i` arrives CE-marked.
+/// Returns the sender after `frames` frames, each answered before the next
+/// is sent.
+fn hand_driven(frames: u64, ce: impl Fn(u64) -> bool) -> Sender {
+    let mut s = Sender::new(SenderConfig::new(1)).unwrap();
+    let mut r = Receiver::new(ReceiverConfig::new());
+    s.write(&vec![7u8; 1400 * 400]).unwrap();
+    let mut now = Instant::ZERO;
+    let mut buf = vec![0u8; 2048];
+    for i in 0..frames {
+        let Some(t) = s.poll_transmit(now).or_else(|| {
+            now = s.poll_timeout().unwrap_or(now).max(now);
+            s.poll_transmit(now)
+        }) else {
+            panic!("nothing to send at frame {i}");
+        };
+        let n = emit_data(&t.header, &t.payload, &mut buf).unwrap();
+        let Ok(Frame::Data(v)) = decode(&buf[..n]) else {
+            panic!("data")
+        };
+        let arrive =
+            now + Duration::from_millis(5) + Duration::from_millis(u64::from(v.header.pair2));
+        r.handle_data_ecn(arrive, &v, ce(i)).unwrap();
+        while r.poll_read().is_some() {}
+        while let Some(a) = r.poll_ack() {
+            assert_eq!(a.ce, ce(i) && !a.update, "the ACK echoes the mark");
+            let m = emit_ack(&a, &mut buf).unwrap();
+            let Ok(Frame::Ack(a)) = decode(&buf[..m]) else {
+                panic!("ack")
+            };
+            s.handle_ack(arrive + Duration::from_millis(5), &a);
+        }
+        now += Duration::from_millis(2);
+    }
+    s
+}
+
+#[test]
+fn a_ce_echo_cuts_the_rate_once_per_epoch_and_no_mark_cuts_nothing() {
+    let clean = hand_driven(200, |_| false);
+    let c = clean.channel_controller(0).unwrap();
+    assert_eq!((c.cuts, c.ce_cuts), (0, 0));
+    // Marks on frames 100 and 101, 3 ms apart (one build-up, within the
+    // 10 ms RTT): one cut.
+    let marked = hand_driven(110, |i| (100..102).contains(&i));
+    let m = marked.channel_controller(0).unwrap();
+    assert_eq!((m.cuts, m.ce_cuts), (1, 1));
+    assert!(
+        m.rate_fps() < c.rate_fps(),
+        "{} vs {}",
+        m.rate_fps(),
+        c.rate_fps()
+    );
+}
