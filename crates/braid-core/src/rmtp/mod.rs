@@ -26,6 +26,7 @@
 //! simulator (`braid-sim`) and `braid send`/`braid recv --transport rmtp`
 //! drive this same code.
 
+mod channel;
 pub mod jitter;
 pub mod rate;
 pub mod receiver;

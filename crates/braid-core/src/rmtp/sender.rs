@@ -45,6 +45,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use crate::rmtp::channel::{Channel, State};
 use crate::rmtp::rate::{ChannelRate, RateConfig};
 use crate::rmtp::window::{self, ChannelShape};
 use crate::rmtp::wire::{Ack, DataHeader, MAX_CHANNELS, MAX_WORDS};
@@ -131,83 +132,6 @@ pub struct SenderStats {
     pub pairs: u64,
     pub flow_stops: u64,
     pub channels_down: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Needs a packet pair.
-    Probe,
-    /// A pair is out; it is deemed lost at this time (a probe timeout
-    /// after it was sent, or one RTT after its first frame's ACK).
-    Probing(Instant),
-    Up,
-    /// Silent: reprobed at the given time.
-    Down(Instant),
-    /// Removed by the application.
-    Removed,
-}
-
-#[derive(Clone, Debug)]
-struct Channel {
-    state: State,
-    rate: ChannelRate,
-    next_send: Instant,
-    chan_seq: u32,
-    /// (chan_seq, seq, sent_at, pair position: 0 none, 1 first, 2
-    /// second) of frames in flight, in send order.
-    outstanding: VecDeque<(u32, u64, Instant, u8)>,
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    last_ack_at: Instant,
-    silent: u32,
-    since_pair: u64,
-    /// The second frame of a pair goes out right after the first.
-    pair_pending: bool,
-}
-
-impl Channel {
-    fn new(rate: RateConfig) -> Self {
-        Channel {
-            state: State::Probe,
-            rate: ChannelRate::new(rate),
-            next_send: Instant::ZERO,
-            chan_seq: 0,
-            outstanding: VecDeque::new(),
-            srtt: None,
-            rttvar: Duration::ZERO,
-            last_ack_at: Instant::ZERO,
-            silent: 0,
-            since_pair: 0,
-            pair_pending: false,
-        }
-    }
-
-    fn rto(&self, min: Duration) -> Duration {
-        let base = match self.srtt {
-            Some(s) => (s + self.rttvar * 4).max(min),
-            None => min.max(Duration::from_secs(1)),
-        };
-        base * (1u32 << self.silent.min(6))
-    }
-
-    fn rtt_sample(&mut self, r: Duration) {
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
-            Some(s) => {
-                let d = s.abs_diff(r);
-                self.rttvar = (self.rttvar * 3 + d) / 4;
-                self.srtt = Some((s * 7 + r) / 8);
-            }
-        }
-    }
-
-    fn rto_deadline(&self, min: Duration) -> Option<Instant> {
-        let &(_, _, sent, _) = self.outstanding.front()?;
-        Some(sent.max(self.last_ack_at) + self.rto(min))
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -570,19 +494,8 @@ impl Sender {
             .min_by_key(|(_, c)| c.next_send)?;
         let (seq, retx) = self.next_frame()?;
         let pair = self.channels[i].since_pair >= self.cfg.pair_every && self.has_work();
-        let catch_up = self.cfg.pacing_catch_up;
         let c = &mut self.channels[i];
-        let period = c.rate.period();
-        // Slots missed because the caller came late (a sleeping or
-        // descheduled send loop: 1-10 ms on a loaded host) are caught up,
-        // up to `pacing_catch_up`; without that every late wake-up lost
-        // its slots and the channel ran below its rate. An idle channel
-        // does not save up more for a burst.
-        let slots = (catch_up.as_nanos() / period.as_nanos().max(1)) as u32;
-        if c.next_send + period * slots.max(1) < now {
-            c.next_send = now - period * slots;
-        }
-        c.next_send += if pair { period * 2 } else { period };
+        c.take_slot(now, self.cfg.pacing_catch_up, pair);
         if pair {
             c.pair_pending = true;
             c.since_pair = 0;
