@@ -1,7 +1,7 @@
 //! `braid send` / `braid recv` in the emulated lab: a file of random bytes
 //! over both paths of `lab/two-equal.toml` (2 x 10 Mbit/s, 20 ms, drop-tail
 //! queues of one BDP, no ECN), run as `braid lab bench --modes braid-send`
-//! runs it. The mode itself fails unless sender and receiver print the
+//! runs it (and `--modes braid-send-rmtp` with R-MTP). The mode itself fails unless sender and receiver print the
 //! SHA-256 of the file as written; the test adds the goodput bound.
 //!
 //! Needs root and network namespaces, so it is `#[ignore]`d (reported as
@@ -24,9 +24,18 @@ const BYTES: u64 = 25_000_000;
 /// packets and NewReno's recovery point it was 0.48-0.53, below this.
 const MIN_SHARE: f64 = 0.55;
 
-#[test]
-#[ignore = "needs root and network namespaces (bash .ci/run runs it as root)"]
-fn a_file_crosses_two_paths_intact_at_most_of_their_sum() {
+/// The least share of the sum accepted of R-MTP (`--transport rmtp`, the
+/// `braid-send-rmtp` mode). Measured with the release build on the same
+/// lab file, 25 MB, while the 2-core machine was loaded by other builds
+/// (load 11-13): 0.675, 0.688, 0.772 and 0.793 (README, "R-MTP in the
+/// lab"); before the rate rule's real-timer fixes 0.68-0.70 with 7-11 %
+/// of the frames lost.
+const MIN_SHARE_RMTP: f64 = 0.55;
+
+/// Sends [`BYTES`] over lab/two-equal with `transport` and checks the
+/// share of the sum and that both paths carried part of the file (the
+/// mode itself checks both SHA-256).
+fn a_file_crosses_two_paths(transport: braid::transport::Mode, min_share: f64) {
     if let Err(why) = topo::check_environment() {
         panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
     }
@@ -39,26 +48,39 @@ fn a_file_crosses_two_paths_intact_at_most_of_their_sum() {
         &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
     )
     .unwrap();
-    let mode = braid::labsend::mode(exe, Some(BYTES), braid::transport::Mode::Mplot);
+    let mode = braid::labsend::mode(exe, Some(BYTES), transport);
     let report = braid_lab::bench_with(&cfg, &[mode], &BenchOptions::default());
     let send_log = std::fs::read_to_string(format!("{}/send.log", braid::labsend::WORK_DIR))
         .unwrap_or_default();
     braid_lab::down().unwrap();
-    let report = report.unwrap_or_else(|e| panic!("braid-send failed: {e:#}\n{send_log}"));
+    let name = transport.name();
+    let report = report.unwrap_or_else(|e| panic!("braid send ({name}) failed: {e:#}\n{send_log}"));
     let r = &report.results[0];
     let last = send_log.rsplit('\r').next().unwrap_or("");
     eprintln!(
-        "{BYTES} bytes at {:.2} Mbit/s, {:.3} of the sum; paths {:?} Mbit/s\n{last}",
+        "{name}: {BYTES} bytes at {:.2} Mbit/s, {:.3} of the sum; paths {:?} Mbit/s\n{last}",
         r.goodput_mbps, r.share_of_sum, r.path_mbps
     );
     assert!(
-        r.share_of_sum >= MIN_SHARE,
-        "braid send delivered {:.3} of the sum of the path rates, below {MIN_SHARE}\n{last}",
+        r.share_of_sum >= min_share,
+        "braid send ({name}) delivered {:.3} of the sum of the path rates, below {min_share}\n{last}",
         r.share_of_sum
     );
     // Both paths carried the file, not one of them.
     assert_eq!(r.path_mbps.len(), 2);
     for (i, m) in r.path_mbps.iter().enumerate() {
-        assert!(*m > 3.0, "path {i} carried only {m:.2} Mbit/s");
+        assert!(*m > 3.0, "{name}: path {i} carried only {m:.2} Mbit/s");
     }
+}
+
+#[test]
+#[ignore = "needs root and network namespaces (bash .ci/run runs it as root)"]
+fn a_file_crosses_two_paths_intact_at_most_of_their_sum() {
+    a_file_crosses_two_paths(braid::transport::Mode::Mplot, MIN_SHARE);
+}
+
+#[test]
+#[ignore = "needs root and network namespaces (bash .ci/run runs it as root)"]
+fn a_file_crosses_two_paths_intact_with_rmtp() {
+    a_file_crosses_two_paths(braid::transport::Mode::Rmtp, MIN_SHARE_RMTP);
 }

@@ -202,14 +202,8 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
                             received.extend_from_slice(&c.payload);
                         }
                     }
-                    while let Some(a) = receiver.poll_ack() {
-                        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
-                        let n = emit_ack(&a, &mut b).unwrap();
-                        b.truncate(n);
-                        let ch = usize::from(a.channel);
-                        if let Some(at) = rev[ch].offer(now, n + 28, &mut rng) {
-                            push(&mut heap, &mut evs, at, Ev::Ack(b));
-                        }
+                    for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                        push(&mut heap, &mut evs, at, Ev::Ack(b));
                     }
                 }
                 Ev::Ack(buf) => {
@@ -225,14 +219,8 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
                     if let Some(c) = receiver.poll_read() {
                         received.extend_from_slice(&c.payload);
                     }
-                    while let Some(a) = receiver.poll_ack() {
-                        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
-                        let n = emit_ack(&a, &mut b).unwrap();
-                        b.truncate(n);
-                        let ch = usize::from(a.channel);
-                        if let Some(at) = rev[ch].offer(now, n + 28, &mut rng) {
-                            push(&mut heap, &mut evs, at, Ev::Ack(b));
-                        }
+                    for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                        push(&mut heap, &mut evs, at, Ev::Ack(b));
                     }
                     if !receiver.is_finished() {
                         push(&mut heap, &mut evs, now + o.read_every.unwrap(), Ev::Read);
@@ -257,6 +245,26 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
 }
 
 const MAX_WORDS_T: usize = wire::MAX_WORDS;
+
+/// The receiver's pending ACKs, encoded and offered to the reverse link
+/// of their channel: (arrival time, bytes) of those not lost.
+fn acks_onto(
+    receiver: &mut Receiver,
+    rev: &mut [Link],
+    now: Instant,
+    rng: &mut ChaCha8Rng,
+) -> Vec<(Instant, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(a) = receiver.poll_ack() {
+        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
+        let n = emit_ack(&a, &mut b).unwrap();
+        b.truncate(n);
+        if let Some(at) = rev[usize::from(a.channel)].offer(now, n + 28, rng) {
+            out.push((at, b));
+        }
+    }
+    out
+}
 
 trait IntoInstant {
     fn into_instant(self) -> Instant;
