@@ -511,3 +511,23 @@ fn a_ce_echo_cuts_the_rate_once_per_epoch_and_no_mark_cuts_nothing() {
         c.rate_fps()
     );
 }
+
+#[test]
+fn a_channel_whose_pair_returns_after_the_probe_timeout_grows_the_window() {
+    // 8 Mbit/s at 25 ms next to 8 Mbit/s at 700 ms: the far pair's ACK
+    // comes back after 1.4 s, past the 1 s probe timeout, so the window is
+    // first sized from the near channel alone (2 · 48 frames: 128).
+    let d = data(4_000_000, 8);
+    let o = run(
+        &[ChanSpec::clean(8000.0, 25), ChanSpec::clean(8000.0, 700)],
+        &d,
+        8,
+        &Opts::default(),
+    );
+    assert_eq!(o.received, d);
+    let (w, fixed) = o.sender.window();
+    assert!(fixed);
+    // The far channel alone holds 8 Mbit/s · 1.4 s / 1052 B ≈ 1330 frames.
+    assert!(w >= 2048.min(2 * 1330), "window {w}");
+    assert!(o.peak.0 <= w, "buffer {} over the window {w}", o.peak.0);
+}
