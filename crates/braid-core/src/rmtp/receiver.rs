@@ -214,7 +214,10 @@ impl Receiver {
         }
         let ch = usize::from(h.channel).min(MAX_CHANNELS - 1);
         let pair = self.jitter[ch].on_frame(now, h);
-        self.words = h.window_words.clamp(1, self.max_words());
+        // The window only grows (the sender never shrinks it): a frame
+        // sent before a resize, arriving late over a slow channel, must
+        // not shrink the span and make the frames after it fall outside.
+        self.words = self.words.max(h.window_words).clamp(1, self.max_words());
         self.last_channel = ch as u8;
         self.stats.frames += 1;
         let span = u64::from(self.words) * 32;

@@ -592,6 +592,12 @@ impl Sender {
                 let rtt = now.saturating_since(sent);
                 c.rtt_sample(rtt);
                 pair_pos = pp;
+                // Acknowledged but not held (it fell outside the
+                // receiver's window): lost, or nothing would ever resend
+                // it, since no later marker covers it.
+                if !ack.has(seq) {
+                    lost.push(seq);
+                }
                 // The second frame's ACK follows the first's within a
                 // dispersion; one RTT later the pair is given up.
                 if let (1, State::Probing(dl)) = (pp, c.state) {

@@ -532,3 +532,27 @@ fn a_channel_whose_pair_returns_after_the_probe_timeout_grows_the_window() {
     assert_eq!(w, 2048, "window {w}");
     assert!(o.peak.0 <= w, "buffer {} over the window {w}", o.peak.0);
 }
+
+#[test]
+fn a_late_frame_from_before_a_resize_does_not_shrink_the_receivers_window() {
+    let mut r = Receiver::new(ReceiverConfig::new());
+    let frame = |seq: u64, words: u8| DataHeader {
+        window_words: words,
+        len: 1,
+        chan_seq: seq as u32,
+        seq,
+        ..DataHeader::default()
+    };
+    let view = |h: &DataHeader| DataView {
+        header: *h,
+        payload: b"x",
+    };
+    let t = Instant::from_millis(1);
+    assert!(r.handle_data(t, &view(&frame(1, 4))).unwrap());
+    // Sent while the window was one word, arriving after the resize.
+    assert!(r.handle_data(t, &view(&frame(2, 1))).unwrap());
+    // Frame 100 is inside four words past cum 0: held, and the ACK shows it.
+    assert!(r.handle_data(t, &view(&frame(100, 4))).unwrap());
+    let last = std::iter::from_fn(|| r.poll_ack()).last().unwrap();
+    assert!(last.has(100) && last.words == 4);
+}
