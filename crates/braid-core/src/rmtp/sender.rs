@@ -667,6 +667,7 @@ impl Sender {
     /// Timers: probes not answered, silent channels.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.maybe_fix_window(now);
+        let mut timed_out = false;
         for i in 0..self.channels.len() {
             let c = &mut self.channels[i];
             if let State::Probing(dl) = c.state {
@@ -690,6 +691,17 @@ impl Sender {
                 self.stats.channels_down += 1;
             }
             self.fail_outstanding(i, true);
+            timed_out = true;
+        }
+        // A timeout with nothing to resend and nothing new: every frame
+        // left is SACKed, but the ACK that would move the cumulative point
+        // past them was lost. Resending the lowest draws a fresh ACK;
+        // without it the sender waited for an ACK that never came (a lab
+        // transfer over a lossy 300 ms path stalled at 100 %).
+        if timed_out && self.retx.is_empty() && !self.have_new_frame() {
+            if let Some(&seq) = self.frames.keys().next() {
+                self.retx.insert(seq);
+            }
         }
     }
 }
