@@ -34,7 +34,8 @@ pub enum LabCmd {
         /// Modes to measure: single-best, mptcp, braid-<scheduler> (pet, wrr, minrtt, adas, rr, edpf, single)
         /// through the tunnel; braid-<scheduler>-rpc replaces the resequencer with PRISM's
         /// reverse-path ACK control (braid-pet-rpc, braid-adas-rpc); and braid-send: a file
-        /// sent with `braid send` (MPLOT) over every path, checked by SHA-256 on both ends.
+        /// sent with `braid send` (MPLOT) over every path, checked by SHA-256 on both ends
+        /// (braid-send-rmtp: the same with `--transport rmtp`).
         #[arg(
             long,
             value_delimiter = ',',
@@ -57,7 +58,7 @@ pub enum LabCmd {
         /// (e.g. `--udp 60%`); every mode reports loss and jitter.
         #[arg(long, value_name = "MBIT|PERCENT%")]
         udp: Option<String>,
-        /// braid-send: the file's size in MB (10^6 bytes); default: what
+        /// braid-send, braid-send-rmtp: the file's size in MB (10^6 bytes); default: what
         /// --duration seconds at the sum of the path rates carry.
         #[arg(long, value_name = "MB")]
         send_mb: Option<f64>,
@@ -182,10 +183,11 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             let modes: Vec<Mode> = modes
                 .iter()
                 .map(|m| {
-                    if m == braid::labsend::MODE {
+                    if let Some(transport) = braid::labsend::transport_of(m) {
                         Ok(braid::labsend::mode(
                             std::env::current_exe().context("locating the braid executable")?,
                             send_bytes,
+                            transport,
                         ))
                     } else if m.starts_with("braid-") {
                         braid_mode(m)

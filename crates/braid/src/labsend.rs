@@ -1,8 +1,10 @@
-//! The `braid-send` mode of `braid lab bench`: one file moved with
-//! `braid send` (MPLOT, [`crate::transport`]) instead of iperf3's TCP.
+//! The `braid-send` and `braid-send-rmtp` modes of `braid lab bench`: one
+//! file moved with `braid send` ([`crate::transport`]; MPLOT, or R-MTP
+//! with `--transport rmtp`) instead of iperf3's TCP.
 //!
 //! ```text
 //! braid-cli: braid send FILE --path 10.77.0.1 --path 10.77.i.1=10.77.i.2:7400 ...
+//!            [--transport rmtp]
 //!            (one path per emulated link, each to the proxy's address on it)
 //! braid-prx: braid recv --listen 0.0.0.0:7400 --out DIR
 //! ```
@@ -28,13 +30,27 @@ use braid_lab::topo::{self, NS_CLI, NS_PRX};
 use braid_lab::{BenchContext, Direction, Mode, ModeSetup, NsProcess, Transferred};
 use sha2::{Digest, Sha256};
 
+use crate::transport::Mode as Transport;
+
 /// The receiver's UDP port in the lab.
 pub const PORT: u16 = 7400;
 /// Where the mode keeps keys, the file, what arrives and both logs (on
 /// disk: a 200 MB file would crowd a tmpfs /run).
 pub const WORK_DIR: &str = "/var/tmp/braid-lab-send";
-/// The name of the mode.
+/// The name of the mode sending with MPLOT.
 pub const MODE: &str = "braid-send";
+/// The name of the mode sending with R-MTP (`--transport rmtp`).
+pub const MODE_RMTP: &str = "braid-send-rmtp";
+
+/// The transport of a mode name ([`MODE`], [`MODE_RMTP`]), `None` for
+/// any other name.
+pub fn transport_of(mode: &str) -> Option<Transport> {
+    match mode {
+        MODE => Some(Transport::Mplot),
+        MODE_RMTP => Some(Transport::Rmtp),
+        _ => None,
+    }
+}
 /// The smallest file the mode sends, whatever the run length.
 const MIN_BYTES: u64 = 1 << 20;
 
@@ -90,11 +106,16 @@ fn digest_line(out: &str, name: &str) -> Option<String> {
         .map(|(h, _)| h.to_string())
 }
 
-/// The `braid-send` mode running the `braid` executable `exe`; `bytes`
-/// fixes the file size (else [`file_bytes`] of the run).
-pub fn mode(exe: PathBuf, bytes: Option<u64>) -> Mode {
+/// The mode sending with `transport` ([`MODE`] for MPLOT, [`MODE_RMTP`]
+/// for R-MTP) and the `braid` executable `exe`; `bytes` fixes the file
+/// size (else [`file_bytes`] of the run).
+pub fn mode(exe: PathBuf, bytes: Option<u64>, transport: Transport) -> Mode {
+    let name = match transport {
+        Transport::Mplot => MODE,
+        Transport::Rmtp => MODE_RMTP,
+    };
     Mode::custom(
-        MODE,
+        name,
         move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
             let dir = PathBuf::from(WORK_DIR);
             let _ = std::fs::remove_dir_all(&dir);
@@ -153,6 +174,7 @@ pub fn mode(exe: PathBuf, bytes: Option<u64>) -> Mode {
                 rk.public_key().to_base64(),
             ];
             send.extend(path_args(ctx.cfg.paths.len()));
+            send.extend(["--transport".to_string(), transport.name().to_string()]);
             // Generous: a tenth of the sum would still finish.
             let limit = Duration::from_secs_f64(
                 30.0 + size as f64 * 8.0 / (ctx.cfg.sum_rate_mbit(Direction::Up) * 1e5).max(1.0),
@@ -250,6 +272,13 @@ mod tests {
                 "10.77.2.1=10.77.2.2:7400"
             ]
         );
+    }
+
+    #[test]
+    fn mode_names_choose_the_transport() {
+        assert_eq!(transport_of("braid-send"), Some(Transport::Mplot));
+        assert_eq!(transport_of("braid-send-rmtp"), Some(Transport::Rmtp));
+        assert_eq!(transport_of("braid-pet"), None);
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! - each channel's rate comes from a packet pair, starts at half of it,
 //!   is paced, and falls only when the long-run jitter grows (§3.2):
 //!   losses without that trend are wireless and cut nothing ([`rate`],
-//!   [`jitter`]);
+//!   [`jitter`]); an ECN Congestion Experienced mark, when the socket can
+//!   read one, is passed to [`Receiver::handle_data_ecn`], echoed in the
+//!   ACK and cuts at once ([`rate`]);
+//! - each channel's sender-side state and pacing slot is in `channel`;
 //! - reliability is a fixed-size SACK bitmap window, the smallest multiple
 //!   of 32 above `max(2·ΣBDP, MWS)` ([`window`]), with timer-free loss
 //!   detection by marker frames ([`sender`]);
@@ -26,6 +29,7 @@
 //! simulator (`braid-sim`) and `braid send`/`braid recv --transport rmtp`
 //! drive this same code.
 
+mod channel;
 pub mod jitter;
 pub mod rate;
 pub mod receiver;

@@ -165,6 +165,7 @@ impl Receiver {
         }
         Ack {
             update,
+            ce: false,
             done: self.fin.is_some_and(|f| self.cum > f),
             channel,
             words: self.words,
@@ -178,8 +179,23 @@ impl Receiver {
         }
     }
 
-    /// A data frame arrived at `now`. Returns whether it was new.
+    /// A data frame arrived at `now` without a Congestion Experienced
+    /// mark (or from a socket that cannot read one). Returns whether it
+    /// was new.
     pub fn handle_data(&mut self, now: Instant, v: &DataView<'_>) -> Result<bool, RecvError> {
+        self.handle_data_ecn(now, v, false)
+    }
+
+    /// A data frame arrived at `now`; `ce`: its IP header carried ECN's
+    /// Congestion Experienced mark (RFC 3168). The mark is echoed in the
+    /// frame's ACK ([`Ack::ce`]) for the sender's rate rule. Returns
+    /// whether the frame was new.
+    pub fn handle_data_ecn(
+        &mut self,
+        now: Instant,
+        v: &DataView<'_>,
+        ce: bool,
+    ) -> Result<bool, RecvError> {
         let h = &v.header;
         let len = usize::from(h.len);
         if len > self.cfg.max_payload {
@@ -198,7 +214,10 @@ impl Receiver {
         }
         let ch = usize::from(h.channel).min(MAX_CHANNELS - 1);
         let pair = self.jitter[ch].on_frame(now, h);
-        self.words = h.window_words.clamp(1, self.max_words());
+        // The window only grows (the sender never shrinks it): a frame
+        // sent before a resize, arriving late over a slow channel, must
+        // not shrink the span and make the frames after it fall outside.
+        self.words = self.words.max(h.window_words).clamp(1, self.max_words());
         self.last_channel = ch as u8;
         self.stats.frames += 1;
         let span = u64::from(self.words) * 32;
@@ -237,7 +256,8 @@ impl Receiver {
             true
         };
         let pair_us = pair.map_or(0, |d| (d.as_micros().clamp(1, u128::from(u32::MAX))) as u32);
-        let a = self.ack(ch as u8, h.chan_seq, h.seq, pair_us, false);
+        let mut a = self.ack(ch as u8, h.chan_seq, h.seq, pair_us, false);
+        a.ce = ce;
         self.advertised_full = a.queue_free == 0;
         self.acks.push_back(a);
         Ok(new)

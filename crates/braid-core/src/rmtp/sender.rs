@@ -18,7 +18,8 @@
 //!   cumulative acknowledgement. The window is sized once
 //!   ([`window::window_frames`]: the smallest multiple of 32 above
 //!   `max(2·ΣBDP, MWS)`) when every channel has finished its first probe
-//!   (or a probe timeout after the start), and fixed thereafter; until then
+//!   (or a probe timeout after the start), and fixed thereafter, but for
+//!   growing when a channel it was not sized from comes up; until then
 //!   it is 32 frames.
 //! - **Retransmission — braid's design; the start of §3.3 (the SACK bitmap
 //!   and the marker frames) is missing from the supplied text.** A channel
@@ -45,6 +46,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use crate::rmtp::channel::{Channel, State};
 use crate::rmtp::rate::{ChannelRate, RateConfig};
 use crate::rmtp::window::{self, ChannelShape};
 use crate::rmtp::wire::{Ack, DataHeader, MAX_CHANNELS, MAX_WORDS};
@@ -73,6 +75,9 @@ pub struct SenderConfig {
     pub pair_every: u64,
     /// While the receiver queue is full, one frame is sent this often.
     pub persist: Duration,
+    /// Pacing slots a channel may catch up after the sender was late, as
+    /// time (whole periods of it; none when shorter than a period).
+    pub pacing_catch_up: Duration,
 }
 
 impl SenderConfig {
@@ -89,6 +94,7 @@ impl SenderConfig {
             reprobe: Duration::from_secs(1),
             pair_every: 64,
             persist: Duration::from_millis(500),
+            pacing_catch_up: Duration::from_millis(4),
         }
     }
 }
@@ -129,83 +135,6 @@ pub struct SenderStats {
     pub channels_down: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Needs a packet pair.
-    Probe,
-    /// A pair is out; it is deemed lost at this time (a probe timeout
-    /// after it was sent, or one RTT after its first frame's ACK).
-    Probing(Instant),
-    Up,
-    /// Silent: reprobed at the given time.
-    Down(Instant),
-    /// Removed by the application.
-    Removed,
-}
-
-#[derive(Clone, Debug)]
-struct Channel {
-    state: State,
-    rate: ChannelRate,
-    next_send: Instant,
-    chan_seq: u32,
-    /// (chan_seq, seq, sent_at, pair position: 0 none, 1 first, 2
-    /// second) of frames in flight, in send order.
-    outstanding: VecDeque<(u32, u64, Instant, u8)>,
-    srtt: Option<Duration>,
-    rttvar: Duration,
-    last_ack_at: Instant,
-    silent: u32,
-    since_pair: u64,
-    /// The second frame of a pair goes out right after the first.
-    pair_pending: bool,
-}
-
-impl Channel {
-    fn new(rate: RateConfig) -> Self {
-        Channel {
-            state: State::Probe,
-            rate: ChannelRate::new(rate),
-            next_send: Instant::ZERO,
-            chan_seq: 0,
-            outstanding: VecDeque::new(),
-            srtt: None,
-            rttvar: Duration::ZERO,
-            last_ack_at: Instant::ZERO,
-            silent: 0,
-            since_pair: 0,
-            pair_pending: false,
-        }
-    }
-
-    fn rto(&self, min: Duration) -> Duration {
-        let base = match self.srtt {
-            Some(s) => (s + self.rttvar * 4).max(min),
-            None => min.max(Duration::from_secs(1)),
-        };
-        base * (1u32 << self.silent.min(6))
-    }
-
-    fn rtt_sample(&mut self, r: Duration) {
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
-            Some(s) => {
-                let d = s.abs_diff(r);
-                self.rttvar = (self.rttvar * 3 + d) / 4;
-                self.srtt = Some((s * 7 + r) / 8);
-            }
-        }
-    }
-
-    fn rto_deadline(&self, min: Duration) -> Option<Instant> {
-        let &(_, _, sent, _) = self.outstanding.front()?;
-        Some(sent.max(self.last_ack_at) + self.rto(min))
-    }
-}
-
 #[derive(Clone, Debug)]
 struct FrameState {
     len: u16,
@@ -227,6 +156,8 @@ pub struct Sender {
     next_seq: u64,
     window: usize,
     window_fixed: bool,
+    /// Channels the window was sized from.
+    sized_with: usize,
     started: Option<Instant>,
     finished: bool,
     fin_sent: bool,
@@ -257,6 +188,7 @@ impl Sender {
             next_seq: 0,
             window: 32,
             window_fixed: false,
+            sized_with: 0,
             started: None,
             finished: false,
             fin_sent: false,
@@ -387,10 +319,26 @@ impl Sender {
     }
 
     /// Fixes the window once every channel has probed, or a probe timeout
-    /// after the start.
+    /// after the start; grows it (never shrinks it) when a channel it was
+    /// not sized from comes up later. The paper fixes the window for the
+    /// connection's life; but a channel whose first pair comes back after
+    /// the probe timeout (a 600 ms path behind a loaded host) or one added
+    /// while running would otherwise be held to a window sized without it:
+    /// in the lab (`lab/far.toml`, 20 and 300 ms) one run in three carried
+    /// 0.08 of the paths' sum that way. The receiver follows the window the
+    /// data frames announce, so growing it needs nothing more.
     fn maybe_fix_window(&mut self, now: Instant) {
         if self.window_fixed {
-            return;
+            let up = self
+                .channels
+                .iter()
+                .filter(|c| {
+                    c.state == State::Up && c.srtt.is_some() && c.rate.ideal_fps().is_some()
+                })
+                .count();
+            if up <= self.sized_with {
+                return;
+            }
         }
         let all_up = self
             .channels
@@ -418,7 +366,10 @@ impl Sender {
         if shapes.is_empty() {
             return;
         }
-        self.window = window::window_frames(&shapes, self.cfg.max_window);
+        self.window = self
+            .window
+            .max(window::window_frames(&shapes, self.cfg.max_window));
+        self.sized_with = shapes.len();
         self.window_fixed = true;
     }
 
@@ -567,12 +518,7 @@ impl Sender {
         let (seq, retx) = self.next_frame()?;
         let pair = self.channels[i].since_pair >= self.cfg.pair_every && self.has_work();
         let c = &mut self.channels[i];
-        let period = c.rate.period();
-        // An idle channel does not save up slots for a burst.
-        if c.next_send + period < now {
-            c.next_send = now;
-        }
-        c.next_send += if pair { period * 2 } else { period };
+        c.take_slot(now, self.cfg.pacing_catch_up, pair);
         if pair {
             c.pair_pending = true;
             c.since_pair = 0;
@@ -646,6 +592,12 @@ impl Sender {
                 let rtt = now.saturating_since(sent);
                 c.rtt_sample(rtt);
                 pair_pos = pp;
+                // Acknowledged but not held (it fell outside the
+                // receiver's window): lost, or nothing would ever resend
+                // it, since no later marker covers it.
+                if !ack.has(seq) {
+                    lost.push(seq);
+                }
                 // The second frame's ACK follows the first's within a
                 // dispersion; one RTT later the pair is given up.
                 if let (1, State::Probing(dl)) = (pp, c.state) {
@@ -671,6 +623,9 @@ impl Sender {
             }
         }
         if c.state == State::Up {
+            if ack.ce {
+                c.rate.on_ce(now, srtt);
+            }
             c.rate.on_jitter(now, ack.jitter_us, srtt);
         }
         for s in lost {
@@ -712,6 +667,7 @@ impl Sender {
     /// Timers: probes not answered, silent channels.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.maybe_fix_window(now);
+        let mut timed_out = false;
         for i in 0..self.channels.len() {
             let c = &mut self.channels[i];
             if let State::Probing(dl) = c.state {
@@ -735,6 +691,17 @@ impl Sender {
                 self.stats.channels_down += 1;
             }
             self.fail_outstanding(i, true);
+            timed_out = true;
+        }
+        // A timeout with nothing to resend and nothing new: every frame
+        // left is SACKed, but the ACK that would move the cumulative point
+        // past them was lost. Resending the lowest draws a fresh ACK;
+        // without it the sender waited for an ACK that never came (a lab
+        // transfer over a lossy 300 ms path stalled at 100 %).
+        if timed_out && self.retx.is_empty() && !self.have_new_frame() {
+            if let Some(&seq) = self.frames.keys().next() {
+                self.retx.insert(seq);
+            }
         }
     }
 }

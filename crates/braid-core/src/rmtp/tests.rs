@@ -202,14 +202,8 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
                             received.extend_from_slice(&c.payload);
                         }
                     }
-                    while let Some(a) = receiver.poll_ack() {
-                        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
-                        let n = emit_ack(&a, &mut b).unwrap();
-                        b.truncate(n);
-                        let ch = usize::from(a.channel);
-                        if let Some(at) = rev[ch].offer(now, n + 28, &mut rng) {
-                            push(&mut heap, &mut evs, at, Ev::Ack(b));
-                        }
+                    for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                        push(&mut heap, &mut evs, at, Ev::Ack(b));
                     }
                 }
                 Ev::Ack(buf) => {
@@ -225,14 +219,8 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
                     if let Some(c) = receiver.poll_read() {
                         received.extend_from_slice(&c.payload);
                     }
-                    while let Some(a) = receiver.poll_ack() {
-                        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
-                        let n = emit_ack(&a, &mut b).unwrap();
-                        b.truncate(n);
-                        let ch = usize::from(a.channel);
-                        if let Some(at) = rev[ch].offer(now, n + 28, &mut rng) {
-                            push(&mut heap, &mut evs, at, Ev::Ack(b));
-                        }
+                    for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                        push(&mut heap, &mut evs, at, Ev::Ack(b));
                     }
                     if !receiver.is_finished() {
                         push(&mut heap, &mut evs, now + o.read_every.unwrap(), Ev::Read);
@@ -257,6 +245,26 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
 }
 
 const MAX_WORDS_T: usize = wire::MAX_WORDS;
+
+/// The receiver's pending ACKs, encoded and offered to the reverse link
+/// of their channel: (arrival time, bytes) of those not lost.
+fn acks_onto(
+    receiver: &mut Receiver,
+    rev: &mut [Link],
+    now: Instant,
+    rng: &mut ChaCha8Rng,
+) -> Vec<(Instant, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(a) = receiver.poll_ack() {
+        let mut b = vec![0u8; ACK_FIXED_LEN + 4 * MAX_WORDS_T];
+        let n = emit_ack(&a, &mut b).unwrap();
+        b.truncate(n);
+        if let Some(at) = rev[usize::from(a.channel)].offer(now, n + 28, rng) {
+            out.push((at, b));
+        }
+    }
+    out
+}
 
 trait IntoInstant {
     fn into_instant(self) -> Instant;
@@ -446,4 +454,105 @@ mod props {
             prop_assert!(o.peak.2 <= w + 1, "sender held {} frames, window {}", o.peak.2, w);
         }
     }
+}
+
+/// One channel driven by hand, 5 ms each way, the pair 1 ms apart at the
+/// receiver; `ce(i)` says whether data frame `i` arrives CE-marked.
+/// Returns the sender after `frames` frames, each answered before the next
+/// is sent.
+fn hand_driven(frames: u64, ce: impl Fn(u64) -> bool) -> Sender {
+    let mut s = Sender::new(SenderConfig::new(1)).unwrap();
+    let mut r = Receiver::new(ReceiverConfig::new());
+    s.write(&vec![7u8; 1400 * 400]).unwrap();
+    let mut now = Instant::ZERO;
+    let mut buf = vec![0u8; 2048];
+    for i in 0..frames {
+        let Some(t) = s.poll_transmit(now).or_else(|| {
+            now = s.poll_timeout().unwrap_or(now).max(now);
+            s.poll_transmit(now)
+        }) else {
+            panic!("nothing to send at frame {i}");
+        };
+        let n = emit_data(&t.header, &t.payload, &mut buf).unwrap();
+        let Ok(Frame::Data(v)) = decode(&buf[..n]) else {
+            panic!("data")
+        };
+        let arrive =
+            now + Duration::from_millis(5) + Duration::from_millis(u64::from(v.header.pair2));
+        r.handle_data_ecn(arrive, &v, ce(i)).unwrap();
+        while r.poll_read().is_some() {}
+        while let Some(a) = r.poll_ack() {
+            assert_eq!(a.ce, ce(i) && !a.update, "the ACK echoes the mark");
+            let m = emit_ack(&a, &mut buf).unwrap();
+            let Ok(Frame::Ack(a)) = decode(&buf[..m]) else {
+                panic!("ack")
+            };
+            s.handle_ack(arrive + Duration::from_millis(5), &a);
+        }
+        now += Duration::from_millis(2);
+    }
+    s
+}
+
+#[test]
+fn a_ce_echo_cuts_the_rate_once_per_epoch_and_no_mark_cuts_nothing() {
+    let clean = hand_driven(200, |_| false);
+    let c = clean.channel_controller(0).unwrap();
+    assert_eq!((c.cuts, c.ce_cuts), (0, 0));
+    // Marks on frames 100 and 101, 3 ms apart (one build-up, within the
+    // 10 ms RTT): one cut.
+    let marked = hand_driven(110, |i| (100..102).contains(&i));
+    let m = marked.channel_controller(0).unwrap();
+    assert_eq!((m.cuts, m.ce_cuts), (1, 1));
+    assert!(
+        m.rate_fps() < c.rate_fps(),
+        "{} vs {}",
+        m.rate_fps(),
+        c.rate_fps()
+    );
+}
+
+#[test]
+fn a_channel_whose_pair_returns_after_the_probe_timeout_grows_the_window() {
+    // 8 Mbit/s at 25 ms next to 8 Mbit/s at 700 ms: the far pair's ACK
+    // comes back after 1.4 s, past the 1 s probe timeout, so the window is
+    // first sized from the near channel alone (2 · 48 frames: 128).
+    let d = data(4_000_000, 8);
+    let o = run(
+        &[ChanSpec::clean(8000.0, 25), ChanSpec::clean(8000.0, 700)],
+        &d,
+        8,
+        &Opts::default(),
+    );
+    assert_eq!(o.received, d);
+    let (w, fixed) = o.sender.window();
+    assert!(fixed);
+    // The far channel alone holds 8 Mbit/s · 1.4 s / 1052 B ≈ 1330
+    // frames; twice that is past the largest window, 2048.
+    assert_eq!(w, 2048, "window {w}");
+    assert!(o.peak.0 <= w, "buffer {} over the window {w}", o.peak.0);
+}
+
+#[test]
+fn a_late_frame_from_before_a_resize_does_not_shrink_the_receivers_window() {
+    let mut r = Receiver::new(ReceiverConfig::new());
+    let frame = |seq: u64, words: u8| DataHeader {
+        window_words: words,
+        len: 1,
+        chan_seq: seq as u32,
+        seq,
+        ..DataHeader::default()
+    };
+    let view = |h: &DataHeader| DataView {
+        header: *h,
+        payload: b"x",
+    };
+    let t = Instant::from_millis(1);
+    assert!(r.handle_data(t, &view(&frame(1, 4))).unwrap());
+    // Sent while the window was one word, arriving after the resize.
+    assert!(r.handle_data(t, &view(&frame(2, 1))).unwrap());
+    // Frame 100 is inside four words past cum 0: held, and the ACK shows it.
+    assert!(r.handle_data(t, &view(&frame(100, 4))).unwrap());
+    let last = std::iter::from_fn(|| r.poll_ack()).last().unwrap();
+    assert!(last.has(100) && last.words == 4);
 }

@@ -33,7 +33,9 @@
 //! (§3.4), `jitter_us` the channel's long-run jitter (§3.2, saturated),
 //! `pair_us` the latest packet-pair dispersion measured on the channel (0:
 //! none yet). An ACK with [`AckFlags::UPDATE`] answers no frame: it only
-//! reports free space after the receiver queue was full.
+//! reports free space after the receiver queue was full. An ACK with
+//! [`AckFlags::CE`] echoes a Congestion Experienced mark (RFC 3168) on
+//! the frame it answers, for the sender's rate rule (`rate`).
 //!
 //! Decoding is checked: lengths first, no panics, no allocation (the
 //! bitmap is a fixed array of [`MAX_WORDS`]), undefined flags refused.
@@ -99,7 +101,10 @@ impl AckFlags {
     pub const UPDATE: u8 = 0x01;
     /// Every frame of the stream, FIN included, has been received.
     pub const DONE: u8 = 0x02;
-    const ALL: u8 = Self::UPDATE | Self::DONE;
+    /// The acknowledged frame arrived with ECN's Congestion Experienced
+    /// mark.
+    pub const CE: u8 = 0x04;
+    const ALL: u8 = Self::UPDATE | Self::DONE | Self::CE;
 }
 
 /// The header of a DATA frame.
@@ -133,6 +138,8 @@ pub struct DataView<'a> {
 pub struct Ack {
     pub update: bool,
     pub done: bool,
+    /// The acknowledged frame was CE-marked.
+    pub ce: bool,
     /// Channel of the acknowledged frame.
     pub channel: u8,
     /// Bitmap words that are meaningful (1..=[`MAX_WORDS`]).
@@ -311,6 +318,7 @@ fn decode_ack(buf: &[u8]) -> Result<Ack, FrameError> {
     Ok(Ack {
         update: flags & AckFlags::UPDATE != 0,
         done: flags & AckFlags::DONE != 0,
+        ce: flags & AckFlags::CE != 0,
         channel,
         words,
         queue_free: be16(buf, 5),
@@ -398,6 +406,9 @@ pub fn emit_ack(a: &Ack, out: &mut [u8]) -> Result<usize, FrameError> {
     if a.done {
         flags |= AckFlags::DONE;
     }
+    if a.ce {
+        flags |= AckFlags::CE;
+    }
     out[0] = TYPE_ACK;
     out[1] = VERSION;
     out[2] = flags;
@@ -428,6 +439,7 @@ mod tests {
         Ack {
             update: false,
             done: true,
+            ce: true,
             channel: 3,
             words: 2,
             queue_free: 17,

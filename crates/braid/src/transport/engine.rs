@@ -204,7 +204,8 @@ impl SendEngine {
     }
 
     /// What the progress line shows of path `i` beyond its rate: MPLOT's
-    /// window, RTT, window cuts and timeouts; nothing for R-MTP.
+    /// window, RTT, window cuts and timeouts; R-MTP's paced rate, the
+    /// packet-pair (ideal) rate and the congestion cuts.
     pub fn path_detail(&self, i: usize) -> String {
         match self {
             SendEngine::Mplot(s) => {
@@ -217,7 +218,19 @@ impl SendEngine {
                     cc.timeouts
                 )
             }
-            SendEngine::Rmtp(_) => String::new(),
+            SendEngine::Rmtp(s) => {
+                let Some(c) = s.channel_controller(i) else {
+                    return String::new();
+                };
+                let wire = (RMTP_FRAME_PAYLOAD + rmtp::wire::DATA_HEADER_LEN + OVERHEAD) as f64;
+                let mbit = |fps: f64| fps * wire * 8e-6;
+                format!(
+                    " (paced {:.1}, pairs {:.1} Mb/s, {} cuts)",
+                    mbit(c.rate_fps()),
+                    mbit(c.ideal_fps().unwrap_or(0.0)),
+                    c.cuts
+                )
+            }
         }
     }
 
