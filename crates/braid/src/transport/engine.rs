@@ -307,8 +307,8 @@ impl RecvEngine {
 
     /// A data frame (of this engine's mode), `ce` if its datagram arrived
     /// marked Congestion Experienced: returns the forward path it came on,
-    /// or `None` if it was refused. R-MTP detects congestion from its
-    /// jitter trend and does not use marks.
+    /// or `None` if it was refused. Both modes echo the mark: MPLOT's
+    /// window and R-MTP's rate (besides its jitter trend) react to it.
     pub fn handle_data(&mut self, now: Instant, ce: bool, b: &[u8]) -> Option<usize> {
         match self {
             RecvEngine::Mplot(rx) => {
@@ -322,7 +322,7 @@ impl RecvEngine {
                 let Ok(rmtp::Frame::Data(v)) = rmtp::wire::decode(b) else {
                     return None;
                 };
-                rx.handle_data(now, &v).ok()?;
+                rx.handle_data_ecn(now, &v, ce).ok()?;
                 Some(usize::from(v.header.channel))
             }
         }
