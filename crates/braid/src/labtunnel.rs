@@ -169,6 +169,7 @@ fn write_relay_config(dir: &Path, i: usize) -> anyhow::Result<PathBuf> {
 server = "127.0.0.1:{PORT}"
 report_every_s = 1
 log_level = "info"
+control_socket = "{dir}/relay.sock"
 
 [[client]]
 name = "lab"
@@ -177,6 +178,7 @@ rate_kbps = 1000000
 "#,
         listen = topo::prx_addr(i),
         client = topo::cli_addr(i),
+        dir = dir.display(),
     );
     let path = dir.join("relay.toml");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -188,7 +190,8 @@ rate_kbps = 1000000
 /// relay runs in the proxy namespace, listens on the proxy's end of that
 /// emulated path, and forwards to the server over the namespace's
 /// loopback; the client's path names it with `via`. The relay logs its
-/// per-client counters every second to `WORK_DIR/relay.log`.
+/// per-client counters every second to `WORK_DIR/relay.log` and answers
+/// `braid status --socket WORK_DIR/relay.sock`.
 ///
 /// The relay shares the proxy's host here, so its own uplink is not
 /// emulated: what the lab shows is that a relayed path carries the

@@ -4,7 +4,8 @@
 //! that emulated path and forwards, still encrypted, to the server; the
 //! first path goes to the server directly. A 20 MB upload from the
 //! client's tunnel address must arrive intact (equal SHA-256), the relay's
-//! per-client counters must show it carried a fair part of it (and no
+//! per-client counters (`braid status` on its control socket) must show
+//! it carried a fair part of it (and no
 //! more than crossed the path's interface), and both paths must have
 //! carried data: the relayed path is scheduled like any other.
 //!
@@ -99,20 +100,25 @@ fn tx_bytes(i: usize) -> u64 {
         .expect("tx_bytes is a number")
 }
 
-/// The counters of the last `relay counters` line in the relay's log, as
-/// (name, value) pairs.
-fn last_relay_counters(log: &str) -> Vec<(String, u64)> {
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("relay counters"))
-        .unwrap_or_else(|| panic!("the relay logged no counters:\n{log}"));
-    line.split_whitespace()
-        .filter_map(|w| {
-            let (k, v) = w.split_once('=')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect()
+/// The relay's per-client counters as `braid status --json` reports them
+/// (the first admitted client's), and the JSON as text.
+fn relay_status(exe: &Path) -> (serde_json::Value, String) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", topo::NS_PRX])
+        .arg(exe)
+        .args(["status", "--json", "--socket"])
+        .arg(format!("{}/relay.sock", braid::labtunnel::WORK_DIR))
+        .output()
+        .expect("braid status");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "status JSON ({e}): {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(v["role"], "relay", "{text}");
+    (v["relayed"][0].clone(), text)
 }
 
 fn run_relayed_transfer(cfg: &LabConfig, exe: &Path) {
@@ -148,23 +154,18 @@ fn run_relayed_transfer(cfg: &LabConfig, exe: &Path) {
     let secs = t0.elapsed().as_secs_f64();
     let direct = tx_bytes(0) - before[0];
     let relayed = tx_bytes(RELAYED) - before[1];
-    // Stopping the relay (SIGTERM) makes it log its final counters.
+    let (counters, status_text) = relay_status(exe);
     drop(daemons);
     teardown();
     let relayed_all = tx_bytes(RELAYED) - at_start;
-    let log = std::fs::read_to_string(format!("{}/relay.log", braid::labtunnel::WORK_DIR))
-        .expect("the relay's log");
-    let counters = last_relay_counters(&log);
     let c = |k: &str| {
-        counters
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| *v)
-            .unwrap_or_else(|| panic!("no {k} in the relay's counters: {counters:?}"))
+        counters[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no relayed[0].{k} in the relay's status: {status_text}"))
     };
     eprintln!(
         "sent {sent}\ngot  {got}\n{BYTES} bytes in {secs:.1} s ({:.1} Mbit/s); \
-         direct path {direct} bytes, relayed path {relayed} bytes; relay: {counters:?}",
+         direct path {direct} bytes, relayed path {relayed} bytes; relay: {counters}",
         BYTES as f64 * 8.0 / secs / 1e6
     );
     assert!(
