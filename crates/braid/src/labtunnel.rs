@@ -53,6 +53,22 @@ pub fn write_configs_with(
     dir: &Path,
     extra: &str,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
+    write_configs_relayed(cfg, kind, dir, extra, None)
+}
+
+/// Port a lab relay listens on (next to the server's).
+pub const RELAY_PORT: u16 = PORT + 1;
+
+/// [`write_configs_with`], with path `relayed` (if any) naming a relay at
+/// the proxy's end of that path (`via = "10.77.i.2:51821"`) instead of
+/// the server.
+fn write_configs_relayed(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    dir: &Path,
+    extra: &str,
+    relayed: Option<usize>,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut rng = os_rng()?;
     let (server_key, client_key) = (
@@ -102,8 +118,13 @@ enabled = false
         dir = dir.display(),
     );
     for (i, p) in cfg.paths.iter().enumerate() {
+        let (key, port) = if relayed == Some(i) {
+            ("via", RELAY_PORT)
+        } else {
+            ("server", PORT)
+        };
         client.push_str(&format!(
-            "\n[[path]]\nname = \"{}\"\nbind = \"{}\"\nserver = \"{}:{PORT}\"\n",
+            "\n[[path]]\nname = \"{}\"\nbind = \"{}\"\n{key} = \"{}:{port}\"\n",
             p.name,
             topo::cli_addr(i),
             topo::prx_addr(i)
@@ -137,14 +158,78 @@ pub fn start_with(
     exe: &Path,
     extra: &str,
 ) -> anyhow::Result<(Vec<NsProcess>, Teardown)> {
+    start_relayed(cfg, kind, exe, extra, None)
+}
+
+/// Writes `relay.toml` for a relay in the proxy namespace that listens on
+/// the proxy's end of path `i` and admits the client's address on it.
+fn write_relay_config(dir: &Path, i: usize) -> anyhow::Result<PathBuf> {
+    let text = format!(
+        r#"listen = "{listen}:{RELAY_PORT}"
+server = "127.0.0.1:{PORT}"
+report_every_s = 1
+log_level = "info"
+control_socket = "{dir}/relay.sock"
+
+[[client]]
+name = "lab"
+addr = "{client}"
+rate_kbps = 1000000
+"#,
+        listen = topo::prx_addr(i),
+        client = topo::cli_addr(i),
+        dir = dir.display(),
+    );
+    let path = dir.join("relay.toml");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// [`start_with`], and with `relayed = Some(i)` a community relay
+/// (`braid relay`, PRISM Sections 2-3) carries the client's path `i`: the
+/// relay runs in the proxy namespace, listens on the proxy's end of that
+/// emulated path, and forwards to the server over the namespace's
+/// loopback; the client's path names it with `via`. The relay logs its
+/// per-client counters every second to `WORK_DIR/relay.log` and answers
+/// `braid status --socket WORK_DIR/relay.sock`.
+///
+/// The relay shares the proxy's host here, so its own uplink is not
+/// emulated: what the lab shows is that a relayed path carries the
+/// tunnel end to end (still encrypted between client and server) and is
+/// scheduled like any other.
+pub fn start_relayed(
+    cfg: &LabConfig,
+    kind: SchedulerKind,
+    exe: &Path,
+    extra: &str,
+    relayed: Option<usize>,
+) -> anyhow::Result<(Vec<NsProcess>, Teardown)> {
+    if let Some(i) = relayed {
+        anyhow::ensure!(
+            i < cfg.paths.len(),
+            "path {i} cannot be relayed: the lab has {} paths",
+            cfg.paths.len()
+        );
+    }
     let dir = PathBuf::from(WORK_DIR);
-    let (sc, cc) = write_configs_with(cfg, kind, &dir, extra)?;
+    let (sc, cc) = write_configs_relayed(cfg, kind, &dir, extra, relayed)?;
     let exe = exe.to_string_lossy().to_string();
     let server = NsProcess::spawn(
         NS_PRX,
         &[exe.as_str(), "server", "--config", &sc.to_string_lossy()],
         Some(&dir.join("server.log")),
     )?;
+    let relay = match relayed {
+        None => None,
+        Some(i) => {
+            let rc = write_relay_config(&dir, i)?;
+            Some(NsProcess::spawn(
+                NS_PRX,
+                &[exe.as_str(), "relay", "--config", &rc.to_string_lossy()],
+                Some(&dir.join("relay.log")),
+            )?)
+        }
+    };
     // The lab's "internet" host routes the tunnel network back via the proxy.
     let _ = ns_run(
         NS_SRV,
@@ -174,7 +259,9 @@ pub fn start_with(
     .with_context(|| {
         format!("the tunnel did not come up; see {WORK_DIR}/server.log and {WORK_DIR}/client.log")
     })?;
-    Ok((vec![client, server], teardown))
+    let mut processes = vec![client, server];
+    processes.extend(relay);
+    Ok((processes, teardown))
 }
 
 /// The bench mode `name` running `exe` with scheduler `kind`.

@@ -70,7 +70,9 @@ enum Command {
     /// Lend this host's uplink to listed clients (PRISM's community relay):
     /// forward their tunnel datagrams to the server and the replies back,
     /// undecrypted, rate-limited per client. `braid relay --config relay.toml`
-    /// (see examples/relay.toml); a client path uses it with `via`.
+    /// (see examples/relay.toml); a client path uses it with `via`. With
+    /// `control_socket` set, `braid status --socket PATH` shows its
+    /// per-client counters.
     Relay(braid::DaemonArgs),
     /// Send a file over several paths with braid's own multipath transport
     /// (MPLOT), encrypted with the tunnel's keys:

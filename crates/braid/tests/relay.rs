@@ -2,7 +2,8 @@
 //! client's paths: server, relay and client in-process over loopback UDP,
 //! the client's second path naming the relay with `via`. 1 MiB goes each
 //! way and must arrive intact (SHA-256); the relay counts what it carried
-//! for the admitted client and refuses an address it does not list.
+//! for the admitted client, refuses an address it does not list, and
+//! reports its counters on its control socket (`braid status`).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -64,11 +65,13 @@ public_key = "{pk}"
 server = "127.0.0.1:{port}"
 bind = "127.0.0.9"
 report_every_s = 0
+control_socket = "{rsock}"
 [[client]]
 name = "laptop"
 addr = "127.0.0.2"
 rate_kbps = 200000
-"#
+"#,
+            rsock = d.join("relay.sock").display(),
         ))
         .unwrap(),
     )
@@ -165,6 +168,18 @@ via = "{relay_addr}"
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(relay.refused(), 1);
+
+    // `braid status` on the relay's control socket reports the same.
+    let counters = relay.counters();
+    let r = status(&d.join("relay.sock")).await;
+    assert_eq!(r.role, "relay");
+    assert_eq!(r.relayed.len(), 1, "{r:?}");
+    assert_eq!(r.relayed[0].name, "laptop");
+    // Read after the relay's own counters, so at least as large.
+    assert!(r.relayed[0].up_packets >= counters[0].1.up_packets, "{r:?}");
+    assert!(r.relayed[0].up_bytes >= counters[0].1.up_bytes, "{r:?}");
+    assert!(r.relayed[0].down_bytes >= counters[0].1.down_bytes, "{r:?}");
+    assert_eq!(r.counters.get("refused"), Some(&1), "{r:?}");
 
     let _ = stop_client.send(());
     client_task.await.unwrap().unwrap();

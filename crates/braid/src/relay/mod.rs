@@ -8,7 +8,8 @@
 //!
 //! It admits only the clients its configuration lists (by source address),
 //! rate-limits each one in each direction with a token bucket, and keeps
-//! per-client counters it logs every `report_every_s` seconds and on exit.
+//! per-client counters it logs every `report_every_s` seconds and on exit,
+//! and reports to `braid status --socket` when `control_socket` is set.
 //! Each admitted client address gets its own upstream socket, so the
 //! server sees one stable address per relayed path and replies reach the
 //! right client.
@@ -49,6 +50,9 @@ pub struct RelayFile {
     pub report_every_s: u64,
     #[serde(default)]
     pub log_level: Option<String>,
+    /// Unix socket `braid status --socket PATH` asks (default: none).
+    #[serde(default)]
+    pub control_socket: Option<std::path::PathBuf>,
     #[serde(rename = "client", default)]
     pub clients: Vec<RelayClientFile>,
 }
@@ -85,6 +89,7 @@ pub struct RelaySettings {
     pub bind: Option<IpAddr>,
     pub report_every: Option<Duration>,
     pub log_level: String,
+    pub control_socket: Option<std::path::PathBuf>,
     pub clients: Vec<RelayClient>,
 }
 
@@ -147,6 +152,7 @@ pub fn parse(text: &str) -> Result<RelaySettings> {
         bind,
         report_every: (f.report_every_s > 0).then(|| Duration::from_secs(f.report_every_s)),
         log_level: f.log_level.unwrap_or_else(|| "info".into()),
+        control_socket: f.control_socket,
         clients,
     })
 }
@@ -281,6 +287,7 @@ pub struct Relay {
     pub local: SocketAddr,
     admission: Arc<Mutex<Admission>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    _control: Option<crate::daemon::ControlSocket>,
 }
 
 impl Relay {
@@ -351,11 +358,28 @@ impl Relay {
                 }
             }));
         }
+        let control = match &s.control_socket {
+            None => None,
+            Some(path) => {
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<crate::daemon::StatusRequest>(16);
+                let control = crate::daemon::serve_control(path, tx).await?;
+                let adm = admission.clone();
+                let started = Instant::now();
+                tasks.push(tokio::spawn(async move {
+                    while let Some(reply) = rx.recv().await {
+                        let a = adm.lock().expect("no panics while holding");
+                        let _ = reply.send(status_report(&a, started.elapsed()));
+                    }
+                }));
+                Some(control)
+            }
+        };
         info!(listen = %local, server = %s.server, clients = s.clients.len(), "relay up");
         Ok(Relay {
             local,
             admission,
             tasks,
+            _control: control,
         })
     }
 
@@ -417,6 +441,31 @@ async fn downstream(
         if ok {
             let _ = listen.send_to(&buf[..n], client).await;
         }
+    }
+}
+
+/// What `braid status` shows for a relay: role "relay", one entry per
+/// admitted client under `relayed`, and `refused` among the counters.
+fn status_report(a: &Admission, uptime: Duration) -> crate::status::StatusReport {
+    crate::status::StatusReport {
+        role: "relay".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        uptime_s: uptime.as_secs_f64(),
+        tunnels: Vec::new(),
+        counters: [("refused".to_string(), a.refused)].into_iter().collect(),
+        problem: None,
+        relayed: a
+            .counters()
+            .map(|(name, c)| crate::status::RelayClientReport {
+                name: name.to_string(),
+                up_packets: c.up_packets,
+                up_bytes: c.up_bytes,
+                down_packets: c.down_packets,
+                down_bytes: c.down_bytes,
+                up_limited: c.up_limited,
+                down_limited: c.down_limited,
+            })
+            .collect(),
     }
 }
 

@@ -41,6 +41,27 @@ pub struct StatusReport {
     /// that gets no answer.
     #[serde(default)]
     pub problem: Option<String>,
+    /// A relay (`braid relay`, role "relay"): what it forwarded for each
+    /// admitted client. Empty for tunnel daemons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relayed: Vec<RelayClientReport>,
+}
+
+/// One client a relay admits, and what it forwarded for it (PRISM
+/// Section 3: a community member sees what its uplink carries for whom).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RelayClientReport {
+    /// The client's name in `relay.toml`.
+    pub name: String,
+    /// Datagrams and bytes (UDP payload) forwarded client to server.
+    pub up_packets: u64,
+    pub up_bytes: u64,
+    /// Datagrams and bytes forwarded server to client.
+    pub down_packets: u64,
+    pub down_bytes: u64,
+    /// Datagrams dropped by the client's rate limit, each direction.
+    pub up_limited: u64,
+    pub down_limited: u64,
 }
 
 /// One tunnel.
@@ -303,6 +324,7 @@ impl StatusReport {
             counters: t.counters.clone(),
             tunnels: vec![t],
             problem: None,
+            relayed: Vec::new(),
         }
     }
 
@@ -326,6 +348,7 @@ impl StatusReport {
             tunnels,
             counters: counters_map(&s.counters),
             problem: None,
+            relayed: Vec::new(),
         }
     }
 
@@ -341,6 +364,10 @@ impl StatusReport {
         );
         if let Some(p) = &self.problem {
             let _ = writeln!(o, "problem: {p}");
+        }
+        if self.role == "relay" {
+            o.push_str(&self.relay_table());
+            return o;
         }
         if self.tunnels.is_empty() {
             let _ = writeln!(o, "no clients connected");
@@ -435,6 +462,39 @@ impl StatusReport {
                 drops.join(" ")
             }
         );
+        o
+    }
+}
+
+impl StatusReport {
+    /// A relay's table: one row per admitted client, then the datagrams
+    /// it refused from addresses it does not admit.
+    fn relay_table(&self) -> String {
+        let header = [
+            "CLIENT",
+            "UP PKTS",
+            "UP BYTES",
+            "DOWN PKTS",
+            "DOWN BYTES",
+            "RATE-LIMITED UP",
+            "RATE-LIMITED DOWN",
+        ];
+        let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        for c in &self.relayed {
+            rows.push(vec![
+                c.name.clone(),
+                c.up_packets.to_string(),
+                human_bytes(c.up_bytes),
+                c.down_packets.to_string(),
+                human_bytes(c.down_bytes),
+                c.up_limited.to_string(),
+                c.down_limited.to_string(),
+            ]);
+        }
+        let mut o = String::from("\n");
+        o.push_str(&render_rows(&rows));
+        let refused = self.counters.get("refused").copied().unwrap_or(0);
+        let _ = writeln!(o, "\nrefused (addresses not admitted): {refused}");
         o
     }
 }

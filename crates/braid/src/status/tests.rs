@@ -78,6 +78,7 @@ fn report() -> StatusReport {
         .into_iter()
         .collect(),
         problem: None,
+        relayed: Vec::new(),
     }
 }
 
@@ -165,4 +166,31 @@ fn json_round_trip() {
     let r = report();
     let j = serde_json::to_string(&r).unwrap();
     assert_eq!(serde_json::from_str::<StatusReport>(&j).unwrap(), r);
+}
+
+#[test]
+fn a_relays_table_shows_each_client_and_the_refused() {
+    let r = StatusReport {
+        role: "relay".into(),
+        version: "0.1.0".into(),
+        uptime_s: 5.0,
+        tunnels: Vec::new(),
+        counters: [("refused".to_string(), 4u64)].into_iter().collect(),
+        problem: None,
+        relayed: vec![RelayClientReport {
+            name: "alice".into(),
+            up_packets: 10,
+            up_bytes: 12_000,
+            down_packets: 3,
+            down_bytes: 200,
+            up_limited: 1,
+            down_limited: 0,
+        }],
+    };
+    let t = r.to_table();
+    assert!(t.contains("alice"), "{t}");
+    assert!(t.contains("refused (addresses not admitted): 4"), "{t}");
+    assert!(!t.contains("no clients connected"), "{t}");
+    let back: StatusReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
 }

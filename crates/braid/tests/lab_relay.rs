@@ -1,0 +1,199 @@
+//! A community relay (`braid relay`, PRISM Sections 2-3) carries a real
+//! TCP transfer in the emulated lab. On `lab/two-equal.toml` the client's
+//! second path names a relay (`via`) that listens on the proxy's end of
+//! that emulated path and forwards, still encrypted, to the server; the
+//! first path goes to the server directly. A 20 MB upload from the
+//! client's tunnel address must arrive intact (equal SHA-256), the relay's
+//! per-client counters (`braid status` on its control socket) must show
+//! it carried a fair part of it (and no
+//! more than crossed the path's interface), and both paths must have
+//! carried data: the relayed path is scheduled like any other.
+//!
+//! Needs root, network namespaces and python3, so it is `#[ignore]`d
+//! (reported as ignored by a plain `cargo test`); `.ci/run` runs it as
+//! root with `--include-ignored`, where a missing tool fails it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use braid_core::sched::SchedulerKind;
+use braid_lab::topo::{self, NS_CLI, NS_SRV};
+use braid_lab::LabConfig;
+
+mod ns_util;
+use ns_util::Reap;
+
+const BYTES: u64 = 20 * 1000 * 1000;
+const PORT: u16 = 5998;
+/// The client's path that goes through the relay.
+const RELAYED: usize = 1;
+
+/// Receives one connection, prints the SHA-256 and byte count of what came.
+const SINK: &str = r#"
+import hashlib, socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.settimeout(60); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    h.update(b); n += len(b)
+print(h.hexdigest(), n, flush=True)
+"#;
+
+/// Sends `n` pseudo-random bytes from the tunnel address, prints their
+/// SHA-256 and count.
+const SOURCE: &str = r#"
+import hashlib, socket, sys, time
+dst, port, src, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+for attempt in range(50):
+    try:
+        c = socket.create_connection((dst, port), timeout=60, source_address=(src, 0)); break
+    except OSError:
+        time.sleep(0.2)
+h = hashlib.sha256(); block = hashlib.sha256(b"braid").digest() * 2048; sent = 0; i = 0
+while sent < n:
+    b = hashlib.sha256(i.to_bytes(8, "big")).digest() + block[: min(len(block), n - sent - 32)]
+    b = b[: n - sent]; c.sendall(b); h.update(b); sent += len(b); i += 1
+c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
+"#;
+
+#[test]
+#[ignore = "needs root, network namespaces and python3 (bash .ci/run runs it as root)"]
+fn a_relay_carries_twenty_megabytes_in_the_lab() {
+    use braid_lab::preflight::Tool;
+    ns_util::require_lab(&[Tool {
+        program: "python3",
+        package: "python3",
+        purpose: "the test's data source and sink",
+    }]);
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/two-equal.toml");
+    let cfg = braid_lab::load_config(&file).unwrap();
+    let _lock = topo::LabLock::acquire().unwrap();
+    braid_lab::up(
+        &cfg,
+        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
+    )
+    .unwrap();
+    let result = std::panic::catch_unwind(|| run_relayed_transfer(&cfg, &exe));
+    braid_lab::down().unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// Bytes the client namespace has sent on path `i`'s interface.
+fn tx_bytes(i: usize) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", NS_CLI, "cat"])
+        .arg(format!(
+            "/sys/class/net/{}/statistics/tx_bytes",
+            topo::path_if(i)
+        ))
+        .output()
+        .expect("ip netns exec");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("tx_bytes is a number")
+}
+
+/// The relay's per-client counters as `braid status --json` reports them
+/// (the first admitted client's), and the JSON as text.
+fn relay_status(exe: &Path) -> (serde_json::Value, String) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", topo::NS_PRX])
+        .arg(exe)
+        .args(["status", "--json", "--socket"])
+        .arg(format!("{}/relay.sock", braid::labtunnel::WORK_DIR))
+        .output()
+        .expect("braid status");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "status JSON ({e}): {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(v["role"], "relay", "{text}");
+    (v["relayed"][0].clone(), text)
+}
+
+fn run_relayed_transfer(cfg: &LabConfig, exe: &Path) {
+    let at_start = tx_bytes(RELAYED);
+    let (daemons, teardown) =
+        braid::labtunnel::start_relayed(cfg, SchedulerKind::Pet, exe, "", Some(RELAYED)).unwrap();
+    let sink = Reap(Some(
+        Command::new("ip")
+            .args(["netns", "exec", NS_SRV, "python3", "-c", SINK])
+            .arg(PORT.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let before = [tx_bytes(0), tx_bytes(1)];
+    let t0 = Instant::now();
+    let source = Reap(Some(
+        Command::new("ip")
+            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
+            .args([
+                topo::SRV_ADDR.to_string(),
+                PORT.to_string(),
+                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
+                BYTES.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let sent = source.output();
+    let got = sink.output();
+    let secs = t0.elapsed().as_secs_f64();
+    let direct = tx_bytes(0) - before[0];
+    let relayed = tx_bytes(RELAYED) - before[1];
+    let (counters, status_text) = relay_status(exe);
+    drop(daemons);
+    teardown();
+    let relayed_all = tx_bytes(RELAYED) - at_start;
+    let c = |k: &str| {
+        counters[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no relayed[0].{k} in the relay's status: {status_text}"))
+    };
+    eprintln!(
+        "sent {sent}\ngot  {got}\n{BYTES} bytes in {secs:.1} s ({:.1} Mbit/s); \
+         direct path {direct} bytes, relayed path {relayed} bytes; relay: {counters}",
+        BYTES as f64 * 8.0 / secs / 1e6
+    );
+    assert!(
+        sent.ends_with(&BYTES.to_string()),
+        "source did not finish: {sent:?}"
+    );
+    assert_eq!(sent, got, "what arrived differs from what was sent");
+    // Two equal paths: each carries a fair part of the upload.
+    assert!(direct > BYTES / 5, "the direct path carried {direct} bytes");
+    assert!(
+        relayed > BYTES / 5,
+        "the relayed path carried {relayed} bytes"
+    );
+    // The relay forwarded that path's datagrams (UDP payloads, so fewer
+    // bytes than the frames on the path's interface) and the replies.
+    let up = c("up_bytes");
+    assert!(up > BYTES / 5, "the relay carried {up} bytes up of {BYTES}");
+    assert!(
+        up <= relayed_all,
+        "the relay counted {up} bytes up, more than the {relayed_all} bytes that crossed the relayed path while it ran"
+    );
+    assert!(
+        c("down_packets") > 0,
+        "no reply came back through the relay"
+    );
+    assert_eq!(
+        c("up_limited") + c("down_limited"),
+        0,
+        "the relay's rate limit dropped datagrams"
+    );
+}
