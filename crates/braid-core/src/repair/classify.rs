@@ -12,6 +12,16 @@
 //! than half the path's minimum RTT as congestion (a full drop-tail buffer
 //! no longer rises, but its drops are still congestion).
 //!
+//! The averages describe the queue as it was when the last sample came
+//! in. A queue that has not been seen for a while is no evidence: after
+//! an outage (or any time the path delivered nothing), the queue the
+//! samples measured has drained or been dropped, and a loss then is no
+//! congestion signal. [`LossClassifier::expire`] forgets averages older
+//! than the lost packet by more than the path's loss timeout; without it a
+//! datagram corrupted just after a 2.5 s outage was taken for congestion
+//! by the standing queue measured before the outage, left unrepaired, and
+//! the inner TCP, its RTO backed off by the outage, waited 6.4 s more.
+//!
 //! The paper's classifier and thresholds are in the part of its text that
 //! is missing (SPECS.md §4.1); the thresholds below are this
 //! implementation's.
@@ -46,13 +56,17 @@ pub struct LossClassifier {
     /// Fast and slow averages of the queueing delay, seconds.
     fast: Option<f64>,
     slow: Option<f64>,
+    /// When the last sample came in.
+    last_sample: Option<Instant>,
     /// When the path's rate was last lowered for a congestion loss.
     last_cut: Option<Instant>,
 }
 
 impl LossClassifier {
-    /// One queueing-delay sample (one-way delay minus the path's base).
-    pub fn on_queueing_sample(&mut self, q: Duration) {
+    /// One queueing-delay sample (one-way delay minus the path's base),
+    /// taken at `now`.
+    pub fn on_queueing_sample(&mut self, now: Instant, q: Duration) {
+        self.last_sample = Some(now);
         let v = q.as_secs_f64();
         self.fast = Some(self.fast.map_or(v, |f| f + FAST_GAIN * (v - f)));
         self.slow = Some(self.slow.map_or(v, |s| s + SLOW_GAIN * (v - s)));
@@ -71,6 +85,28 @@ impl LossClassifier {
             LossKind::Congestion
         } else {
             LossKind::Random
+        }
+    }
+
+    /// Forgets the averages when the last sample came in more than
+    /// `horizon` before a lost packet left at `sent_at`.
+    ///
+    /// Why: on a path that delivers anything, feedback on the packets sent
+    /// before the lost one keeps the samples fresh (a full drop-tail queue
+    /// still delivers at the path's rate). A packet that left `horizon`
+    /// (the path's loss timeout) after the last sample left after a span
+    /// in which the path delivered nothing it was given, or was given
+    /// nothing: an outage or an idle path, whose old queue has drained or
+    /// been dropped. The averages say nothing about the queue it met, so
+    /// its loss is taken as random (and repaired) until new samples come.
+    pub fn expire(&mut self, sent_at: Instant, horizon: Duration) {
+        if self
+            .last_sample
+            .is_some_and(|t| sent_at.saturating_since(t) > horizon)
+        {
+            self.fast = None;
+            self.slow = None;
+            self.last_sample = None;
         }
     }
 
@@ -113,7 +149,7 @@ mod tests {
         assert_eq!(c.classify(ms(40.0)), LossKind::Random, "no samples yet");
         for i in 0..200 {
             // Jitter of a millisecond around a small queue.
-            c.on_queueing_sample(ms(if i % 2 == 0 { 0.5 } else { 1.5 }));
+            c.on_queueing_sample(Instant::ZERO, ms(if i % 2 == 0 { 0.5 } else { 1.5 }));
         }
         assert_eq!(c.classify(ms(40.0)), LossKind::Random);
         assert!(!c.on_loss(Instant::from_millis(1), ms(40.0)));
@@ -123,11 +159,11 @@ mod tests {
     fn rising_delay_means_congestion() {
         let mut c = LossClassifier::default();
         for _ in 0..100 {
-            c.on_queueing_sample(ms(1.0));
+            c.on_queueing_sample(Instant::ZERO, ms(1.0));
         }
         // A queue builds by 0.5 ms per sample.
         for i in 0..20 {
-            c.on_queueing_sample(ms(1.0 + 0.5 * i as f64));
+            c.on_queueing_sample(Instant::ZERO, ms(1.0 + 0.5 * i as f64));
         }
         assert_eq!(c.classify(ms(40.0)), LossKind::Congestion);
         let t = Instant::from_millis(100);
@@ -143,10 +179,34 @@ mod tests {
     fn a_full_standing_queue_is_congestion() {
         let mut c = LossClassifier::default();
         for _ in 0..500 {
-            c.on_queueing_sample(ms(30.0));
+            c.on_queueing_sample(Instant::ZERO, ms(30.0));
         }
         assert_eq!(c.classify(ms(40.0)), LossKind::Congestion);
         assert_eq!(c.classify(ms(100.0)), LossKind::Random);
+    }
+
+    /// A standing queue measured before an outage says nothing about a
+    /// packet sent after it: its loss is random once the samples are
+    /// older than the horizon, and congestion again after new samples.
+    #[test]
+    fn a_queue_not_seen_since_before_an_outage_is_no_congestion() {
+        let mut c = LossClassifier::default();
+        for i in 0..100 {
+            c.on_queueing_sample(Instant::from_millis(1000 + i), ms(500.0));
+        }
+        assert_eq!(c.classify(ms(200.0)), LossKind::Congestion);
+        // A packet sent within the horizon of the last sample: kept.
+        c.expire(Instant::from_millis(1500), Duration::from_secs(1));
+        assert_eq!(c.classify(ms(200.0)), LossKind::Congestion);
+        // Sent 6 s after the last sample (a 2.5 s outage between).
+        c.expire(Instant::from_millis(7188), Duration::from_secs(1));
+        assert_eq!(c.classify(ms(200.0)), LossKind::Random);
+        assert!(!c.on_loss(Instant::from_millis(8160), ms(200.0)));
+        // New samples of a standing queue are evidence again.
+        for i in 0..100 {
+            c.on_queueing_sample(Instant::from_millis(8200 + i), ms(500.0));
+        }
+        assert!(c.on_loss(Instant::from_millis(8400), ms(200.0)));
     }
 
     proptest! {
@@ -156,7 +216,7 @@ mod tests {
         fn bounded_jitter_is_never_congestion(samples in proptest::collection::vec(0.0f64..1.0, 1..500)) {
             let mut c = LossClassifier::default();
             for s in samples {
-                c.on_queueing_sample(ms(s));
+                c.on_queueing_sample(Instant::ZERO, ms(s));
             }
             prop_assert_eq!(c.classify(ms(20.0)), LossKind::Random);
         }

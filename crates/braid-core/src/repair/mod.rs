@@ -21,7 +21,9 @@
 //!   that comes with a rising one-way-delay trend is congestion; it is not
 //!   repaired (the inner TCP must back off), the receiver is told so at once
 //!   (`Control::SKIP`), and optionally the path's pacing rate is lowered
-//!   (`RepairConfig::congestion_rate_factor`). The tunnel's pacing-queue drops are never numbered, so they
+//!   (`RepairConfig::congestion_rate_factor`). Delay samples older than the
+//!   lost packet by a loss timeout are forgotten first (an outage between:
+//!   the queue they measured is gone). The tunnel's pacing-queue drops are never numbered, so they
 //!   are never repaired either.
 //!
 //! - FEC (MPLOT §II-A, §III): Reed-Solomon blocks over consecutive

@@ -103,7 +103,7 @@ impl<P> Sender<P> {
         let queueing = p.owd.queueing_delay();
         self.per_path[slot(rec.path)]
             .classifier
-            .on_queueing_sample(queueing);
+            .on_queueing_sample(now, queueing);
         if let Some(eta) = rec.eta_ns {
             // Arrival in the scheduler's frame (relative delays): receiver
             // clock minus the smallest base offset of any path.

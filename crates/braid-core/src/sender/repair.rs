@@ -46,6 +46,13 @@ impl<P> Sender<P> {
             .path(path)
             .and_then(|p| p.rtt.min_rtt())
             .unwrap_or(Duration::from_millis(100));
+        // Queue samples older than the packet by a loss timeout describe a
+        // queue the packet never met (an outage between): forget them.
+        let sent_at = self.record_mut(seq).map(|r| r.sent_at);
+        let horizon = self.path(path).map(|p| self.loss_timeout(p));
+        if let (Some(sent_at), Some(horizon)) = (sent_at, horizon) {
+            self.per_path[s].classifier.expire(sent_at, horizon);
+        }
         if self.cfg.repair.classify && self.per_path[s].classifier.on_loss(now, min_rtt) {
             // Congestion: the inner transport must see this loss.
             self.stats.repairs_skipped_congestion += 1;
