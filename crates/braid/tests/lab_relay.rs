@@ -22,42 +22,12 @@ use braid_lab::topo::{self, NS_CLI, NS_SRV};
 use braid_lab::LabConfig;
 
 mod ns_util;
-use ns_util::Reap;
+use ns_util::{tx_bytes, Reap, SINK, SOURCE};
 
 const BYTES: u64 = 20 * 1000 * 1000;
 const PORT: u16 = 5998;
 /// The client's path that goes through the relay.
 const RELAYED: usize = 1;
-
-/// Receives one connection, prints the SHA-256 and byte count of what came.
-const SINK: &str = r#"
-import hashlib, socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(60)
-c, _ = s.accept(); c.settimeout(60); h = hashlib.sha256(); n = 0
-while True:
-    b = c.recv(1 << 16)
-    if not b: break
-    h.update(b); n += len(b)
-print(h.hexdigest(), n, flush=True)
-"#;
-
-/// Sends `n` pseudo-random bytes from the tunnel address, prints their
-/// SHA-256 and count.
-const SOURCE: &str = r#"
-import hashlib, socket, sys, time
-dst, port, src, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-for attempt in range(50):
-    try:
-        c = socket.create_connection((dst, port), timeout=60, source_address=(src, 0)); break
-    except OSError:
-        time.sleep(0.2)
-h = hashlib.sha256(); block = hashlib.sha256(b"braid").digest() * 2048; sent = 0; i = 0
-while sent < n:
-    b = hashlib.sha256(i.to_bytes(8, "big")).digest() + block[: min(len(block), n - sent - 32)]
-    b = b[: n - sent]; c.sendall(b); h.update(b); sent += len(b); i += 1
-c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
-"#;
 
 #[test]
 #[ignore = "needs root, network namespaces and python3 (bash .ci/run runs it as root)"]
@@ -82,22 +52,6 @@ fn a_relay_carries_twenty_megabytes_in_the_lab() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
-}
-
-/// Bytes the client namespace has sent on path `i`'s interface.
-fn tx_bytes(i: usize) -> u64 {
-    let out = Command::new("ip")
-        .args(["netns", "exec", NS_CLI, "cat"])
-        .arg(format!(
-            "/sys/class/net/{}/statistics/tx_bytes",
-            topo::path_if(i)
-        ))
-        .output()
-        .expect("ip netns exec");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("tx_bytes is a number")
 }
 
 /// The relay's per-client counters as `braid status --json` reports them

@@ -165,3 +165,52 @@ impl Drop for Reap {
         }
     }
 }
+
+/// Receives one connection, prints the SHA-256 and byte count of what came.
+pub const SINK: &str = r#"
+import hashlib, socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.settimeout(60); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    h.update(b); n += len(b)
+print(h.hexdigest(), n, flush=True)
+"#;
+
+/// Sends `n` pseudo-random bytes from the tunnel address, prints their
+/// SHA-256. An optional fifth argument names the congestion control.
+pub const SOURCE: &str = r#"
+import hashlib, socket, sys
+dst, port, src, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+import time
+for attempt in range(50):
+    try:
+        c = socket.create_connection((dst, port), timeout=60, source_address=(src, 0)); break
+    except OSError:
+        time.sleep(0.2)
+if len(sys.argv) > 5:
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[5].encode())
+h = hashlib.sha256(); block = hashlib.sha256(b"braid").digest() * 2048; sent = 0; i = 0
+while sent < n:
+    b = hashlib.sha256(i.to_bytes(8, "big")).digest() + block[: min(len(block), n - sent - 32)]
+    b = b[: n - sent]; c.sendall(b); h.update(b); sent += len(b); i += 1
+c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
+"#;
+
+/// Bytes the client namespace has sent on path `i`'s interface.
+pub fn tx_bytes(i: usize) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", braid_lab::topo::NS_CLI, "cat"])
+        .arg(format!(
+            "/sys/class/net/{}/statistics/tx_bytes",
+            braid_lab::topo::path_if(i)
+        ))
+        .output()
+        .expect("ip netns exec");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("tx_bytes is a number")
+}
