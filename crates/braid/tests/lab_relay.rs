@@ -14,15 +14,15 @@
 //! root with `--include-ignored`, where a missing tool fails it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use braid_core::sched::SchedulerKind;
-use braid_lab::topo::{self, NS_CLI, NS_SRV};
+use braid_lab::topo;
 use braid_lab::LabConfig;
 
 mod ns_util;
-use ns_util::{tx_bytes, Reap, SINK, SOURCE};
+use ns_util::{start_sink, start_source, tx_bytes};
 
 const BYTES: u64 = 20 * 1000 * 1000;
 const PORT: u16 = 5998;
@@ -79,30 +79,10 @@ fn run_relayed_transfer(cfg: &LabConfig, exe: &Path) {
     let at_start = tx_bytes(RELAYED);
     let (daemons, teardown) =
         braid::labtunnel::start_relayed(cfg, SchedulerKind::Pet, exe, "", Some(RELAYED)).unwrap();
-    let sink = Reap(Some(
-        Command::new("ip")
-            .args(["netns", "exec", NS_SRV, "python3", "-c", SINK])
-            .arg(PORT.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
-    std::thread::sleep(Duration::from_millis(500));
+    let sink = start_sink(PORT);
     let before = [tx_bytes(0), tx_bytes(1)];
     let t0 = Instant::now();
-    let source = Reap(Some(
-        Command::new("ip")
-            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
-            .args([
-                topo::SRV_ADDR.to_string(),
-                PORT.to_string(),
-                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
-                BYTES.to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
+    let source = start_source(PORT, BYTES, None);
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();

@@ -14,7 +14,7 @@
 //! runs it as root with `--include-ignored`, where a missing tool fails it.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use braid_core::sched::SchedulerKind;
@@ -41,7 +41,7 @@ const BYTES: u64 = 50 * 1000 * 1000;
 const PORT: u16 = 5999;
 
 mod ns_util;
-use ns_util::{nft, tx_bytes, Reap, SINK, SOURCE};
+use ns_util::{nft, start_sink, start_source, tx_bytes};
 
 #[test]
 #[ignore = "needs root, network namespaces, python3, nft and iperf3 (bash .ci/run runs it as root)"]
@@ -81,52 +81,11 @@ fn in_lab(cfg: &LabConfig, exe: &std::path::Path, run: fn(&LabConfig, &std::path
     }
 }
 
-/// Starts the data sink in the server namespace and gives it time to
-/// listen.
-fn start_sink() -> Reap {
-    let sink = Reap(Some(
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                NS_SRV,
-                "python3",
-                "-c",
-                SINK,
-                &PORT.to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
-    std::thread::sleep(Duration::from_millis(500));
-    sink
-}
-
-/// Starts the source of `BYTES` in the client namespace, sending from the
-/// tunnel address, with congestion control `cc` if given.
-fn start_source(cc: Option<&str>) -> Reap {
-    Reap(Some(
-        Command::new("ip")
-            .args(["netns", "exec", NS_CLI, "python3", "-c", SOURCE])
-            .args([
-                topo::SRV_ADDR.to_string(),
-                PORT.to_string(),
-                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
-                BYTES.to_string(),
-            ])
-            .args(cc)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ))
-}
-
 fn run_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
-    let sink = start_sink();
+    let sink = start_sink(PORT);
     let t0 = Instant::now();
-    let source = start_source(None);
+    let source = start_source(PORT, BYTES, None);
 
     // Midway, path 1 stops answering for 3 s, then comes back.
     std::thread::sleep(Duration::from_secs(2));
@@ -193,13 +152,13 @@ fn fifty_megabytes_over_a_far_path() {
 
 fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
-    let sink = start_sink();
+    let sink = start_sink(PORT);
     let before = [tx_bytes(0), tx_bytes(1)];
     let t0 = Instant::now();
     // As the lab bench's iperf3 (`-C cubic`): a host's default may be
     // BBR, whose window of about twice the near path's BDP never covers a
     // path 280 ms further away, so braid rightly keeps off it.
-    let source = start_source(Some("cubic"));
+    let source = start_source(PORT, BYTES, Some("cubic"));
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
@@ -304,10 +263,10 @@ fn fifty_megabytes_over_a_five_percent_lossy_path() {
 
 fn run_lossy_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
-    let sink = start_sink();
+    let sink = start_sink(PORT);
     let retrans_before = retrans_segs(NS_CLI);
     let t0 = Instant::now();
-    let source = start_source(None);
+    let source = start_source(PORT, BYTES, None);
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
@@ -426,9 +385,9 @@ fn run_rpc_transfer(cfg: &LabConfig, exe: &std::path::Path) {
         braid::labtunnel::PRISM_RPC_TUNING,
     )
     .unwrap();
-    let sink = start_sink();
+    let sink = start_sink(PORT);
     let t0 = Instant::now();
-    let source = start_source(None);
+    let source = start_source(PORT, BYTES, None);
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();

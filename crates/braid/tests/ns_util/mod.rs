@@ -167,7 +167,7 @@ impl Drop for Reap {
 }
 
 /// Receives one connection, prints the SHA-256 and byte count of what came.
-pub const SINK: &str = r#"
+const SINK: &str = r#"
 import hashlib, socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(60)
@@ -181,7 +181,7 @@ print(h.hexdigest(), n, flush=True)
 
 /// Sends `n` pseudo-random bytes from the tunnel address, prints their
 /// SHA-256. An optional fifth argument names the congestion control.
-pub const SOURCE: &str = r#"
+const SOURCE: &str = r#"
 import hashlib, socket, sys
 dst, port, src, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 import time
@@ -198,6 +198,55 @@ while sent < n:
     b = b[: n - sent]; c.sendall(b); h.update(b); sent += len(b); i += 1
 c.shutdown(socket.SHUT_WR); c.recv(1); print(h.hexdigest(), sent, flush=True)
 "#;
+
+/// Starts the sink on `port` in the server namespace and gives it half a
+/// second to listen.
+pub fn start_sink(port: u16) -> Reap {
+    let sink = Reap(Some(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                braid_lab::topo::NS_SRV,
+                "python3",
+                "-c",
+                SINK,
+            ])
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    sink
+}
+
+/// Starts the source of `bytes` in the client namespace, sending from the
+/// tunnel address to the server's `port`, with congestion control `cc`
+/// if given.
+pub fn start_source(port: u16, bytes: u64, cc: Option<&str>) -> Reap {
+    Reap(Some(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                braid_lab::topo::NS_CLI,
+                "python3",
+                "-c",
+                SOURCE,
+            ])
+            .args([
+                braid_lab::topo::SRV_ADDR.to_string(),
+                port.to_string(),
+                braid::labtunnel::CLIENT_TUNNEL_ADDR.to_string(),
+                bytes.to_string(),
+            ])
+            .args(cc)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
+}
 
 /// Bytes the client namespace has sent on path `i`'s interface.
 pub fn tx_bytes(i: usize) -> u64 {
