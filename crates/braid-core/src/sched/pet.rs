@@ -428,12 +428,10 @@ impl Pet {
         // difference and the inner TCP, clocked by the near path, timed
         // out spuriously (Phatak et al. Section 4: an RTT jump beyond the
         // RTO's smoothing). The first packets of a transfer, before any
-        // path is measured, pair round robin as before.
-        let slack = self.cfg.probe_slack;
-        let arrives_in_time = move |p: &PathState| match (best, delays[slot(p)]) {
-            (Some((_, best_d)), Some(delay)) => now + delay <= best_d + slack,
-            _ => true,
-        };
+        // path's rate is measured, pair round robin among the paths no
+        // further than `probe_slack` beyond the nearest known delay (see
+        // `Pet::near_enough`).
+        let arrives_in_time = Self::arrives_in_time(self.cfg.probe_slack, now, paths, delays, best);
         if let Some(i) = self.round_robin(paths, |p| {
             !small && p.bw.estimate_bps().is_none() && sent[slot(p)] < limit && arrives_in_time(p)
         }) {
@@ -464,9 +462,51 @@ impl Pet {
         }
         match best {
             Some((i, _)) => Some((i, false)),
-            // No estimates at all yet (feedback still in flight): keep pairing round robin.
-            None => self.round_robin(paths, |_| true).map(|i| (i, false)),
+            // No estimates at all yet (feedback still in flight): keep
+            // pairing round robin, on the near paths if any is known.
+            None => self.round_robin_near(paths, delays).map(|i| (i, false)),
         }
+    }
+
+    /// Whether a packet sent on a path now arrives no later than
+    /// `probe_slack` after it would on the best path. Without a best path
+    /// (no path has a rate estimate yet) only delays compare: a path whose
+    /// delay, from keepalives, is known to exceed the nearest known one by
+    /// more than the slack is not in time. A path of unknown delay is.
+    ///
+    /// At the start of a transfer no path has a rate yet. Pairing the first
+    /// flight round robin over every path put a pair on a path 280 ms
+    /// further away; the resequencer held the stream behind it for 280 ms,
+    /// longer than the inner TCP's minimum RTO of 200 ms, and the spurious
+    /// timeout left the inner TCP in congestion avoidance from a window of
+    /// 14 packets. CUBIC then took about ten seconds to grow a window that
+    /// covers the far path (lab `far.toml`, inner `ss -ti` each second).
+    fn arrives_in_time<'a>(
+        slack: Duration,
+        now: Instant,
+        paths: &'a [PathState],
+        delays: &'a Delays,
+        best: Option<(usize, Instant)>,
+    ) -> impl Fn(&PathState) -> bool + 'a {
+        let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
+        let nearest = paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| delays[slot(p)])
+            .min();
+        move |p: &PathState| match (best, delays[slot(p)], nearest) {
+            (Some((_, best_d)), Some(delay), _) => now + delay <= best_d + slack,
+            (None, Some(delay), Some(nearest)) => delay <= nearest + slack,
+            _ => true,
+        }
+    }
+
+    /// Round robin among the usable paths that [`Pet::arrives_in_time`]
+    /// with no estimate at all, or among every usable path if none is.
+    fn round_robin_near(&mut self, paths: &[PathState], delays: &Delays) -> Option<usize> {
+        let near = Self::arrives_in_time(self.cfg.probe_slack, Instant::ZERO, paths, delays, None);
+        self.round_robin(paths, near)
+            .or_else(|| self.round_robin(paths, |_| true))
     }
 }
 
@@ -483,7 +523,7 @@ impl Scheduler for Pet {
             self.pending = None;
             let i = match self.edpf(now, pkt.len, paths, delays) {
                 Some((i, _)) => i,
-                None => self.round_robin(paths, |_| true)?,
+                None => self.round_robin_near(paths, delays)?,
             };
             let eta_ns = self.commit(now, pkt.len, paths, delays, i);
             return Some(Decision {
@@ -771,6 +811,35 @@ mod tests {
         paths[0].owd.on_sample(Instant::ZERO, 5_000_000);
         let d = Pet::relative_delays(&paths);
         assert_eq!(d[1], Some(Duration::from_millis(2)));
+    }
+
+    /// The first flight of a transfer, before any path has a rate
+    /// estimate, pairs only on the paths near the nearest one when
+    /// keepalives have measured the delays: a pair on a path 280 ms
+    /// further away held the stream longer than the inner TCP's RTO. A
+    /// path of unknown delay still gets its pairs.
+    #[test]
+    fn the_first_flight_keeps_off_a_path_known_to_be_far() {
+        let mut paths = unknown_paths(3);
+        paths[0].rtt_hint = Some(Duration::from_millis(40));
+        paths[1].rtt_hint = Some(Duration::from_millis(600));
+        paths[2].rtt_hint = Some(Duration::from_millis(45));
+        let mut pet = Pet::new(PetConfig::default());
+        let mut used = [0; 3];
+        for _ in 0..20 {
+            used[pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().index] += 1;
+        }
+        assert_eq!(used[1], 0, "first flight on the far path: {used:?}");
+        assert!(used[0] > 0 && used[2] > 0, "near paths not both paired: {used:?}");
+        let i = pet.select(Instant::ZERO, &pkt(true), &paths).unwrap().index;
+        assert_ne!(i, 1, "a retransmission went to the far path");
+        // Without any delay known every path is paired, as before.
+        let mut pet = Pet::new(PetConfig::default());
+        let paths = unknown_paths(2);
+        let used: Vec<usize> = (0..4)
+            .map(|_| pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().index)
+            .collect();
+        assert!(used.contains(&1), "{used:?}");
     }
 
     /// Issue 13: a far path known only from its keepalives gets its
