@@ -827,17 +827,27 @@ mod tests {
         let mut pet = Pet::new(PetConfig::default());
         let mut used = [0; 3];
         for _ in 0..20 {
-            used[pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().index] += 1;
+            used[pet
+                .select(Instant::ZERO, &pkt(false), &paths)
+                .unwrap()
+                .index] += 1;
         }
         assert_eq!(used[1], 0, "first flight on the far path: {used:?}");
-        assert!(used[0] > 0 && used[2] > 0, "near paths not both paired: {used:?}");
+        assert!(
+            used[0] > 0 && used[2] > 0,
+            "near paths not both paired: {used:?}"
+        );
         let i = pet.select(Instant::ZERO, &pkt(true), &paths).unwrap().index;
         assert_ne!(i, 1, "a retransmission went to the far path");
         // Without any delay known every path is paired, as before.
         let mut pet = Pet::new(PetConfig::default());
         let paths = unknown_paths(2);
         let used: Vec<usize> = (0..4)
-            .map(|_| pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().index)
+            .map(|_| {
+                pet.select(Instant::ZERO, &pkt(false), &paths)
+                    .unwrap()
+                    .index
+            })
             .collect();
         assert!(used.contains(&1), "{used:?}");
     }
