@@ -21,6 +21,7 @@
 //! `omit_s`, divided by the time after that, and a mode's share is its
 //! goodput over the sum of the configured uplink rates.
 
+pub(crate) mod direct;
 pub(crate) mod inner;
 pub(crate) mod world;
 
@@ -31,8 +32,9 @@ use serde::Serialize;
 
 use crate::tcp::TcpConfig;
 
+pub use direct::run_direct;
 pub use inner::HEADER_BYTES;
-pub use world::{run_direct, run_tunnel, Outcome};
+pub use world::{run_tunnel, Outcome};
 
 /// A mode of `braid sim run lab/NAME.toml`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,76 @@
+use super::*;
+
+fn lab(name: &str) -> LabConfig {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../lab")
+        .join(format!("{name}.toml"));
+    braid_lab::load_config(&p).unwrap()
+}
+
+/// Runs until `delivered` grows past `before`; the time it took.
+fn wait_delivery(
+    w: &mut TunnelWorld,
+    before: u64,
+    delivered: impl Fn(&TunnelWorld) -> u64,
+) -> Duration {
+    let t0 = w.now;
+    while delivered(w) == before {
+        assert!(
+            w.now.saturating_since(t0) < Duration::from_secs(3),
+            "never delivered"
+        );
+        let t = w.now + Duration::from_micros(250);
+        w.run_until(t);
+    }
+    w.now.saturating_since(t0)
+}
+
+/// Issue 13, point 5: a ping through an idle bond of a near and a far
+/// path sees the near path's round trip (within 5 ms), before and
+/// after the far path carried data.
+#[test]
+fn idle_bond_pings_at_the_near_paths_round_trip() {
+    for name in ["far", "geo"] {
+        let cfg = lab(name);
+        let near_rtt = Duration::from_secs_f64(2.0 * cfg.resolve(0, Direction::Up).delay_s);
+        for transfer in [0u64, 3000] {
+            let mut w = TunnelWorld::build(TunnelSetup {
+                up: links(&cfg, Direction::Up),
+                down: links(&cfg, Direction::Down),
+                conn: ConnConfig::default(),
+                tcp: lab_tcp(
+                    u32::from(braid_core::conn::DEFAULT_INNER_MTU),
+                    &LabRunOptions::default(),
+                ),
+                total_packets: Some(transfer),
+                seed: 1,
+                faults: Faults::default(),
+            });
+            // Established, the transfer (if any) done, idle for a while.
+            w.run_until(Instant::from_millis(20_000));
+            assert!(w.tx.is_done() || transfer == 0);
+            let me = w.me.expect("established");
+            let up = |w: &TunnelWorld| w.server.status(w.now).counters.packets_delivered;
+            let down = |w: &TunnelWorld| w.client.status(w.now).tunnel.counters.packets_delivered;
+            for k in 0..10 {
+                let ack = crate::tcp::Ack::cumulative(0, 0, 52);
+                let mut b = Vec::new();
+                encode_ack(&ack, w.mss, me, FAR, 1_000_000 + k, &mut b);
+                let before = up(&w);
+                w.client.send_packet(w.now, &b);
+                let there = wait_delivery(&mut w, before, up);
+                encode_ack(&ack, w.mss, FAR, me, 2_000_000 + k, &mut b);
+                let before = down(&w);
+                w.server.send_packet(w.now, &b);
+                let back = wait_delivery(&mut w, before, down);
+                let rtt = there + back;
+                assert!(
+                    rtt <= near_rtt + Duration::from_millis(5),
+                    "{name}, after {transfer} packets: ping {k} took {rtt:?} (near path {near_rtt:?})"
+                );
+                let t = w.now + Duration::from_millis(300);
+                w.run_until(t);
+            }
+        }
+    }
+}

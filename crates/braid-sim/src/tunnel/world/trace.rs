@@ -1,0 +1,88 @@
+use super::*;
+
+/// A start-up trace of a lab file (diagnosis only):
+/// `BRAID_TRACE=three-paths cargo test -p braid-sim --lib trace -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn trace_lab_start() {
+    let name = std::env::var("BRAID_TRACE").unwrap_or_else(|_| "three-paths".into());
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../lab")
+        .join(format!("{name}.toml"));
+    let mut cfg = braid_lab::load_config(&p).unwrap();
+    // BRAID_TRACE_LOSS=1:0.3 sets path 1's loss to 30 % each way.
+    if let Some((i, l)) = std::env::var("BRAID_TRACE_LOSS")
+        .ok()
+        .and_then(|v| v.split_once(':').map(|(a, b)| (a.to_owned(), b.to_owned())))
+        .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<f64>().ok()?)))
+    {
+        cfg.paths[i].loss = Some(l);
+    }
+    let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
+    let mut t = Instant::ZERO;
+    while w.started.is_none() {
+        t += Duration::from_millis(10);
+        w.run_until(t);
+    }
+    let start = w.started.unwrap();
+    let step_ms: u64 = std::env::var("BRAID_TRACE_STEP_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(250);
+    let step = Duration::from_millis(step_ms);
+    let step_s = step_ms as f64 / 1000.0;
+    let mut last_d = 0;
+    let mut last_p: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
+    let secs: u32 = std::env::var("BRAID_TRACE_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
+    for k in 1..=(secs * 1000 / step_ms as u32) {
+        w.run_until(start + step * k);
+        let d = w.rx.delivered_bytes();
+        let st = w.client.status(w.now);
+        let rs = w.server.status(w.now);
+        let ps: Vec<u64> = w.up.iter().map(|l| l.stats.delivered_bytes).collect();
+        let rates: Vec<String> = ps
+            .iter()
+            .zip(&last_p)
+            .map(|(a, b)| format!("{:.2}", (a - b) as f64 * 8.0 / step_s / 1e6))
+            .collect();
+        let s = w.tx.stats();
+        let peer = &rs.peers[0].tunnel.reorder;
+        let ss = &rs.peers[0].tunnel.sender;
+        let cr = &st.tunnel.reorder;
+        println!(
+            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?}",
+            step_s * k as f64,
+            st.tunnel.sender.lost_nack,
+            st.tunnel.sender.repairs_sent,
+            st.tunnel.sender.repairs_abandoned,
+            peer.hold_ns / 1_000_000,
+            peer.late,
+            ss.lost_timeout,
+            ss.lost_nack,
+            ss.repairs_sent,
+            cr.lost_timer,
+            cr.hold_ns / 1_000_000,
+            (d - last_d) as f64 * 8.0 / step_s / 1e6,
+            w.tx.cwnd(),
+            w.tx.ssthresh(),
+            w.tx.snd_max() - w.tx.snd_una(),
+            s.retransmits,
+            s.timeouts,
+            rates.join(" "),
+            st.tunnel.paths.iter().map(|p| p.in_flight_packets).collect::<Vec<_>>(),
+            st.tunnel.sender.pacing_drops,
+            st.tunnel.sender.lost_timeout,
+            st.tunnel.sender.lost_fifo,
+            peer.lost_timer,
+            peer.buffered_packets,
+            st.tunnel.paths.iter().map(|p| p.srtt.map(|d| d.as_millis())).collect::<Vec<_>>(),
+            st.tunnel.paths.iter().map(|p| p.bandwidth_bps.map(|b| (b / 1e5).round() / 10.0)).collect::<Vec<_>>(),
+            st.tunnel.paths.iter().map(|p| p.up).collect::<Vec<_>>(),
+        );
+        last_d = d;
+        last_p = ps;
+    }
+}
