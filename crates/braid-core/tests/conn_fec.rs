@@ -129,24 +129,32 @@ fn clean_paths_cost_at_most_one_percent() {
     }
 }
 
-/// `auto` with a near clean path and a far (200 ms one way, above the
-/// 150 ms budget) lossy one: the far path's losses are rebuilt from
-/// parity instead of resent, and the residual stays small.
+/// `auto` with two far paths (200 and 205 ms one way, above the 150 ms
+/// budget), one of them lossy: its losses are rebuilt from parity instead
+/// of resent, and the residual stays small. (Next to a near path with room
+/// to spare a far path carries nothing: the scheduler keeps off a path
+/// that delivers much later, see `sched::pet`.)
 #[test]
 fn auto_uses_fec_for_a_far_path() {
     let links = vec![
         LinkSpec {
             rate_bps: 10e6,
-            delay: ms(10),
+            delay: ms(200),
         },
         LinkSpec {
             rate_bps: 10e6,
-            delay: ms(200),
+            delay: ms(205),
         },
     ];
-    let r = run(RepairMode::Auto, links, &[1], 0.05);
+    let r = run(RepairMode::Auto, links.clone(), &[1], 0.05);
+    let off = run(RepairMode::Off, links, &[1], 0.05);
+    eprintln!(
+        "auto: residual up {:.4} down {:.4}, rebuilt {} + {}; off: {:.4} {:.4}",
+        r.up, r.down, r.client.fec_rebuilt, r.server.fec_rebuilt, off.up, off.down
+    );
     assert!(r.lost_random > 20, "the far path lost packets");
     assert!(r.client.fec_parity_sent > 0 && r.server.fec_parity_sent > 0);
-    assert!(r.client.fec_rebuilt + r.server.fec_rebuilt > 0);
-    assert!(r.up < 0.01 && r.down < 0.01, "{} {}", r.up, r.down);
+    assert!(r.client.fec_rebuilt > 0 && r.server.fec_rebuilt > 0);
+    assert!(r.up < 0.02 && r.down < 0.02, "{} {}", r.up, r.down);
+    assert!(r.up + r.down < 0.5 * (off.up + off.down));
 }
