@@ -36,6 +36,15 @@ pub struct PetConfig {
     /// a path with a large delay disparity (PET/BMP Section IV's 1 s case)
     /// this means probing only while the fast paths' queues are deep.
     pub probe_slack: Duration,
+    /// Before any path has a rate estimate, the first flight of a transfer
+    /// pairs round robin only over paths whose known delay (from
+    /// keepalives) exceeds the nearest one's by at most this much. Not in
+    /// the paper. A pair on a path 280 ms further away held the stream in
+    /// the resequencer for longer than the inner TCP's minimum RTO (200 ms
+    /// on Linux), which timed out spuriously; half that RTO keeps any such
+    /// hold short of it, while paths a few tens of milliseconds apart
+    /// still all get their first pairs (and so their estimates) at once.
+    pub first_flight_lateness: Duration,
     /// Gain of the virtual-queue correction (0 = the paper's open-loop PET).
     /// Under fair queueing with changing cross traffic a path's share moves
     /// faster than packet-pair estimates settle, so EDPF's A_l drifts from
@@ -105,6 +114,7 @@ impl Default for PetConfig {
             probe_interval: Duration::from_secs(1),
             initial_pairs: 2,
             probe_slack: Duration::from_millis(10),
+            first_flight_lateness: Duration::from_millis(100),
             queue_correction: 0.5,
             max_pair_gap: Duration::from_millis(5),
             queue_cap: true,
@@ -429,9 +439,9 @@ impl Pet {
         // out spuriously (Phatak et al. Section 4: an RTT jump beyond the
         // RTO's smoothing). The first packets of a transfer, before any
         // path's rate is measured, pair round robin among the paths no
-        // further than `probe_slack` beyond the nearest known delay (see
+        // further than `first_flight_lateness` beyond the nearest known delay (see
         // `Pet::near_enough`).
-        let arrives_in_time = Self::arrives_in_time(self.cfg.probe_slack, now, paths, delays, best);
+        let arrives_in_time = Self::arrives_in_time(&self.cfg, now, paths, delays, best);
         if let Some(i) = self.round_robin(paths, |p| {
             !small && p.bw.estimate_bps().is_none() && sent[slot(p)] < limit && arrives_in_time(p)
         }) {
@@ -472,7 +482,8 @@ impl Pet {
     /// `probe_slack` after it would on the best path. Without a best path
     /// (no path has a rate estimate yet) only delays compare: a path whose
     /// delay, from keepalives, is known to exceed the nearest known one by
-    /// more than the slack is not in time. A path of unknown delay is.
+    /// more than `first_flight_lateness` is not in time. A path of unknown
+    /// delay is.
     ///
     /// At the start of a transfer no path has a rate yet. Pairing the first
     /// flight round robin over every path put a pair on a path 280 ms
@@ -482,12 +493,13 @@ impl Pet {
     /// 14 packets. CUBIC then took about ten seconds to grow a window that
     /// covers the far path (lab `far.toml`, inner `ss -ti` each second).
     fn arrives_in_time<'a>(
-        slack: Duration,
+        cfg: &PetConfig,
         now: Instant,
         paths: &'a [PathState],
         delays: &'a Delays,
         best: Option<(usize, Instant)>,
-    ) -> impl Fn(&PathState) -> bool + 'a {
+    ) -> impl Fn(&PathState) -> bool + use<'a> {
+        let (slack, first) = (cfg.probe_slack, cfg.first_flight_lateness);
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         let nearest = paths
             .iter()
@@ -496,7 +508,7 @@ impl Pet {
             .min();
         move |p: &PathState| match (best, delays[slot(p)], nearest) {
             (Some((_, best_d)), Some(delay), _) => now + delay <= best_d + slack,
-            (None, Some(delay), Some(nearest)) => delay <= nearest + slack,
+            (None, Some(delay), Some(nearest)) => delay <= nearest + first,
             _ => true,
         }
     }
@@ -504,7 +516,7 @@ impl Pet {
     /// Round robin among the usable paths that [`Pet::arrives_in_time`]
     /// with no estimate at all, or among every usable path if none is.
     fn round_robin_near(&mut self, paths: &[PathState], delays: &Delays) -> Option<usize> {
-        let near = Self::arrives_in_time(self.cfg.probe_slack, Instant::ZERO, paths, delays, None);
+        let near = Self::arrives_in_time(&self.cfg, Instant::ZERO, paths, delays, None);
         self.round_robin(paths, near)
             .or_else(|| self.round_robin(paths, |_| true))
     }
