@@ -315,6 +315,11 @@ impl<P> Resequencer<P> {
         self.hold_floor = floor;
     }
 
+    /// The least hold last set by [`Resequencer::set_hold_floor`].
+    pub fn hold_floor(&self) -> Option<Duration> {
+        self.hold_floor
+    }
+
     /// When the gap at `seq` was first seen: the earliest arrival among the
     /// packets buffered above it. `None` if nothing is buffered above it.
     fn first_seen_above(&self, seq: u64) -> Option<Instant> {
