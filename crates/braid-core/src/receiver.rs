@@ -237,6 +237,11 @@ impl<P> Receiver<P> {
         self.reseq.set_hold_floor(floor);
     }
 
+    /// The resequencer's least hold, as last set.
+    pub fn hold_floor(&self) -> Option<crate::time::Duration> {
+        self.reseq.hold_floor()
+    }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
         let fb = self.pending.iter().filter_map(|p| p.due(&self.cfg)).min();
         match (fb, self.reseq.poll_timeout()) {

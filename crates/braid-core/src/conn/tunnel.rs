@@ -25,6 +25,8 @@ mod links;
 mod receive;
 mod reports;
 mod status;
+#[cfg(test)]
+mod tests;
 
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -195,6 +197,17 @@ impl Tunnel {
                 self.receiver.add_path(now, l.id);
             }
         }
+        self.sync_hold_floor();
+    }
+
+    /// Gives the resequencer the least hold for a repair
+    /// ([`Receiver::set_hold_floor`]) from the sender's
+    /// [`Sender::repair_wait`]. Called where that wait's inputs change: a
+    /// round trip measured (feedback, a keepalive's echo), a path added,
+    /// removed, up or down, the data plane restarted. Not per data packet:
+    /// the wait scans every path, and between those events it is the same.
+    pub(super) fn sync_hold_floor(&mut self) {
+        self.receiver.set_hold_floor(self.sender.repair_wait());
     }
 
     /// Encrypts `plaintext` and queues it for path `id`. False if the path

@@ -46,6 +46,10 @@
 //! the accepted sequence span by [`MAX_SPAN`], the known-lost set by
 //! [`MAX_KNOWN_LOST`], the skip history by a fixed count, per-path state
 //! by a fixed 256-entry table (one per possible `PathId`).
+//!
+//! Files: the state and the entry points here; the loss rules in `loss`;
+//! the buffer and the paced release queue in `release`; the measured hold
+//! in `hold`; the configuration and counters in `config`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -72,6 +76,8 @@ const PATH_SLOTS: usize = 256;
 
 mod config;
 mod hold;
+mod loss;
+mod release;
 pub use config::{ReorderConfig, ReorderMode, ReorderStats};
 pub use hold::HoldEstimator;
 
@@ -315,115 +321,9 @@ impl<P> Resequencer<P> {
         self.hold_floor = floor;
     }
 
-    /// When the gap at `seq` was first seen: the earliest arrival among the
-    /// packets buffered above it. `None` if nothing is buffered above it.
-    fn first_seen_above(&self, seq: u64) -> Option<Instant> {
-        let (&top, _) = self.buf.last_key_value()?;
-        if top <= seq {
-            return None;
-        }
-        self.arrivals
-            .iter()
-            .find(|&&(_, n)| n > seq && self.buf.contains_key(&n))
-            .map(|&(t, _)| t)
-    }
-
-    /// When the gap of a number the loss timer gave up was first seen.
-    fn skipped_seen_at(&self, seq: u64) -> Option<Instant> {
-        if seq < self.history_floor {
-            return None;
-        }
-        let i = self.skipped.partition_point(|&(s, _, _)| s <= seq);
-        (i > 0 && seq < self.skipped[i - 1].1)
-            .then(|| self.skipped[i - 1].2)
-            .flatten()
-    }
-
-    /// Runs timers due at `now` (loss timer). Extra calls are no-ops.
-    ///
-    /// On loss-timer expiry the missing numbers up to the next buffered
-    /// packet are skipped (`lost_timer`) and the timer restarts for any new
-    /// head gap. It also re-runs comparison-based detection, since a path
-    /// that fell silent for `active_window` no longer holds it back.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.last_now = self.last_now.max(now);
-        if self.cfg.mode == ReorderMode::Off {
-            return;
-        }
-        // With `timer_from_first_seen` several gaps may be due at once.
-        loop {
-            let ne_before = self.next_expected;
-            let mut fired = false;
-            if let Some(deadline) = self.loss_deadline {
-                if now >= deadline {
-                    if let Some(first) = self.buf.keys().next().copied() {
-                        let from = self.next_expected;
-                        self.timer_seen = self.first_seen_above(from);
-                        self.skip_range(from, first, Cause::Timer);
-                        self.timer_seen = None;
-                        self.next_expected = first;
-                    }
-                    self.loss_deadline = None;
-                    fired = true;
-                }
-            }
-            self.advance(now);
-            self.rearm(now, ne_before);
-            if !fired {
-                break;
-            }
-        }
-    }
-
-    /// The sender will not repair `seq`: stop holding its gap (it is
-    /// skipped as a known loss when it reaches the head). Numbers already
-    /// released, buffered or outside the span are ignored.
-    pub fn give_up(&mut self, now: Instant, seq: u64) {
-        self.last_now = self.last_now.max(now);
-        if self.cfg.mode == ReorderMode::Off
-            || seq < self.next_expected
-            || seq - self.next_expected > MAX_SPAN
-            || self.buf.contains_key(&seq)
-        {
-            return;
-        }
-        self.known_lost.insert(seq);
-        if self.known_lost.len() > MAX_KNOWN_LOST {
-            self.known_lost.pop_last();
-        }
-        let ne_before = self.next_expected;
-        self.advance(now);
-        self.rearm(now, ne_before);
-    }
-
-    /// Next packet to hand up at `now`, if one is due (pacing respected).
-    pub fn poll_release(&mut self, now: Instant) -> Option<P> {
-        let (seq, _, _) = self.ready.front()?;
-        let urgent = self.is_urgent(*seq);
-        if !urgent && now < self.next_release_at {
-            return None;
-        }
-        let (_, len, payload) = self.ready.pop_front()?;
-        self.stats.released += 1;
-        self.stats.queued_packets -= 1;
-        self.stats.queued_bytes -= len;
-        // The next release is spaced from when this one was due, not from
-        // when the caller got round to it: a wake-up that comes late (a
-        // busy core, a coarse timer) releases what fell due meanwhile, so
-        // the release rate stays 1 / pace interval. Spacing from `now`
-        // lost the lateness at every packet: with a 2 us interval and
-        // wake-ups 1 ms late, a batch drained at 1000 packets/s, and a
-        // tunnel striping over two fast paths (whose pacing queues
-        // reorder nearly every packet) moved a quarter of one path's rate.
-        let due = self.next_release_at.min(now);
-        if let Some((next, _, _)) = self.ready.front() {
-            self.next_release_at = if self.is_urgent(*next) {
-                now
-            } else {
-                due + self.pace_interval()
-            };
-        }
-        Some(payload)
+    /// The least hold last set by [`Resequencer::set_hold_floor`].
+    pub fn hold_floor(&self) -> Option<Duration> {
+        self.hold_floor
     }
 
     /// When `handle_timeout` or `poll_release` next has work: the earliest
@@ -492,25 +392,6 @@ impl<P> Resequencer<P> {
         (s.buffered_packets, s.buffered_bytes)
     }
 
-    /// Smoothed inter-arrival gap (EWMA, gain 1/8) that pacing uses.
-    pub fn smoothed_gap(&self) -> Option<Duration> {
-        self.smoothed_gap_ns.map(|g| Duration::from_nanos(g as u64))
-    }
-
-    /// Current spacing between paced releases.
-    pub fn pace_interval(&self) -> Duration {
-        let f = self.cfg.pace_fraction;
-        if self.cfg.mode == ReorderMode::Off || !f.is_finite() || f <= 0.0 {
-            return Duration::ZERO;
-        }
-        match self.smoothed_gap_ns {
-            Some(g) => Some(Duration::from_nanos((g * f) as u64))
-                .filter(|&d| d >= self.cfg.min_pace_interval)
-                .unwrap_or(Duration::ZERO),
-            None => Duration::ZERO,
-        }
-    }
-
     // ---- internals -------------------------------------------------------
 
     /// Updates the inter-arrival EWMA and the path table. Gaps longer than
@@ -542,274 +423,6 @@ impl<P> Resequencer<P> {
             slot.known = true;
             self.path_list.push(path.0);
         }
-    }
-
-    fn is_urgent(&self, seq: u64) -> bool {
-        self.cfg.mode == ReorderMode::Bmp && seq < self.urgent_upto
-    }
-
-    /// Everything queued now skips pacing.
-    fn mark_urgent(&mut self, now: Instant) {
-        if let Some((last, _, _)) = self.ready.back() {
-            self.urgent_upto = self.urgent_upto.max(last.saturating_add(1));
-            self.next_release_at = self.next_release_at.min(now);
-        }
-    }
-
-    fn push_ready(&mut self, now: Instant, seq: u64, len: usize, payload: P) {
-        if self.ready.is_empty() {
-            // Nothing waiting: this one goes at once.
-            self.next_release_at = now;
-        }
-        self.ready.push_back((seq, len, payload));
-        self.stats.queued_packets += 1;
-        self.stats.queued_bytes += len;
-        if self.cfg.mode == ReorderMode::Bmp && self.stats.queued_bytes > self.cfg.max_buffer_bytes
-        {
-            // Pacing must not become a second, unbounded buffer.
-            self.mark_urgent(now);
-        }
-    }
-
-    /// Moves the lowest buffered packet to the release queue.
-    fn pop_buffered_to_ready(&mut self, now: Instant) {
-        if let Some((seq, (len, path, payload))) = self.buf.pop_first() {
-            self.stats.buffered_packets -= 1;
-            self.stats.buffered_bytes -= len;
-            let slot = &mut self.paths[path.0 as usize];
-            slot.buffered_packets -= 1;
-            slot.buffered_bytes -= len;
-            self.push_ready(now, seq, len, payload);
-        }
-    }
-
-    /// Releases the buffered run that starts at `next_expected`.
-    fn drain_contiguous(&mut self, now: Instant) {
-        while self.buf.keys().next() == Some(&self.next_expected) {
-            self.pop_buffered_to_ready(now);
-            self.next_expected = self.next_expected.saturating_add(1);
-        }
-    }
-
-    /// Counts the missing numbers [from, to) as lost and remembers them.
-    /// Those already known lost by a previous-on-path link are counted
-    /// under that cause whatever triggered the skip. The caller moves
-    /// `next_expected` to `to`.
-    fn skip_range(&mut self, from: u64, to: u64, cause: Cause) {
-        if to <= from {
-            return;
-        }
-        // known_lost only holds numbers >= next_expected == from.
-        let rest = self.known_lost.split_off(&to);
-        let by_link = std::mem::replace(&mut self.known_lost, rest).len() as u64;
-        let n = to - from;
-        self.stats.lost_prev_link += by_link;
-        let other = n - by_link.min(n);
-        match cause {
-            Cause::Comparison => self.stats.lost_comparison += other,
-            Cause::PrevLink => self.stats.lost_prev_link += other,
-            Cause::Timer => self.stats.lost_timer += other,
-            Cause::Overflow => self.stats.lost_overflow += other,
-        }
-        let seen = self.timer_seen;
-        match self.skipped.back_mut() {
-            Some(last) if last.1 == from && last.2 == seen => last.1 = to,
-            _ => self.skipped.push_back((from, to, seen)),
-        }
-        if self.skipped.len() > SKIP_HISTORY {
-            if let Some((_, end, _)) = self.skipped.pop_front() {
-                self.history_floor = self.history_floor.max(end);
-            }
-        }
-    }
-
-    /// Whether `seq` (< next_expected) was given up rather than delivered.
-    fn was_skipped(&self, seq: u64) -> bool {
-        if seq < self.history_floor {
-            return true;
-        }
-        let i = self.skipped.partition_point(|&(s, _, _)| s <= seq);
-        i > 0 && seq < self.skipped[i - 1].1
-    }
-
-    /// Advances `next_expected` to `target`, releasing buffered packets and
-    /// declaring the missing numbers lost; what it releases is not paced.
-    fn skip_to(&mut self, now: Instant, target: u64, cause: Cause) {
-        while self.next_expected < target {
-            let ne = self.next_expected;
-            match self.buf.keys().next().copied() {
-                Some(k) if k == ne => {
-                    self.pop_buffered_to_ready(now);
-                    self.next_expected = ne + 1;
-                }
-                Some(k) if k < target => {
-                    self.skip_range(ne, k, cause);
-                    self.next_expected = k;
-                }
-                _ => {
-                    self.skip_range(ne, target, cause);
-                    self.next_expected = target;
-                }
-            }
-        }
-        self.drain_contiguous(now);
-        self.mark_urgent(now);
-    }
-
-    /// Buffers an out-of-order packet within `max_buffer_bytes`: while it
-    /// does not fit, the head gap is declared lost and the in-order run
-    /// behind it released (criterion 4 beats criterion 3 when memory runs
-    /// out). If it still does not fit (everything buffered is above it) or
-    /// is larger than the whole buffer, it is dropped.
-    fn insert_buffered(&mut self, now: Instant, path: PathId, seq: u64, len: usize, payload: P) {
-        let max = self.cfg.max_buffer_bytes;
-        if len > max {
-            // Could never fit: do not throw the buffer away for it.
-            self.stats.dropped_overflow += 1;
-            return;
-        }
-        let mut flushed = false;
-        while self.stats.buffered_bytes + len > max {
-            let first = match self.buf.keys().next() {
-                Some(&k) if k < seq => k,
-                _ => break,
-            };
-            let from = self.next_expected;
-            self.skip_range(from, first, Cause::Overflow);
-            self.next_expected = first;
-            self.drain_contiguous(now);
-            flushed = true;
-        }
-        if seq == self.next_expected {
-            // The run released above reached it: it is in order now.
-            self.next_expected = seq.saturating_add(1);
-            self.push_ready(now, seq, len, payload);
-        } else if self.stats.buffered_bytes + len > max {
-            self.stats.dropped_overflow += 1;
-        } else {
-            self.buf.insert(seq, (len, path, payload));
-            let slot = &mut self.paths[path.0 as usize];
-            slot.buffered_packets += 1;
-            slot.buffered_bytes += len;
-            self.arrivals.push_back((now, seq));
-            if self.arrivals.len() > MAX_SPAN as usize {
-                // Forgetting the earliest only makes the timer later.
-                self.arrivals.pop_front();
-            }
-            self.stats.buffered_packets += 1;
-            self.stats.buffered_bytes += len;
-            self.stats.max_buffered_bytes =
-                self.stats.max_buffered_bytes.max(self.stats.buffered_bytes);
-        }
-        if flushed {
-            self.mark_urgent(now);
-        }
-    }
-
-    /// Whether the path counts for comparison at `now`.
-    fn active(&self, slot: &PathSlot, now: Instant) -> bool {
-        slot.known && !slot.removed && now < slot.last_activity + self.cfg.active_window
-    }
-
-    /// Comparison-based detection: every missing number below the returned
-    /// bound has been overtaken on every active path. `None` if there is no
-    /// active path or an active path has delivered nothing yet.
-    fn comparison_bound(&self, now: Instant) -> Option<u64> {
-        let mut bound: Option<u64> = None;
-        for &id in &self.path_list {
-            let slot = &self.paths[id as usize];
-            if !self.active(slot, now) {
-                continue;
-            }
-            let m = slot.max_seq?;
-            bound = Some(bound.map_or(m, |b| b.min(m)));
-        }
-        bound
-    }
-
-    /// Skips everything that loss detection allows at `now` and releases
-    /// what becomes in order.
-    fn advance(&mut self, now: Instant) {
-        loop {
-            self.drain_contiguous(now);
-            let ne = self.next_expected;
-            if self.known_lost.first() == Some(&ne) {
-                self.skip_range(ne, ne + 1, Cause::PrevLink);
-                self.next_expected = ne + 1;
-                continue;
-            }
-            let Some(&first) = self.buf.keys().next() else {
-                break;
-            };
-            if self.cfg.comparison && !self.cfg.repair_wait {
-                if let Some(bound) = self.comparison_bound(now) {
-                    let target = bound.min(first);
-                    if target > ne {
-                        self.skip_range(ne, target, Cause::Comparison);
-                        self.next_expected = target;
-                        continue;
-                    }
-                }
-            }
-            break;
-        }
-    }
-
-    /// The loss timer belongs to the head gap (paper: a timer per expected
-    /// number N), started when the gap reaches the head or, with
-    /// `timer_from_first_seen`, when it was first seen: the arrival of the
-    /// earliest packet still buffered above it.
-    fn rearm(&mut self, now: Instant, ne_before: u64) {
-        if self.buf.is_empty() {
-            self.loss_deadline = None;
-            self.arrivals.clear();
-            return;
-        }
-        while let Some(&(_, seq)) = self.arrivals.front() {
-            if seq >= self.next_expected && self.buf.contains_key(&seq) {
-                break;
-            }
-            self.arrivals.pop_front();
-        }
-        let seen = match self.arrivals.front() {
-            Some(&(t, _)) if self.cfg.timer_from_first_seen => t,
-            _ => now,
-        };
-        if self.next_expected != ne_before || self.loss_deadline.is_none() {
-            self.loss_deadline = Some(seen.min(now) + self.hold());
-        }
-    }
-
-    /// When comparison-based detection could next skip the head gap without
-    /// new arrivals: once every path holding it back (active, not past the
-    /// gap) has gone quiet for `active_window` while some path past the gap
-    /// is still active. Never earlier than the latest `now` seen, so a
-    /// caller looping on `poll_timeout` cannot spin.
-    fn comparison_deadline(&self) -> Option<Instant> {
-        if self.cfg.mode != ReorderMode::Bmp
-            || !self.cfg.comparison
-            || self.cfg.repair_wait
-            || self.buf.is_empty()
-        {
-            return None;
-        }
-        let ne = self.next_expected;
-        let mut t = self.last_now;
-        for &id in &self.path_list {
-            let slot = &self.paths[id as usize];
-            if !slot.known || slot.removed {
-                continue;
-            }
-            let blocking = !matches!(slot.max_seq, Some(m) if m > ne);
-            if blocking {
-                t = t.max(slot.last_activity + self.cfg.active_window);
-            }
-        }
-        let any_past_gap = self.path_list.iter().any(|&id| {
-            let slot = &self.paths[id as usize];
-            slot.max_seq.is_some_and(|m| m > ne) && self.active(slot, t)
-        });
-        any_past_gap.then_some(t)
     }
 }
 

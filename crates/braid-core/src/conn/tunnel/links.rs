@@ -44,12 +44,14 @@ impl Tunnel {
         self.links.sort_by_key(|l| l.id);
         self.sender.add_path(id, PathParams::default());
         self.sender.set_usable(id, false);
+        self.sync_hold_floor();
     }
 
     pub(crate) fn remove_link(&mut self, now: Instant, id: PathId) {
         self.links.retain(|l| l.id != id);
         self.sender.remove_path(now, id);
         self.receiver.remove_path(id);
+        self.sync_hold_floor();
     }
 
     pub(super) fn link_mut(&mut self, id: PathId) -> Option<&mut PathLink> {
@@ -98,6 +100,7 @@ impl Tunnel {
             self.sender.add_path(id, PathParams::default());
         }
         self.receiver.add_path(now, id);
+        self.sync_hold_floor();
         out.push(Output::Event(Event::PathUp {
             peer: self.peer,
             path: id,
@@ -119,6 +122,7 @@ impl Tunnel {
         }
         self.sender.set_usable(id, false);
         self.receiver.remove_path(id);
+        self.sync_hold_floor();
         out.push(Output::Event(Event::PathDown {
             peer: self.peer,
             path: id,

@@ -98,14 +98,16 @@ impl Tunnel {
                     l.data_rx_packets += 1;
                     l.data_rx_bytes += payload.len() as u64;
                 }
-                // A gap this packet opens waits at least for the repair.
-                self.receiver.set_hold_floor(self.sender.repair_wait());
                 self.receiver
                     .handle_data(now, &h, payload.len(), payload.to_vec());
                 self.fec_on_data(now, h.path, h.seq, payload);
             }
             Frame::Parity(h, shard) => self.fec_on_parity(now, h.path, &h, shard),
-            Frame::Feedback(v) => self.sender.handle_feedback_on(now, v.path, v.entries()),
+            Frame::Feedback(v) => {
+                self.sender.handle_feedback_on(now, v.path, v.entries());
+                // Its reports updated the paths' round trips.
+                self.sync_hold_floor();
+            }
             Frame::Nack(v) => self.sender.handle_nack(now, v.ranges(), v.rates()),
             Frame::Keepalive(k) => {
                 if let Some(p) = path {
@@ -134,6 +136,7 @@ impl Tunnel {
                         l.keepalive_rtt_min = Some(l.keepalive_rtt_min.map_or(rtt, |m| m.min(rtt)));
                         let id = l.id;
                         self.sender.on_path_rtt_sample(id, rtt);
+                        self.sync_hold_floor();
                     }
                 }
             }
