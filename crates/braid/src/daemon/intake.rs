@@ -9,9 +9,13 @@
 //! in full batches; the handshake socket at most [`HANDSHAKE_READS`] a
 //! second ([`HANDSHAKE_READS_SPREAD`] while its datagrams come from ever
 //! new sources), [`HANDSHAKE_RECV_BATCH`] at a time, after the data socket had
-//! nothing or had its turn [`DATA_TURNS`] times in a row. Between reads
-//! the kernel drops what overflows that socket's small buffer, at no cost
-//! to the daemon, and counts it (`drop_kernel_handshake`). Without the
+//! nothing or had its turn [`DATA_TURNS`] times in a row, and only while
+//! the handshake queue has room for a batch ([`HANDSHAKE_RESUME`]) beyond
+//! the places it keeps for the data socket's initiations
+//! ([`HANDSHAKE_QUEUE_KEEP`]): a datagram read into a full queue would be
+//! a read spent only to discard it. Between reads the kernel drops what
+//! overflows that socket's small buffer, at no cost to the daemon, and
+//! counts it (`drop_kernel_handshake`). Without the
 //! pair, everything arrives on one socket, sorted here alone:
 //!
 //! - handshake initiations go to a small queue ([`HANDSHAKE_QUEUE`]) the
@@ -112,6 +116,19 @@ const HANDSHAKE_BUF: usize = 4096;
 /// Data-socket batches read in a row before the handshake socket, if it
 /// has datagrams, goes first once (data cannot starve handshakes).
 pub const DATA_TURNS: u32 = 4;
+/// Places in the handshake queue the handshake socket never fills: kept
+/// for the initiations that arrive on the data socket (from connected
+/// clients' addresses, and retries with a MAC2), so that a queue full of
+/// a flood's initiations never turns away a restarted or retrying client.
+pub const HANDSHAKE_QUEUE_KEEP: usize = 32;
+/// Free places (beyond [`HANDSHAKE_QUEUE_KEEP`]) the handshake queue must
+/// have before the reader reads the handshake socket again: while the
+/// queue is fuller, the socket is not read at all and the kernel drops
+/// what overflows its small buffer, at no cost to the daemon, instead of
+/// the reader spending a read on each initiation only to discard it. One
+/// full batch, so that the reader resumes with one `recvmmsg` of
+/// [`HANDSHAKE_RECV_BATCH`] rather than a system call per freed place.
+pub const HANDSHAKE_RESUME: usize = HANDSHAKE_RECV_BATCH;
 /// How often the main loop refreshes the set of connected addresses.
 const KNOWN_REFRESH: Duration = Duration::from_secs(1);
 
@@ -375,17 +392,37 @@ impl Reader {
                 + now.duration_since(self.hs_refilled).as_secs_f64() * self.hs_rate as f64)
                 .min(HANDSHAKE_RECV_BATCH as f64);
             self.hs_refilled = now;
-            let hs_open = hs.is_some() && self.hs_tokens >= 1.0;
-            hs_batch.limit = self.hs_tokens as usize;
+            // And only while the handshake queue has room for what it
+            // reads (beyond the places kept for the data socket's
+            // initiations): while it is full the socket is left alone
+            // and the kernel drops the flood. The data socket is read as
+            // ever; without the pair, data and initiations share one
+            // socket, which is never left unread (a full queue then
+            // costs one read per dropped initiation, as before).
+            let room = self.hs_tx.capacity().saturating_sub(HANDSHAKE_QUEUE_KEEP);
+            let has_room = room >= HANDSHAKE_RESUME;
+            let hs_open = hs.is_some() && self.hs_tokens >= 1.0 && has_room;
+            hs_batch.limit = (self.hs_tokens as usize).min(room);
             let hs_sock = if hs_open { hs.as_deref() } else { None };
             let wake = tokio::time::Instant::from_std(
                 now + std::time::Duration::from_secs_f64(
                     (1.0 - self.hs_tokens).max(0.0) / self.hs_rate as f64,
                 ),
             );
-            let budget_wait = async {
+            let hs_tx = &self.hs_tx;
+            // Resolves when the handshake socket may be read again (the
+            // budget refilled, or the main loop made room), false once
+            // the main loop is gone.
+            let hs_wait = async {
                 match hs {
-                    Some(_) if !hs_open => tokio::time::sleep_until(wake).await,
+                    Some(_) if !has_room => hs_tx
+                        .reserve_many(HANDSHAKE_QUEUE_KEEP + HANDSHAKE_RESUME)
+                        .await
+                        .is_ok(),
+                    Some(_) if !hs_open => {
+                        tokio::time::sleep_until(wake).await;
+                        true
+                    }
                     _ => std::future::pending().await,
                 }
             };
@@ -394,14 +431,14 @@ impl Reader {
                     biased;
                     r = recv_from(hs_sock, &mut hs_batch, &mut hs_metas) => (true, r),
                     r = recv_batch(&sock, &mut batch, &mut metas) => (false, r),
-                    () = budget_wait => continue,
+                    alive = hs_wait => if alive { continue } else { return },
                 }
             } else {
                 tokio::select! {
                     biased;
                     r = recv_batch(&sock, &mut batch, &mut metas) => (false, r),
                     r = recv_from(hs_sock, &mut hs_batch, &mut hs_metas) => (true, r),
-                    () = budget_wait => continue,
+                    alive = hs_wait => if alive { continue } else { return },
                 }
             };
             if let Err(e) = r {
@@ -664,7 +701,6 @@ mod tests {
 
     #[tokio::test]
     async fn the_pair_is_read_data_first_and_kernel_drops_counted() {
-        use braid_core::crypto::handshake::INIT_MIN_LEN;
         let make = |d| socket2::Socket::new(d, socket2::Type::DGRAM, None);
         let socks =
             super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
@@ -701,6 +737,83 @@ mod tests {
         assert_eq!(intake.handshake_reads(), 1);
         let d = intake.drops();
         assert_eq!((d.kernel_handshake, d.malformed, d.kernel_rxq), (2, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_full_handshake_queue_leaves_the_handshake_socket_to_the_kernel() {
+        let make = |d| socket2::Socket::new(d, socket2::Type::DGRAM, None);
+        let socks =
+            super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
+        let addr = socks.data.local_addr().unwrap();
+        let hs = socks.handshake.map(Arc::new);
+        assert!(hs.is_some(), "the kernel took the pair");
+        let clock = Clock::new();
+        let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors());
+        // Many sources, each within its admission limit, and a main loop
+        // that takes nothing off the queue.
+        let sources: Vec<std::net::UdpSocket> = (0..50)
+            .map(|i| std::net::UdpSocket::bind(format!("127.0.3.{}:0", i + 1)).unwrap())
+            .collect();
+        let mut init = vec![0u8; INIT_MIN_LEN];
+        init[0] = TYPE_HANDSHAKE_INIT;
+        let fill = HANDSHAKE_QUEUE - HANDSHAKE_QUEUE_KEEP;
+        for _ in 0..100 {
+            if intake.handshake_reads() as usize > fill - HANDSHAKE_RESUME {
+                break;
+            }
+            for s in &sources {
+                s.send_to(&init, addr).unwrap();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        // The reader stopped short of the places kept for the data
+        // socket, having read only what it could queue.
+        let read = intake.handshake_reads();
+        assert!(
+            (fill - HANDSHAKE_RESUME + 1..=fill).contains(&(read as usize)),
+            "{read} read"
+        );
+        assert_eq!(intake.handshakes.len() as u64, read);
+        assert_eq!(intake.drops().handshake_queue, 0);
+        // More initiations stay in the kernel, unread; data is still read,
+        // and a retry with a MAC2 (steered to the data socket) finds its
+        // place in the queue.
+        for s in &sources {
+            s.send_to(&init, addr).unwrap();
+        }
+        let data = [0x10u8; 40];
+        sources[0].send_to(&data, addr).unwrap();
+        let mut stamped = init.clone();
+        *stamped.last_mut().unwrap() = 1;
+        sources[1].send_to(&stamped, addr).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            got.extend(drain(&mut intake.data));
+            if !got.is_empty() && intake.handshakes.len() as u64 > read {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].bytes, data);
+        assert_eq!(
+            intake.handshake_reads(),
+            read,
+            "the full queue stopped the reads"
+        );
+        assert_eq!(intake.handshakes.len() as u64, read + 1);
+        assert_eq!(intake.drops().handshake_queue, 0);
+        // Once the main loop makes room, the reader takes what waited.
+        let queued = drain(&mut intake.handshakes);
+        assert!(queued.iter().any(|d| d.bytes == stamped));
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            if intake.handshake_reads() > read {
+                break;
+            }
+        }
+        assert!(intake.handshake_reads() > read);
     }
 
     #[tokio::test]
