@@ -13,7 +13,10 @@
 //! the handshake queue has room for a batch ([`HANDSHAKE_RESUME`]) beyond
 //! the places it keeps for the data socket's initiations
 //! ([`HANDSHAKE_QUEUE_KEEP`]): a datagram read into a full queue would be
-//! a read spent only to discard it. Between reads the kernel drops what
+//! a read spent only to discard it. While it is not to be read, the
+//! socket is not watched by the runtime either
+//! ([`super::recvbatch::Watched`]): every datagram arriving on a watched
+//! socket wakes the runtime's thread. Between reads the kernel drops what
 //! overflows that socket's small buffer, at no cost to the daemon, and
 //! counts it (`drop_kernel_handshake`). Without the
 //! pair, everything arrives on one socket, sorted here alone:
@@ -179,7 +182,7 @@ pub struct Intake {
     data_sock: Arc<UdpSocket>,
     /// The handshake socket, if the kernel took the pair, and its kernel
     /// drop count at the start.
-    hs_sock: Option<(Arc<UdpSocket>, u32)>,
+    hs_sock: Option<(Arc<std::net::UdpSocket>, u32)>,
     /// The connected addresses the steering program lists now.
     steered: Vec<IpAddr>,
     steer_log: super::RateLimitedLog,
@@ -189,17 +192,26 @@ impl Intake {
     /// Turns on kernel drop counting on `sock` and spawns the reader of
     /// it and of the handshake socket `hs` (see [`super::steer`]), which
     /// counts, logs and backs off from receive errors with `errors`.
+    ///
+    /// The handshake socket leaves the runtime's reactor here: the reader
+    /// registers it only while it means to read it (see
+    /// [`super::recvbatch::Watched`]). Fails only if the reactor cannot
+    /// let go of it.
     pub fn spawn(
         sock: Arc<UdpSocket>,
-        hs: Option<Arc<UdpSocket>>,
+        hs: Option<UdpSocket>,
         clock: Clock,
         errors: RecvErrors,
-    ) -> Intake {
+    ) -> std::io::Result<Intake> {
         enable_rxq_ovfl(&sock);
         super::net::enable_rx_timestamps(&sock);
-        if let Some(h) = &hs {
-            super::net::enable_rx_timestamps(h);
-        }
+        let hs = match hs {
+            Some(h) => {
+                super::net::enable_rx_timestamps(&h);
+                Some(Arc::new(h.into_std()?))
+            }
+            None => None,
+        };
         let (data_tx, data) = mpsc::channel(DATA_QUEUE);
         let (hs_tx, handshakes) = mpsc::channel(HANDSHAKE_QUEUE);
         let counters = Arc::new(ReaderCounters::default());
@@ -208,6 +220,7 @@ impl Intake {
             sock: sock.clone(),
             hs: hs.clone(),
             hs_tokens: HANDSHAKE_RECV_BATCH as f64,
+            hs_resting: false,
             hs_refilled: std::time::Instant::now(),
             hs_rate: HANDSHAKE_READS,
             clock,
@@ -220,7 +233,7 @@ impl Intake {
             errors,
         };
         tokio::spawn(reader.run());
-        Intake {
+        Ok(Intake {
             data,
             handshakes,
             counters,
@@ -237,7 +250,7 @@ impl Intake {
             }),
             steered: Vec::new(),
             steer_log: super::RateLimitedLog::default(),
-        }
+        })
     }
 
     /// Handles `first` and the data datagrams already queued behind it (up

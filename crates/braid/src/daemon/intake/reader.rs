@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use braid_core::crypto::packet::{peek_receiver_index, TYPE_HANDSHAKE_INIT, TYPE_TRANSPORT};
 use braid_core::time::Instant;
+use tokio::io::unix::AsyncFd;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
@@ -19,18 +20,24 @@ use super::{
     HANDSHAKE_READS_SPREAD, HANDSHAKE_RECV_BATCH, HANDSHAKE_RESUME,
 };
 use crate::daemon::admit::{has_mac2, Admission, Admit};
-use crate::daemon::recvbatch::{recv_batch, recv_from, Batch, Meta, RECV_BATCH};
+use crate::daemon::recvbatch::{recv_batch, recv_from, Batch, Meta, Watched, RECV_BATCH};
 use crate::daemon::{Clock, RecvErrors};
 
 /// The reader task.
 pub(super) struct Reader {
     pub(super) sock: Arc<UdpSocket>,
     /// The handshake socket, read within [`HANDSHAKE_READS`].
-    pub(super) hs: Option<Arc<UdpSocket>>,
+    pub(super) hs: Option<Arc<std::net::UdpSocket>>,
     /// Reads of the handshake socket the budget allows now (a token
     /// bucket of [`HANDSHAKE_RECV_BATCH`] at most), when it was last
     /// refilled, and at what rate it refills.
     pub(super) hs_tokens: f64,
+    /// Whether the budget ran out, after which the socket rests until it
+    /// has refilled for a whole batch: under a flood the reader then
+    /// reads [`HANDSHAKE_RECV_BATCH`] at a time, a few hundred wake-ups
+    /// and system calls a second, instead of one per datagram the budget
+    /// allows.
+    pub(super) hs_resting: bool,
     pub(super) hs_refilled: std::time::Instant,
     pub(super) hs_rate: u64,
     pub(super) clock: Clock,
@@ -53,6 +60,9 @@ impl Reader {
         let mut hs_batch = Batch::with_buffers(HANDSHAKE_RECV_BATCH, HANDSHAKE_BUF);
         let mut hs_metas = Vec::with_capacity(HANDSHAKE_RECV_BATCH);
         let (sock, hs) = (self.sock.clone(), self.hs.clone());
+        let hs_fd = hs.clone().map(Watched);
+        // The handshake socket, registered with the reactor while open.
+        let mut watched: Option<AsyncFd<Watched>> = None;
         let mut data_turns = 0;
         loop {
             // The handshake socket within its budget; first after
@@ -72,12 +82,33 @@ impl Reader {
             // costs one read per dropped initiation, as before).
             let room = self.hs_tx.capacity().saturating_sub(HANDSHAKE_QUEUE_KEEP);
             let has_room = room >= HANDSHAKE_RESUME;
-            let hs_open = hs.is_some() && self.hs_tokens >= 1.0 && has_room;
+            let need = if self.hs_resting {
+                HANDSHAKE_RECV_BATCH as f64
+            } else {
+                1.0
+            };
+            if self.hs_tokens >= need {
+                self.hs_resting = false;
+            }
+            let hs_open = hs.is_some() && self.hs_tokens >= need && has_room;
             hs_batch.limit = (self.hs_tokens as usize).min(room);
-            let hs_sock = if hs_open { hs.as_deref() } else { None };
+            // Closed, it is not watched either: datagrams arriving on it
+            // then wake nobody (see `Watched`).
+            match (hs_open, &hs_fd, watched.is_some()) {
+                (true, Some(fd), false) => match fd.watch() {
+                    Ok(w) => watched = Some(w),
+                    Err(e) => {
+                        self.errors.failed(&e).await;
+                        continue;
+                    }
+                },
+                (false, _, true) => watched = None,
+                _ => {}
+            }
+            let hs_sock = if hs_open { watched.as_ref() } else { None };
             let wake = tokio::time::Instant::from_std(
                 now + std::time::Duration::from_secs_f64(
-                    (1.0 - self.hs_tokens).max(0.0) / self.hs_rate as f64,
+                    (need - self.hs_tokens).max(0.0) / self.hs_rate as f64,
                 ),
             );
             let hs_tx = &self.hs_tx;
@@ -144,6 +175,7 @@ impl Reader {
                 // the batch or more.
                 let n = hs_metas.len() as u64;
                 self.hs_tokens -= n as f64;
+                self.hs_resting = self.hs_tokens < 1.0;
                 let refused = self.admission.refused_per_source - refused0;
                 self.hs_rate = if refused * 2 >= n {
                     HANDSHAKE_READS

@@ -19,7 +19,7 @@ async fn initiations_admitted_per_source_data_apart_and_drops_mean_load() {
     let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let addr = sock.local_addr().unwrap();
     let clock = Clock::new();
-    let mut intake = Intake::spawn(sock, None, clock, test_errors());
+    let mut intake = Intake::spawn(sock, None, clock, test_errors()).unwrap();
     assert!(!intake.under_load(clock.now()));
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut init = vec![0u8; 160];
@@ -71,7 +71,7 @@ async fn beyond_the_dh_budget_initiations_are_admitted_for_a_cookie_and_mac2_apa
     let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let addr = sock.local_addr().unwrap();
     let clock = Clock::new();
-    let mut intake = Intake::spawn(sock, None, clock, test_errors());
+    let mut intake = Intake::spawn(sock, None, clock, test_errors()).unwrap();
     let sources: Vec<std::net::UdpSocket> = (0..50)
         .map(|i| std::net::UdpSocket::bind(format!("127.0.1.{}:0", i + 1)).unwrap())
         .collect();
@@ -140,10 +140,10 @@ async fn the_pair_is_read_data_first_and_kernel_drops_counted() {
     let socks =
         super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
     let addr = socks.data.local_addr().unwrap();
-    let hs = socks.handshake.map(Arc::new);
+    let hs = socks.handshake;
     assert!(hs.is_some(), "the kernel took the pair");
     let clock = Clock::new();
-    let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors());
+    let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors()).unwrap();
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut init = vec![0u8; INIT_MIN_LEN];
     init[0] = TYPE_HANDSHAKE_INIT;
@@ -180,10 +180,10 @@ async fn a_full_handshake_queue_leaves_the_handshake_socket_to_the_kernel() {
     let socks =
         super::super::steer::ServerSockets::bind("127.0.0.1:0".parse().unwrap(), make).unwrap();
     let addr = socks.data.local_addr().unwrap();
-    let hs = socks.handshake.map(Arc::new);
+    let hs = socks.handshake;
     assert!(hs.is_some(), "the kernel took the pair");
     let clock = Clock::new();
-    let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors());
+    let mut intake = Intake::spawn(Arc::new(socks.data), hs, clock, test_errors()).unwrap();
     // Many sources, each within its admission limit, and a main loop
     // that takes nothing off the queue.
     let sources: Vec<std::net::UdpSocket> = (0..50)
@@ -256,7 +256,7 @@ async fn malformed_datagrams_stop_at_the_reader_and_are_counted() {
     let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let addr = sock.local_addr().unwrap();
     let clock = Clock::new();
-    let mut intake = Intake::spawn(sock, None, clock, test_errors());
+    let mut intake = Intake::spawn(sock, None, clock, test_errors()).unwrap();
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     // Unknown type bytes, a response and a cookie reply (never sent to
     // a server), and a transport packet too short for its header.
@@ -302,7 +302,7 @@ async fn stale_datagrams_are_dropped_and_counted() {
     let mut server = Server::new(cfg, PrivateKey::generate(&mut rng), &mut rng).unwrap();
     let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
     let clock = Clock::new();
-    let mut intake = Intake::spawn(sock, None, clock, test_errors());
+    let mut intake = Intake::spawn(sock, None, clock, test_errors()).unwrap();
     let mut replies = ReplySources::default();
     let from: SocketAddr = "192.0.2.1:1".parse().unwrap();
     let datagram = |at| Datagram {
