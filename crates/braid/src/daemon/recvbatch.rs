@@ -229,3 +229,49 @@ fn recv_now(fd: std::os::fd::RawFd, b: &mut Batch, out: &mut Vec<Meta>) -> io::R
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Whether `recv_from` reads something within `ms` milliseconds.
+    async fn reads_within(
+        fd: Option<&AsyncFd<Watched>>,
+        b: &mut Batch,
+        out: &mut Vec<Meta>,
+        ms: u64,
+    ) -> bool {
+        tokio::time::timeout(Duration::from_millis(ms), recv_from(fd, b, out))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    #[tokio::test]
+    async fn a_socket_watched_again_is_read_with_what_arrived_unwatched() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let addr = sock.local_addr().unwrap();
+        let w = Watched(Arc::new(sock));
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (mut b, mut out) = (Batch::new(4), Vec::new());
+        // Watched: a datagram is read as it arrives; then nothing is left.
+        let fd = w.watch().unwrap();
+        tx.send_to(b"one", addr).unwrap();
+        assert!(reads_within(Some(&fd), &mut b, &mut out, 1000).await);
+        assert_eq!(&b.bufs[out[0].slot][..out[0].len], b"one");
+        assert!(!reads_within(Some(&fd), &mut b, &mut out, 50).await);
+        // Unwatched: what arrives waits in the kernel, and nothing reads.
+        drop(fd);
+        tx.send_to(b"two", addr).unwrap();
+        tx.send_to(b"three", addr).unwrap();
+        assert!(!reads_within(None, &mut b, &mut out, 50).await);
+        // Watched again, the socket is ready at once with both (the
+        // reactor learns of data that arrived before it watched).
+        let fd = w.watch().unwrap();
+        assert!(reads_within(Some(&fd), &mut b, &mut out, 1000).await);
+        let got: Vec<&[u8]> = out.iter().map(|m| &b.bufs[m.slot][..m.len]).collect();
+        assert_eq!(got, [&b"two"[..], &b"three"[..]]);
+    }
+}
