@@ -5,7 +5,8 @@
 //! random sources, garbage). For an unflooded baseline and during each
 //! flood it measures the tunnel's ping loss and median RTT, iperf3
 //! throughput through the tunnel, the time a restarted client takes to
-//! handshake, and the server's CPU time per datagram of the flood it read.
+//! handshake, the server's CPU time per datagram of the flood it read,
+//! and how often its threads woke up.
 //! Under the spoofed flood a brand-new client, from a fourth namespace and
 //! an address the server never saw, handshakes too (cookies under load).
 //!
@@ -98,6 +99,22 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// Voluntary context switches of all of a process's threads (each one
+/// a wake-up after the thread slept, e.g. in `epoll_wait`), from /proc.
+fn wakeups(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+        .filter_map(|st| {
+            st.lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
 /// Ping through the tunnel: (loss fraction, median RTT in ms).
 fn ping(ns: &str, seconds: f64) -> (f64, f64) {
     let count = ((seconds / 0.02) as u32).max(10).to_string();
@@ -165,6 +182,8 @@ struct Row {
     /// its first retry after the flood ended.
     fresh_in: Option<bool>,
     server_cpu_s: f64,
+    /// The server's wake-ups (voluntary context switches) per second.
+    server_wakeups_per_s: f64,
     read: u64,
     kernel_drops: u64,
     /// Dropped by the kernel on the handshake socket (buffer full, or
@@ -416,9 +435,11 @@ fn server_survives_handshake_floods() {
         std::thread::sleep(Duration::from_millis(300));
         let before = status(&server_sock).expect("server answers status");
         let cpu0 = cpu_time(server_pid);
+        let (wake0, wake_t0) = (wakeups(server_pid), Instant::now());
         let (ping_loss, rtt_ms) = ping(cli, half);
         let mbps = iperf(cli, half);
         let cpu = cpu_time(server_pid) - cpu0;
+        let woke = (wakeups(server_pid) - wake0) as f64 / wake_t0.elapsed().as_secs_f64();
         let after = status(&server_sock).expect("server answers status under flood");
         let restart_s = if restart {
             let mut old = lab.children.pop().expect("the client is the last child");
@@ -494,6 +515,7 @@ fn server_survives_handshake_floods() {
             fresh_s,
             fresh_in,
             server_cpu_s: cpu.as_secs_f64(),
+            server_wakeups_per_s: woke,
             read,
             kernel_drops: delta("drop_kernel_rxq"),
             kernel_handshake: delta("drop_kernel_handshake"),
@@ -502,7 +524,7 @@ fn server_survives_handshake_floods() {
         // kernel on arrival.
         let arrived = row.read + row.kernel_drops + row.kernel_handshake;
         eprintln!(
-            "{{\"flood\":\"{}\",\"sent_pps\":{:.0},\"ping_loss\":{:.4},\"median_rtt_ms\":{:.2},\"iperf_mbps\":{:.1},\"restart_s\":{},\"fresh_client_s\":{},\"server_cpu_s\":{:.2},\"datagrams_read\":{},\"kernel_drops\":{},\"kernel_handshake_drops\":{},\"server_us_per_datagram_read\":{:.2},\"server_us_per_datagram_arrived\":{:.3}}}",
+            "{{\"flood\":\"{}\",\"sent_pps\":{:.0},\"ping_loss\":{:.4},\"median_rtt_ms\":{:.2},\"iperf_mbps\":{:.1},\"restart_s\":{},\"fresh_client_s\":{},\"server_cpu_s\":{:.2},\"server_wakeups_per_s\":{:.0},\"datagrams_read\":{},\"kernel_drops\":{},\"kernel_handshake_drops\":{},\"server_us_per_datagram_read\":{:.2},\"server_us_per_datagram_arrived\":{:.3}}}",
             row.flood,
             row.sent_pps,
             row.ping_loss,
@@ -516,6 +538,7 @@ fn server_survives_handshake_floods() {
                 (None, None) => "null".into(),
             },
             row.server_cpu_s,
+            row.server_wakeups_per_s,
             row.read,
             row.kernel_drops,
             row.kernel_handshake,

@@ -97,7 +97,7 @@ impl<T: Tun> ServerDaemon<T> {
         let server = Server::new(s.core, s.private_key, &mut os_rng()?)
             .context("`client[].address` / `network`")?;
         let socket = Arc::new(sockets.data);
-        let handshake_socket = sockets.handshake.map(Arc::new);
+        let handshake_socket = sockets.handshake;
         let local_addr = socket.local_addr()?;
         let nat = match &s.nat_out_interface {
             Some(out) => {
@@ -120,14 +120,15 @@ impl<T: Tun> ServerDaemon<T> {
         let tun = Arc::new(tun);
         // On both sockets: an initiation is answered from the address it
         // was sent to as much as data is.
-        for sock in std::iter::once(&socket).chain(handshake_socket.as_ref()) {
+        for sock in std::iter::once(&*socket).chain(handshake_socket.as_ref()) {
             if let Err(e) = super::reply::enable_pktinfo(sock) {
                 warn!(error = %e, "cannot ask for datagrams' destination addresses (IP_PKTINFO); replies leave from the kernel's choice of source address");
             }
         }
         let recv_errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let errors = RecvErrors::new("UDP receive failed".into(), recv_errors.clone());
-        let intake = Intake::spawn(socket.clone(), handshake_socket, clock, errors);
+        let intake = Intake::spawn(socket.clone(), handshake_socket, clock, errors)
+            .context("cannot take the handshake socket out of the runtime's reactor")?;
         let (tun_tx, tun_rx) = mpsc::channel(QUEUE);
         let tun_reader = super::tun::spawn_reader(tun.clone(), tun_tx);
         info!(listen = %local_addr, public_key = %server.public_key().to_base64(), clients = ?names_list(&names), "braid server started");
