@@ -265,8 +265,8 @@ impl<P> Sender<P> {
                 _ => free,
             };
             let delays = self.relative_delays();
-            let bound = pacing::pacing_bound(&self.cfg, &self.paths, &delays, now);
-            if self.pacing_drops_now(s, now, at.saturating_since(now), bound) {
+            if at.saturating_since(now) > pacing::pacing_bound(&self.cfg, &self.paths, &delays, now)
+            {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.per_path[s].open_pair = None;

@@ -108,49 +108,6 @@ impl<P> Sender<P> {
         self.stats.pacing_slip_ns += by.as_nanos() as u64;
     }
 
-    /// Whether a packet that would wait `wait` in path slot `s`'s pacing
-    /// queue is dropped, given the queue's `bound` ([`pacing_bound`]).
-    ///
-    /// The drop is TCP's congestion signal, and one per round trip is all
-    /// it needs: the sender learns of it a queue's length and a round trip
-    /// later (`bound` covers both), and meanwhile goes on growing its
-    /// window. A tail drop at the bound dropped every packet of that
-    /// overshoot, each of them retransmitted, none of them cutting the
-    /// window again (one reduction per window). On `lab/far.toml` (bound
-    /// 600 ms) each congestion event cost the inner CUBIC 13-149 drops,
-    /// 246 pacing drops and 296 retransmissions in a 60 s run, with no
-    /// loss on either path. So after a drop the queue admits packets
-    /// beyond the bound for [`PACING_DROP_HOLD_OFF`] x `bound`, up to
-    /// [`PACING_CEILING`] x `bound` (and `pacing_max_backlog`), where it drops again; like CoDel's
-    /// one drop per interval (Nichols and Jacobson 2012), but on the
-    /// queue's delay bound rather than its sojourn time.
-    pub(super) fn pacing_drops_now(
-        &mut self,
-        s: usize,
-        now: Instant,
-        wait: Duration,
-        bound: Duration,
-    ) -> bool {
-        if wait <= bound {
-            return false;
-        }
-        let recent = self.per_path[s]
-            .last_pacing_drop
-            .is_some_and(|t| now.saturating_since(t) < bound.mul_f64(PACING_DROP_HOLD_OFF));
-        let ceiling = bound
-            .mul_f64(PACING_CEILING)
-            .min(self.cfg.pacing_max_backlog)
-            .max(bound);
-        if recent && wait <= ceiling {
-            self.stats.pacing_overshoot += 1;
-            return false;
-        }
-        if !recent {
-            self.per_path[s].last_pacing_drop = Some(now);
-        }
-        true
-    }
-
     /// Packets waiting in pacing queues.
     pub fn paced_len(&self) -> usize {
         self.per_path.iter().map(|p| p.paced.len()).sum()
@@ -240,17 +197,6 @@ pub(super) fn pacing_bound(
 /// packet sent on it (see [`pacing_bound`]): one to resolve the next
 /// hop's link address, one for the packet and its answer.
 const FIRST_ANSWER_ROUND_TRIPS: u32 = 2;
-
-/// After a pacing drop, how long (in multiples of the pacing bound) the
-/// queue lets packets past the bound (see [`Sender::pacing_drops_now`]):
-/// the bound is about the inner TCP's round trip through the queue, and
-/// twice it leaves the TCP time to see the drop and cut its window.
-const PACING_DROP_HOLD_OFF: f64 = 2.0;
-
-/// How far past the bound (as a multiple of it) the queue may grow while
-/// it holds off after a drop: a sender that does not back off (many
-/// flows, or no congestion control) still meets a tail drop here.
-const PACING_CEILING: f64 = 1.5;
 
 /// Smallest catch-up allowance (see [`Sender::catch_up_allowance`]):
 /// timers wake a little late on any machine, and a pacer that slipped on

@@ -45,9 +45,6 @@ pub(super) struct PathSender<P> {
     pub classifier: LossClassifier,
     /// Repair counters.
     pub repair: PathRepairStats,
-    /// When the pacing queue last dropped a packet over its bound
-    /// (`Sender::pacing_drops_now`).
-    pub last_pacing_drop: Option<Instant>,
 }
 
 impl<P> Default for PathSender<P> {
@@ -63,7 +60,6 @@ impl<P> Default for PathSender<P> {
             pair_samples: PairSamples::default(),
             classifier: LossClassifier::default(),
             repair: PathRepairStats::default(),
-            last_pacing_drop: None,
         }
     }
 }

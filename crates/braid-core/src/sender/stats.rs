@@ -20,9 +20,6 @@ pub struct SenderStats {
     pub paced: u64,
     /// Packets dropped because their pacing queue was over its bound.
     pub pacing_drops: u64,
-    /// Packets a pacing queue took beyond its bound because it had just
-    /// dropped one (`Sender::pacing_drops_now`).
-    pub pacing_overshoot: u64,
     /// Times a paced packet left later than its path's catch-up allowance
     /// and the rest of the path's schedule slipped, and by how much in
     /// all (`Sender::catch_up_allowance`): how often the sending process

@@ -389,38 +389,10 @@ fn pacing_queue_drops_beyond_its_bound() {
     for _ in 0..200 {
         s.send_paced(now, &pkt(), || ());
     }
-    // Bound: 50 ms (no relative delay) at 9.95 Mbit/s, about 41 packets;
-    // after the first drop the queue takes up to 1.5 x that (75 ms,
-    // about 62 packets) and drops the rest.
-    assert!(s.stats().pacing_drops > 130, "{:?}", s.stats());
+    // Bound: 50 ms (no relative delay) at 9.95 Mbit/s, about 41 packets.
+    assert!(s.stats().pacing_drops > 150, "{:?}", s.stats());
     let backlog = s.per_path[0].pacer_free.unwrap().saturating_since(now);
-    assert!(backlog <= Duration::from_millis(78), "{backlog:?}");
-    assert!(backlog > Duration::from_millis(53), "{backlog:?}");
-}
-
-/// One pacing drop per round trip: after a drop over the bound the queue
-/// takes packets past it (up to 1.5 x the bound) for twice the bound, the
-/// time the inner TCP needs to see the drop, then drops at the bound
-/// again. A tail drop at the bound cost the inner CUBIC on
-/// `lab/far.toml` up to 149 drops per congestion event, all
-/// retransmitted, for one window reduction.
-#[test]
-fn pacing_queue_drops_once_per_round_trip() {
-    let mut s = paced_sender();
-    let bound = Duration::from_millis(50);
-    let t = Instant::from_millis(50);
-    assert!(!s.pacing_drops_now(0, t, bound, bound), "at the bound");
-    assert!(s.pacing_drops_now(0, t, bound + Duration::from_millis(1), bound));
-    // Within the hold-off: past the bound is taken, past the ceiling not.
-    let later = t + Duration::from_millis(99);
-    assert!(!s.pacing_drops_now(0, later, Duration::from_millis(75), bound));
-    assert!(s.pacing_drops_now(0, later, Duration::from_millis(76), bound));
-    // A drop at the ceiling does not extend the hold-off.
-    let after = t + Duration::from_millis(100);
-    assert!(s.pacing_drops_now(0, after, Duration::from_millis(51), bound));
-    assert_eq!(s.stats().pacing_overshoot, 1);
-    // Each path holds off on its own drops only.
-    assert!(s.pacing_drops_now(1, after, Duration::from_millis(51), bound));
+    assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
 }
 
 #[test]
