@@ -143,10 +143,22 @@ impl<P> Sender<P> {
 /// path answers; a path 280 ms further away answers 560 ms later, and
 /// meanwhile the bound, counting the near path alone (50 ms), stopped
 /// TCP's slow start at a window of 80 packets. CUBIC then climbed from
-/// there for ten seconds before the window covered the far path. The
-/// lower bound counts only while it is below `pacing_max_backlog`, so
-/// a path that never answers lengthens the bound only during the
-/// first moments of a connection.
+/// there for ten seconds before the window covered the far path.
+///
+/// The lower bound counts only while the silence is shorter than
+/// [`FIRST_ANSWER_ROUND_TRIPS`] times `pacing_max_backlog`, so a path
+/// that never answers lengthens the bound only during the first
+/// seconds of a connection. Not while it is shorter than the cap alone:
+/// a path's first answer can take two of its round trips (the first
+/// packet on a link waits for the next hop's address to be resolved
+/// over the same link), and on `lab/geo.toml` (600 ms one way) the far
+/// path answered 2.4 s after the first keepalive. Between 2 s and
+/// 2.4 s the bound fell to the near path's 50 ms, the pacing queue
+/// dropped 68 packets of the inner TCP's slow start at once, and CUBIC,
+/// its window then capped near the 150 packets it had reached, did not
+/// grow past the 520 the far path needs within a 15 s transfer: braid
+/// ran below the near path alone (inner `ss -ti` and `braid status`
+/// each second).
 ///
 /// A function of its arguments alone: the sender's configuration, the
 /// paths' estimates, and their relative one-way delays as the caller
@@ -167,7 +179,7 @@ pub(super) fn pacing_bound(
         .iter()
         .filter_map(|p| p.silent_since)
         .map(|t| now.saturating_since(t))
-        .filter(|&rtt| rtt < cfg.pacing_max_backlog)
+        .filter(|&rtt| rtt < cfg.pacing_max_backlog * FIRST_ANSWER_ROUND_TRIPS)
         .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
     let far = paths
         .iter()
@@ -180,6 +192,11 @@ pub(super) fn pacing_bound(
         .max(cfg.pacing_min_backlog)
         .min(cfg.pacing_max_backlog)
 }
+
+/// How many of its round trips a path may take to answer the first
+/// packet sent on it (see [`pacing_bound`]): one to resolve the next
+/// hop's link address, one for the packet and its answer.
+const FIRST_ANSWER_ROUND_TRIPS: u32 = 2;
 
 /// Smallest catch-up allowance (see [`Sender::catch_up_allowance`]):
 /// timers wake a little late on any machine, and a pacer that slipped on
