@@ -14,7 +14,7 @@
 //! capacity grew is not abandoned for good (Section V-A, last bullet).
 
 use super::edpf::EdpfQueues;
-use super::{Decision, PacketInfo, PairRole, Scheduler};
+use super::{Decision, PacketInfo, PairRole, Scheduler, SendQueues};
 use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
@@ -227,6 +227,7 @@ impl Pet {
         len: u32,
         paths: &[PathState],
         delays: &Delays,
+        paced: &SendQueues,
     ) -> Option<(usize, Instant)> {
         let small = len <= self.cfg.small_packet_bytes;
         let params = |p: &PathState| {
@@ -244,7 +245,7 @@ impl Pet {
                 let Some((delay, rate)) = pred(p) else {
                     continue;
                 };
-                let d = self.delivery_time(p, now, delay, len, rate);
+                let d = self.delivery_time(p, paced, now, delay, len, rate);
                 let score = d - excess[p.id.0 as usize % MAX_PATHS];
                 if best.is_none_or(|(_, _, b)| score < b) {
                     best = Some((i, d, score));
@@ -256,7 +257,7 @@ impl Pet {
         if !self.cfg.queue_cap {
             return best;
         }
-        let backlog = |p: &PathState, delay: Duration| match p.pacer_free_at {
+        let backlog = |p: &PathState, delay: Duration| match paced.free_at(p.id) {
             Some(t) => t.saturating_since(now),
             None => self.queues.free_at(p).saturating_since(now + delay),
         };
@@ -264,7 +265,7 @@ impl Pet {
             let Some((delay, rate)) = params(p) else {
                 return false;
             };
-            if p.pacer_free_at.is_some() {
+            if paced.free_at(p.id).is_some() {
                 // The sender's own queue, bounded by the sender.
                 return true;
             }
@@ -333,13 +334,14 @@ impl Pet {
         len: u32,
         paths: &[PathState],
         delays: &Delays,
+        paced: &SendQueues,
         i: usize,
     ) -> Option<i64> {
         let p = &paths[i];
         let rate = p.bw.estimate_bps()?;
         let s = p.id.0 as usize % MAX_PATHS;
         let delay = delays[s].unwrap_or_default();
-        let d = self.delivery_time(p, now, delay, len, rate);
+        let d = self.delivery_time(p, paced, now, delay, len, rate);
         self.queues.commit(p, d);
         Some(d.as_nanos() as i64 - self.corrected_ns[s])
     }
@@ -353,6 +355,7 @@ impl Pet {
         now: Instant,
         paths: &[PathState],
         delays: &Delays,
+        paced: &SendQueues,
         i: usize,
     ) -> Instant {
         let p = &paths[i];
@@ -360,7 +363,7 @@ impl Pet {
         if p.bw.estimate_bps().is_none() {
             return burst;
         }
-        if let Some(t) = p.pacer_free_at {
+        if let Some(t) = paced.free_at(p.id) {
             // Paced: the second leaves back to back with the first if it
             // comes while the first is still in the sender's queue.
             return t.max(burst);
@@ -371,18 +374,19 @@ impl Pet {
         (self.queues.free_at(p) - delay).max(burst)
     }
 
-    /// Eq. (1) for one path. A path the sender paces (`pacer_free_at`) has
+    /// Eq. (1) for one path. A path the sender paces (`paced`) has
     /// its backlog in the sender's queue, known exactly, and an (almost)
     /// empty bottleneck: d = max(now, local queue drained) + D_l + L / B_l.
     fn delivery_time(
         &self,
         p: &PathState,
+        paced: &SendQueues,
         now: Instant,
         delay: Duration,
         len: u32,
         rate: f64,
     ) -> Instant {
-        match p.pacer_free_at {
+        match paced.free_at(p.id) {
             Some(t) => now.max(t) + delay + super::service_time(len, rate),
             None => self.queues.delivery_time(p, now, delay, len, rate),
         }
@@ -409,6 +413,7 @@ impl Pet {
         len: u32,
         paths: &[PathState],
         delays: &Delays,
+        paced: &SendQueues,
     ) -> Option<(usize, bool)> {
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         // Initial phase: round robin among paths still without an estimate.
@@ -417,7 +422,7 @@ impl Pet {
         let small = len <= self.cfg.small_packet_bytes;
         let limit = self.cfg.initial_pairs;
         let sent = self.initial_pairs_sent;
-        let best = self.edpf(now, len, paths, delays);
+        let best = self.edpf(now, len, paths, delays, paced);
         // A path known to be far (its delay from a round trip measured
         // outside the data stream) gets its initial pairs only where they
         // arrive no later than `probe_slack` after the packet would on the
@@ -447,7 +452,7 @@ impl Pet {
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
-                self.delivery_time(p, now, delay, len, rate) <= best_d + self.cfg.probe_slack
+                self.delivery_time(p, paced, now, delay, len, rate) <= best_d + self.cfg.probe_slack
             }
             // Without an estimate of the path only its delay, if known,
             // predicts anything (a small packet is predicted as if the
@@ -515,17 +520,23 @@ impl Scheduler for Pet {
         "PET"
     }
 
-    fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+    fn select(
+        &mut self,
+        now: Instant,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        paced: &SendQueues,
+    ) -> Option<Decision> {
         // The paths do not change during one decision: compute D_l once.
         let delays = &Self::relative_delays(paths);
         if pkt.retransmit {
             // Never paired; a pending pair is abandoned (no longer back to back).
             self.pending = None;
-            let i = match self.edpf(now, pkt.len, paths, delays) {
+            let i = match self.edpf(now, pkt.len, paths, delays, paced) {
                 Some((i, _)) => i,
                 None => self.round_robin_near(paths, delays)?,
             };
-            let eta_ns = self.commit(now, pkt.len, paths, delays, i);
+            let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
             return Some(Decision {
                 eta_ns,
                 ..Decision::single(i)
@@ -533,7 +544,7 @@ impl Scheduler for Pet {
         }
         if let Some(open) = self.pending.take().filter(|o| now <= o.valid_until) {
             if let Some(i) = paths.iter().position(|p| p.id == open.path && p.usable) {
-                let eta_ns = self.commit(now, pkt.len, paths, delays, i);
+                let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
                 return Some(Decision {
                     index: i,
                     pair: PairRole::Second,
@@ -542,11 +553,11 @@ impl Scheduler for Pet {
                 });
             }
         }
-        let (i, probe) = self.place_pair(now, pkt.len, paths, delays)?;
-        let eta_ns = self.commit(now, pkt.len, paths, delays, i);
+        let (i, probe) = self.place_pair(now, pkt.len, paths, delays, paced)?;
+        let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
         self.pending = Some(OpenPair {
             path: paths[i].id,
-            valid_until: self.pair_deadline(now, paths, delays, i),
+            valid_until: self.pair_deadline(now, paths, delays, paced, i),
         });
         Some(Decision {
             index: i,
@@ -594,7 +605,10 @@ mod tests {
         let paths = unknown_paths(3);
         let mut pet = Pet::new(PetConfig::default());
         let got: Vec<(usize, PairRole)> = (0..6)
-            .map(|_| pet.select(Instant::ZERO, &pkt(false), &paths).unwrap())
+            .map(|_| {
+                pet.select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
+                    .unwrap()
+            })
             .map(|d| (d.index, d.pair))
             .collect();
         use PairRole::*;
@@ -615,13 +629,19 @@ mod tests {
     fn retransmissions_are_never_paired() {
         let paths = unknown_paths(2);
         let mut pet = Pet::new(PetConfig::default());
-        let first = pet.select(Instant::ZERO, &pkt(false), &paths).unwrap();
+        let first = pet
+            .select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
+            .unwrap();
         assert_eq!(first.pair, PairRole::First);
-        let rtx = pet.select(Instant::ZERO, &pkt(true), &paths).unwrap();
+        let rtx = pet
+            .select(Instant::ZERO, &pkt(true), &paths, &SendQueues::UNPACED)
+            .unwrap();
         assert_eq!(rtx.pair, PairRole::None);
         // The pair was broken: the next packet starts a new one.
         assert_eq!(
-            pet.select(Instant::ZERO, &pkt(false), &paths).unwrap().pair,
+            pet.select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .pair,
             PairRole::First
         );
     }
@@ -648,12 +668,17 @@ mod tests {
         };
         for k in 0..20 {
             let now = Instant::from_millis(k);
-            let d = pet.select(now, &ack, &paths).unwrap();
+            let d = pet.select(now, &ack, &paths, &SendQueues::UNPACED).unwrap();
             assert_eq!(d.index, 1, "ACK {k} went on the far path");
         }
         // A full-size packet still needs an estimate.
         let d = pet
-            .select(Instant::from_millis(30), &pkt(false), &paths)
+            .select(
+                Instant::from_millis(30),
+                &pkt(false),
+                &paths,
+                &SendQueues::UNPACED,
+            )
             .unwrap();
         assert_eq!(d.index, 0);
     }
@@ -671,7 +696,9 @@ mod tests {
         // A burst beyond what path 1's buffer holds (40 ms), yet short of
         // the 80 ms after which plain EDPF itself turns to path 0.
         for _ in 0..50 {
-            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            let d = pet
+                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap();
             assert_eq!(d.index, 1, "spilled onto the far path");
         }
         // With a generous lateness bound the far path takes the overflow.
@@ -680,7 +707,12 @@ mod tests {
             ..Default::default()
         });
         let far = (0..50)
-            .filter(|_| pet.select(now, &pkt(false), &paths).unwrap().index == 0)
+            .filter(|_| {
+                pet.select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                    .unwrap()
+                    .index
+                    == 0
+            })
             .count();
         assert!(far > 0);
     }
@@ -705,7 +737,9 @@ mod tests {
         // Offered load above capacity so the virtual queues stay backlogged.
         for _ in 0..700 {
             now += Duration::from_millis(30);
-            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            let d = pet
+                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap();
             counts[d.index] += 1;
             paths[d.index].last_sent = Some(now);
         }
@@ -729,7 +763,9 @@ mod tests {
         let mut now = Instant::ZERO;
         for _ in 0..200 {
             now += Duration::from_millis(20);
-            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            let d = pet
+                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap();
             paths[d.index].last_sent = Some(now);
             assert_ne!(d.index, 0, "probed a path 1 s behind at {now:?}");
         }
@@ -739,11 +775,18 @@ mod tests {
     fn a_pair_left_open_too_long_is_abandoned() {
         let paths = unknown_paths(2);
         let mut pet = Pet::new(PetConfig::default());
-        let first = pet.select(Instant::ZERO, &pkt(false), &paths).unwrap();
+        let first = pet
+            .select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
+            .unwrap();
         assert_eq!((first.index, first.pair), (0, PairRole::First));
         // A whole RTT later (slow start): no longer a pair; a new one starts elsewhere.
         let next = pet
-            .select(Instant::from_millis(300), &pkt(false), &paths)
+            .select(
+                Instant::from_millis(300),
+                &pkt(false),
+                &paths,
+                &SendQueues::UNPACED,
+            )
             .unwrap();
         assert_eq!((next.index, next.pair), (1, PairRole::First));
     }
@@ -755,7 +798,9 @@ mod tests {
             queue_correction: 1.0,
             ..Default::default()
         });
-        let d = pet.select(Instant::ZERO, &pkt(false), &paths).unwrap();
+        let d = pet
+            .select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
+            .unwrap();
         let eta = d.eta_ns.expect("estimated path has a prediction");
         // Predicted: 12 ms of serialisation. It took 100 ms longer: a real queue.
         assert_eq!(eta, 12_000_000);
@@ -776,7 +821,9 @@ mod tests {
         let mut now = Instant::ZERO;
         for _ in 0..200 {
             now += Duration::from_millis(20);
-            let d = pet.select(now, &pkt(false), &paths).unwrap();
+            let d = pet
+                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap();
             paths[d.index].last_sent = Some(now);
             if d.index == 0 && d.probe {
                 probed_at = Some(now);
@@ -828,7 +875,7 @@ mod tests {
         let mut used = [0; 3];
         for _ in 0..20 {
             used[pet
-                .select(Instant::ZERO, &pkt(false), &paths)
+                .select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
                 .unwrap()
                 .index] += 1;
         }
@@ -837,14 +884,17 @@ mod tests {
             used[0] > 0 && used[2] > 0,
             "near paths not both paired: {used:?}"
         );
-        let i = pet.select(Instant::ZERO, &pkt(true), &paths).unwrap().index;
+        let i = pet
+            .select(Instant::ZERO, &pkt(true), &paths, &SendQueues::UNPACED)
+            .unwrap()
+            .index;
         assert_ne!(i, 1, "a retransmission went to the far path");
         // Without any delay known every path is paired, as before.
         let mut pet = Pet::new(PetConfig::default());
         let paths = unknown_paths(2);
         let used: Vec<usize> = (0..4)
             .map(|_| {
-                pet.select(Instant::ZERO, &pkt(false), &paths)
+                pet.select(Instant::ZERO, &pkt(false), &paths, &SendQueues::UNPACED)
                     .unwrap()
                     .index
             })
@@ -867,11 +917,21 @@ mod tests {
             len: 52,
             retransmit: false,
         };
-        assert_eq!(pet.select(Instant::ZERO, &ack, &paths).unwrap().index, 0);
+        assert_eq!(
+            pet.select(Instant::ZERO, &ack, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            0
+        );
         // A burst: each 1500-byte packet adds 1.2 ms to path 0's queue.
         let now = Instant::from_millis(1);
         let first_far = (0..400)
-            .position(|_| pet.select(now, &pkt(false), &paths).unwrap().index == 1)
+            .position(|_| {
+                pet.select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                    .unwrap()
+                    .index
+                    == 1
+            })
             .expect("the far path got its initial pair");
         let queued = Duration::from_secs_f64(first_far as f64 * 1500.0 * 8.0 / 10e6);
         assert!(
