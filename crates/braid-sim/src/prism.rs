@@ -4,7 +4,7 @@
 //! live in the simulator. ADAS itself, WRR and RR are braid-core's.
 
 use braid_core::path::PathState;
-use braid_core::sched::{known_or_estimated_rate, Decision, PacketInfo, Scheduler};
+use braid_core::sched::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
 use braid_core::time::Instant;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -30,6 +30,7 @@ impl Scheduler for RandomLink {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         let n = paths.iter().filter(|p| p.usable).count();
         if n == 0 {
@@ -62,6 +63,7 @@ impl Scheduler for HrttOnly {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         paths
             .iter()
@@ -88,6 +90,7 @@ impl Scheduler for UOnly {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         let b = |p: &PathState| known_or_estimated_rate(p).unwrap_or(1.0).max(1.0);
         let min_b = paths
@@ -138,7 +141,9 @@ mod tests {
         let mut s = UOnly;
         let mut count = [0; 2];
         for _ in 0..6 {
-            let d = s.select(Instant::ZERO, &PKT, &p).unwrap();
+            let d = s
+                .select(Instant::ZERO, &PKT, &p, &SendQueues::UNPACED)
+                .unwrap();
             p[d.index].in_flight_packets += 1;
             count[d.index] += 1;
         }
@@ -152,7 +157,10 @@ mod tests {
         let mut s = RandomLink::new(ChaCha8Rng::seed_from_u64(7));
         let mut count = [0; 3];
         for _ in 0..300 {
-            count[s.select(Instant::ZERO, &PKT, &p).unwrap().index] += 1;
+            count[s
+                .select(Instant::ZERO, &PKT, &p, &SendQueues::UNPACED)
+                .unwrap()
+                .index] += 1;
         }
         assert_eq!(count[1], 0);
         assert!(count[0] > 100 && count[2] > 100, "{count:?}");
@@ -166,6 +174,12 @@ mod tests {
             .update(braid_core::time::Duration::from_millis(300));
         p[1].rtt
             .update(braid_core::time::Duration::from_millis(100));
-        assert_eq!(HrttOnly.select(Instant::ZERO, &PKT, &p).unwrap().index, 1);
+        assert_eq!(
+            HrttOnly
+                .select(Instant::ZERO, &PKT, &p, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            1
+        );
     }
 }

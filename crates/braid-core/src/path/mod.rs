@@ -73,12 +73,6 @@ pub struct PathState {
     pub last_feedback: Option<Instant>,
     /// Whether the scheduler may use the path.
     pub usable: bool,
-    /// Set by a pacing [`Sender`](crate::sender::Sender) (see
-    /// `SenderConfig::pacing`) on the paths it paces: when the path's local
-    /// queue will have released everything queued so far. A packet queued
-    /// now leaves at `max(now, pacer_free_at)`, so EDPF's A_l is known
-    /// exactly instead of modelled. `None` when the path is not paced.
-    pub pacer_free_at: Option<Instant>,
     /// The smallest round trip measured on the path outside the data
     /// stream (the connection's keepalives, which the peer echoes at
     /// once). Known before the path has carried data: a path hundreds of
@@ -115,7 +109,6 @@ impl PathState {
             last_sent: None,
             last_feedback: None,
             usable: true,
-            pacer_free_at: None,
             rtt_hint: None,
             owd_hint_raw_ns: None,
             silent_since: None,

@@ -72,7 +72,7 @@
 //! several packets at once) are one congestion event and halve the weight
 //! once, as TCP halves once per window.
 
-use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler};
+use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::time::Instant;
 
@@ -218,7 +218,13 @@ impl Scheduler for Adas {
         "ADAS"
     }
 
-    fn select(&mut self, _now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+    fn select(
+        &mut self,
+        _now: Instant,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        _queues: &SendQueues,
+    ) -> Option<Decision> {
         let min_b = Self::min_bandwidth(paths);
         if !min_b.is_finite() {
             return None; // no usable path

@@ -14,7 +14,7 @@
 //! the A_l bookkeeping ([`EdpfQueues`], shared with PET) and the ideal
 //! scheduler [`Edpf`], which uses configured path parameters.
 
-use super::{service_time, Decision, PacketInfo, Scheduler};
+use super::{service_time, Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::{PathState, MAX_PATHS};
 use crate::time::{Duration, Instant};
 
@@ -109,7 +109,13 @@ impl Scheduler for Edpf {
         "EDPF"
     }
 
-    fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+    fn select(
+        &mut self,
+        now: Instant,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        _queues: &SendQueues,
+    ) -> Option<Decision> {
         let known = |p: &PathState| {
             let rate = super::known_or_estimated_rate(p)?;
             let delay = p.params.delay.unwrap_or_else(|| p.rtt.srtt() / 2);
@@ -155,7 +161,10 @@ mod tests {
                 len: 1500,
                 retransmit: false,
             };
-            let i = edpf.select(now, &pkt, &paths).unwrap().index;
+            let i = edpf
+                .select(now, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index;
             used[i] += 1;
             let delay = paths[i].params.delay.unwrap();
             let start = (now + delay).max(link_free[i]);
@@ -175,7 +184,12 @@ mod tests {
             len: 1000,
             retransmit: false,
         };
-        assert_eq!(edpf.select(Instant::ZERO, &pkt, &paths).unwrap().index, 1);
+        assert_eq!(
+            edpf.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            1
+        );
     }
 
     #[test]

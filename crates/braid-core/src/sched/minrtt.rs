@@ -6,7 +6,7 @@
 //! estimate exists. Queueing raises a path's SRTT, so traffic spills to
 //! slower paths as the fast one fills, as in MPTCP.
 
-use super::{Decision, PacketInfo, Scheduler};
+use super::{Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::PathState;
 use crate::time::Instant;
 
@@ -41,7 +41,13 @@ impl Scheduler for MinRtt {
         "MinRtt"
     }
 
-    fn select(&mut self, _now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision> {
+    fn select(
+        &mut self,
+        _now: Instant,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        _queues: &SendQueues,
+    ) -> Option<Decision> {
         let mut best_open: Option<usize> = None;
         let mut best_any: Option<usize> = None;
         for (i, p) in paths.iter().enumerate().filter(|(_, p)| p.usable) {
@@ -75,8 +81,18 @@ mod tests {
             len: 1000,
             retransmit: false,
         };
-        assert_eq!(s.select(Instant::ZERO, &pkt, &paths).unwrap().index, 1);
+        assert_eq!(
+            s.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            1
+        );
         paths[1].in_flight_bytes = 10_000; // initial window of 10 packets is full
-        assert_eq!(s.select(Instant::ZERO, &pkt, &paths).unwrap().index, 0);
+        assert_eq!(
+            s.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            0
+        );
     }
 }

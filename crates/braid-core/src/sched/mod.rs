@@ -1,8 +1,9 @@
 //! Schedulers: which path carries the next packet.
 //!
 //! A scheduler sees the packet's size and whether it is a retransmission,
-//! and the sender's [`PathState`]s (estimates, in-flight counts, configured
-//! parameters). It returns the chosen path and the packet's role in a PET
+//! the sender's [`PathState`]s (estimates, in-flight counts, configured
+//! parameters) and, apart from them, the sender's own pacing queues
+//! ([`SendQueues`]). It returns the chosen path and the packet's role in a PET
 //! packet pair. Schedulers are pure decision makers: the [`Sender`]
 //! (crate::sender) records the transmission and feeds estimates back.
 //!
@@ -21,6 +22,7 @@ mod edpf;
 mod minrtt;
 mod pet;
 mod rr;
+mod send_queues;
 mod single;
 mod wrr;
 
@@ -29,6 +31,7 @@ pub use edpf::{Edpf, EdpfQueues};
 pub use minrtt::MinRtt;
 pub use pet::{Pet, PetConfig};
 pub use rr::RoundRobin;
+pub use send_queues::SendQueues;
 pub use single::Single;
 pub use wrr::WeightedRoundRobin;
 
@@ -84,8 +87,16 @@ pub trait Scheduler: Send {
     fn name(&self) -> &'static str;
     /// Picks a path among `paths` for a packet arriving at `now`. Paths
     /// with `usable == false` must not be chosen. `None` when no path is
-    /// usable.
-    fn select(&mut self, now: Instant, pkt: &PacketInfo, paths: &[PathState]) -> Option<Decision>;
+    /// usable. `queues` is the sender's pacing queue on each path, for
+    /// this decision only ([`SendQueues::UNPACED`] from a sender that does
+    /// not pace).
+    fn select(
+        &mut self,
+        now: Instant,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        queues: &SendQueues,
+    ) -> Option<Decision>;
     /// The path set changed (added, removed, usability): drop stale state.
     fn paths_changed(&mut self, _paths: &[PathState]) {}
     /// Feedback showed that a packet for which the scheduler predicted

@@ -1,6 +1,6 @@
 //! Round robin: path after path regardless of capacity. The naive baseline.
 
-use super::{Decision, PacketInfo, Scheduler};
+use super::{Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::PathState;
 use crate::time::Instant;
 
@@ -19,6 +19,7 @@ impl Scheduler for RoundRobin {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         let n = paths.len();
         for k in 0..n {
@@ -47,7 +48,11 @@ mod tests {
             retransmit: false,
         };
         let picks: Vec<usize> = (0..4)
-            .map(|_| rr.select(Instant::ZERO, &pkt, &paths).unwrap().index)
+            .map(|_| {
+                rr.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                    .unwrap()
+                    .index
+            })
             .collect();
         assert_eq!(picks, vec![0, 2, 0, 2]);
     }

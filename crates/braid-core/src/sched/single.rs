@@ -2,7 +2,7 @@
 //! scheduler). Configured rate wins over the estimate; ties go to the
 //! lower index.
 
-use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler};
+use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::PathState;
 use crate::time::Instant;
 
@@ -19,6 +19,7 @@ impl Scheduler for Single {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         let mut best: Option<(usize, f64)> = None;
         for (i, p) in paths.iter().enumerate().filter(|(_, p)| p.usable) {
@@ -43,8 +44,20 @@ mod tests {
             len: 1500,
             retransmit: false,
         };
-        assert_eq!(Single.select(Instant::ZERO, &pkt, &paths).unwrap().index, 1);
+        assert_eq!(
+            Single
+                .select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            1
+        );
         paths[1].usable = false;
-        assert_eq!(Single.select(Instant::ZERO, &pkt, &paths).unwrap().index, 2);
+        assert_eq!(
+            Single
+                .select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index,
+            2
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! Weights come from the configured rate, else the packet-pair estimate,
 //! else 1.
 
-use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler};
+use super::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
 use crate::path::{PathState, MAX_PATHS};
 use crate::time::Instant;
 
@@ -24,6 +24,7 @@ impl Scheduler for WeightedRoundRobin {
         _now: Instant,
         _pkt: &PacketInfo,
         paths: &[PathState],
+        _queues: &SendQueues,
     ) -> Option<Decision> {
         let mut total = 0.0;
         let mut best: Option<usize> = None;
@@ -63,7 +64,10 @@ mod tests {
         };
         let mut counts = [0; 3];
         for _ in 0..700 {
-            counts[wrr.select(Instant::ZERO, &pkt, &paths).unwrap().index] += 1;
+            counts[wrr
+                .select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                .unwrap()
+                .index] += 1;
         }
         assert_eq!(counts, [100, 200, 400]);
     }
@@ -77,7 +81,11 @@ mod tests {
             retransmit: false,
         };
         let picks: Vec<usize> = (0..6)
-            .map(|_| wrr.select(Instant::ZERO, &pkt, &paths).unwrap().index)
+            .map(|_| {
+                wrr.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)
+                    .unwrap()
+                    .index
+            })
             .collect();
         assert_eq!(picks, vec![0, 1, 0, 1, 0, 1]);
     }

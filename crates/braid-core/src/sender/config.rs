@@ -38,7 +38,7 @@ pub struct SenderConfig {
     /// (MPTCP has a window per subflow). Pacing keeps the bottleneck queue
     /// near empty and moves the backlog into the tunnel, where its length
     /// is known exactly (EDPF's A_l is the local queue, see
-    /// `PathState::pacer_free_at`) and as long as EDPF needs, up to the
+    /// `sched::SendQueues`) and as long as EDPF needs, up to the
     /// bound below. Paths without an estimate are not paced. Off by default
     /// (the simulator reproduces the paper); the tunnel turns it on
     /// (`ConnConfig::pacing`).

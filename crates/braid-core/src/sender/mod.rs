@@ -234,16 +234,8 @@ impl<P> Sender<P> {
         pkt: &PacketInfo,
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
-        if self.cfg.pacing {
-            for i in 0..self.paths.len() {
-                let s = slot(self.paths[i].id);
-                let paced =
-                    self.pacing_rate(s).is_some() && self.paths[i].bw.estimate_bps().is_some();
-                self.paths[i].pacer_free_at =
-                    paced.then(|| self.per_path[s].pacer_free.unwrap_or(now));
-            }
-        }
-        let Some(d) = self.sched.select(now, pkt, &self.paths) else {
+        let queues = self.send_queues(now);
+        let Some(d) = self.sched.select(now, pkt, &self.paths, &queues) else {
             self.stats.no_path += 1;
             return SendOutcome::NoPath;
         };
@@ -251,7 +243,7 @@ impl<P> Sender<P> {
         let mut release_at = None;
         let chosen = &self.paths[d.index];
         let s = slot(chosen.id);
-        if let (Some(_), Some(rate)) = (chosen.pacer_free_at, self.pacing_rate(s)) {
+        if let (Some(_), Some(rate)) = (queues.free_at(chosen.id), self.pacing_rate(s)) {
             let free = self.per_path[s].pacer_free.unwrap_or(now).max(now);
             // The two packets of a pair leave back to back (the pair must
             // queue at the bottleneck to measure it); the pacer is charged

@@ -5,6 +5,7 @@
 
 use super::{slot, Sender, SenderConfig, Transmit};
 use crate::path::{PathId, PathState, MAX_PATHS};
+use crate::sched::SendQueues;
 use crate::time::{Duration, Instant};
 
 /// Relative one-way delay of each path slot (`Pet::relative_delays`).
@@ -16,6 +17,25 @@ impl<P> Sender<P> {
     /// argument, computed once per decision.
     pub(super) fn relative_delays(&self) -> Delays {
         crate::sched::Pet::relative_delays(&self.paths)
+    }
+
+    /// The pacing queues as the scheduler is given them: on each path the
+    /// sender paces (a pacing rate and a bandwidth estimate for the
+    /// scheduler), when its queue is free (`now` if it has never queued).
+    /// Computed for each decision, since it moves with every packet.
+    pub(super) fn send_queues(&self, now: Instant) -> SendQueues {
+        let mut queues = SendQueues::UNPACED;
+        if self.cfg.pacing {
+            for p in &self.paths {
+                let s = slot(p.id);
+                let paced = self.pacing_rate(s).is_some() && p.bw.estimate_bps().is_some();
+                queues.set(
+                    p.id,
+                    paced.then(|| self.per_path[s].pacer_free.unwrap_or(now)),
+                );
+            }
+        }
+        queues
     }
 
     /// Counts `bytes` sent on `path` outside the data stream (feedback,

@@ -15,7 +15,9 @@ const RETX: PacketInfo = PacketInfo {
 };
 
 fn pick(s: &mut Adas, pkt: &PacketInfo, paths: &[PathState]) -> usize {
-    s.select(Instant::ZERO, pkt, paths).unwrap().index
+    s.select(Instant::ZERO, pkt, paths, &SendQueues::UNPACED)
+        .unwrap()
+        .index
 }
 
 /// Sends one packet the way the sender accounts it.
@@ -207,7 +209,9 @@ fn unusable_paths_are_never_chosen() {
     for p in &mut paths {
         p.usable = false;
     }
-    assert!(s.select(Instant::ZERO, &DATA, &paths).is_none());
+    assert!(s
+        .select(Instant::ZERO, &DATA, &paths, &SendQueues::UNPACED)
+        .is_none());
 }
 
 #[test]

@@ -1,0 +1,113 @@
+//! PET's tuning ([`PetConfig`]): the paper's parameters and the
+//! departures from it that the lab and the simulator showed necessary,
+//! each with the measurement that called for it.
+
+use crate::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct PetConfig {
+    /// A usable path not sent on for this long gets the next pair.
+    pub probe_interval: Duration,
+    /// Round-robin pairs a path gets in the initial phase before PET gives
+    /// up waiting for its estimate and only probes it periodically. The
+    /// paper gives no number. Every initial pair on a slow path delays
+    /// in-order delivery during slow start (on a 50 kbit/s path a pair is
+    /// half a second), while one pair may yield no valid sample; two is the
+    /// smallest count that gets every path an estimate in our scenarios.
+    pub initial_pairs: u32,
+    /// A probe pair is sent only if EDPF predicts it to arrive at most this
+    /// much later than on the best path. A probe that arrives later than
+    /// the receiver's loss timer (BMP's 0.5 s) would be given up as lost
+    /// and make TCP halve its window, so the slack is half that timer. On
+    /// a path with a large delay disparity (PET/BMP Section IV's 1 s case)
+    /// this means probing only while the fast paths' queues are deep.
+    pub probe_slack: Duration,
+    /// Before any path has a rate estimate, the first flight of a transfer
+    /// pairs round robin only over paths whose known delay (from
+    /// keepalives) exceeds the nearest one's by at most this much. Not in
+    /// the paper. A pair on a path 280 ms further away held the stream in
+    /// the resequencer for longer than the inner TCP's minimum RTO (200 ms
+    /// on Linux), which timed out spuriously; half that RTO keeps any such
+    /// hold short of it, while paths a few tens of milliseconds apart
+    /// still all get their first pairs (and so their estimates) at once.
+    pub first_flight_lateness: Duration,
+    /// Gain of the virtual-queue correction (0 = the paper's open-loop PET).
+    /// Under fair queueing with changing cross traffic a path's share moves
+    /// faster than packet-pair estimates settle, so EDPF's A_l drifts from
+    /// the real queue: one base station starves while another holds the
+    /// window. Each feedback compares the delivery time EDPF predicted with
+    /// the measured one and moves A_l by `gain` x the part of the error not
+    /// already corrected since the packet was sent.
+    pub queue_correction: f64,
+    /// Without a queue to pair behind, the longest gap between the two
+    /// packets of a pair.
+    pub max_pair_gap: Duration,
+    /// Keep each path's virtual backlog within the queueing delay observed
+    /// on it (see `Pet::edpf`); false = the paper's unbounded queues.
+    pub queue_cap: bool,
+    /// With `queue_cap`: the most virtual backlog a path may have to take a
+    /// packet only because the earliest-delivery path is full (a *spill*);
+    /// at least three packets' service time on that path. Not in the
+    /// paper. A spill path is further away than the full one, so every
+    /// packet queued on it behind the first few arrives later still and
+    /// holds the whole stream in the resequencer: with a slow far path's
+    /// buffer (200 ms on a 2 Mbit/s link) TCP's round trip grew to 300 ms
+    /// and its window, not the paths, set the rate. A few packets keep the
+    /// spill path busy; what TCP sends beyond every path's rate goes to
+    /// the earliest path and overflows its buffer, the loss TCP needs to
+    /// back off.
+    pub spill_backlog: Duration,
+    /// With `queue_cap`: a spill goes only to a path where the packet would
+    /// arrive at most this much later than on the full path. Not in the
+    /// paper. Every packet on a path further away than the near path's
+    /// buffer holds the whole stream in the resequencer; used only now and
+    /// then (when the near buffer is full) such a path added little rate
+    /// but kept TCP's round trip, and with it the RTO, inflated: in the
+    /// lab a 2 Mbit/s path 80 ms further away left TCP slower than the
+    /// 10 Mbit/s path alone.
+    pub spill_max_lateness: Duration,
+    /// With `queue_cap`: EDPF compares delivery times as if no path were
+    /// further than this fraction of the nearest path's buffer (its largest
+    /// observed queueing delay) beyond it; <= 0 disables. Not in the paper.
+    /// Eq. (1) only turns to a far path once the near path's backlog
+    /// covers the delay difference, but a buffer of one bandwidth-delay
+    /// product (40 ms at 10 Mbit/s) never holds the 80 ms that a 100 ms
+    /// path is further away: the far path was used only in bursts, just
+    /// before the near buffer overflowed, and sat idle otherwise. With the
+    /// delay difference clamped, both paths stay busy (the near one with
+    /// about this fraction of its buffer queued) and the resequencer hides
+    /// the remaining difference. Queue bookkeeping and the virtual-queue
+    /// correction keep the true delays; when no queueing has been observed
+    /// on the nearest path yet, nothing is clamped. Off by default: in the
+    /// lab (fast-slow, three-paths) it made no difference we could measure
+    /// beyond run-to-run variation, since sporadic use of the far path is
+    /// what hurts TCP (see `spill_max_lateness`).
+    pub delay_horizon: f64,
+    /// Packets up to this size may go on a path that has no bandwidth
+    /// estimate yet, as if it were infinitely fast (EDPF then compares
+    /// only delays and queues). Not in the paper. A direction that carries
+    /// only TCP ACKs rarely produces a valid pair sample (its pairs leave
+    /// the sender about as far apart as they arrive), so whichever path
+    /// happened to get one took every ACK: the lab's downlink sent its ACKs
+    /// over a 60 ms path instead of the 10 ms one. For such packets the
+    /// service time hardly matters. 0 disables.
+    pub small_packet_bytes: u32,
+}
+
+impl Default for PetConfig {
+    fn default() -> Self {
+        PetConfig {
+            probe_interval: Duration::from_secs(1),
+            initial_pairs: 2,
+            probe_slack: Duration::from_millis(10),
+            first_flight_lateness: Duration::from_millis(100),
+            queue_correction: 0.5,
+            max_pair_gap: Duration::from_millis(5),
+            queue_cap: true,
+            spill_backlog: Duration::from_millis(20),
+            spill_max_lateness: Duration::from_millis(20),
+            delay_horizon: 0.0,
+            small_packet_bytes: crate::sched::SMALL_PACKET_BYTES,
+        }
+    }
+}
