@@ -110,6 +110,12 @@ impl SendEngine {
                 // Full-size packets where the path allows: see `large_packet`.
                 cfg.large_packet = Some(LARGE_PACKET);
                 cfg.max_packet = LARGE_PACKET;
+                // Each path paced at 1.2 x window / SRTT (2 x in slow
+                // start): the lab's and a home router's queues are about
+                // one bandwidth-delay product, and windows sent in bursts
+                // overflow them (or cross their marking threshold) before
+                // the path is full.
+                cfg.pacing = Some(mplot::Pacing::default());
                 SendEngine::Mplot(Box::new(
                     mplot::Sender::new(cfg).map_err(|e| format!("MPLOT sender: {e}"))?,
                 ))

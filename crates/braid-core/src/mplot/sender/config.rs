@@ -3,6 +3,7 @@
 use crate::fec::FecError;
 use crate::mplot::cc::CcConfig;
 use crate::mplot::wire::MAX_PATHS;
+use crate::time::Duration;
 
 /// How packets are mapped to paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,6 +86,54 @@ pub struct SenderConfig {
     /// paths raise that to 1340 / 1428 = 0.94. `None` in the paper's
     /// simulations.
     pub large_packet: Option<usize>,
+    /// Pace each path ([`Pacing`]): its packets leave spread over the
+    /// round trip at a multiple of `window / SRTT` rather than in bursts
+    /// as ACKs free the window. `None` in the paper's simulations (ns-2's
+    /// TCP agents do not pace).
+    pub pacing: Option<Pacing>,
+}
+
+/// How MPLOT paces a path: at `gain x w_i / SRTT_i` (`slow_start_gain`
+/// while the window is below `ssthresh`), Linux's pacing of TCP
+/// (`tcp_update_pacing_rate`: ratios 200 % and 120 %). The window still
+/// bounds what is in flight; the rate only spreads it, and its margin
+/// above `w / SRTT` lets the window grow and covers header bytes the
+/// window does not count.
+///
+/// Why: the bottleneck queues MPLOT meets are about one bandwidth-delay
+/// product (the lab files, a home router), and an unpaced window arrives
+/// there as bursts (ACKs that come back in batches on a loaded host, a
+/// slow start that doubles back to back), which overflow such a queue, or
+/// push it over an ECN marking threshold, while the path is not yet full.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pacing {
+    /// Multiple of `w / SRTT` in slow start.
+    pub slow_start_gain: f64,
+    /// Multiple of `w / SRTT` after slow start.
+    pub gain: f64,
+    /// How far behind its schedule a path may catch up after a late call
+    /// (`crate::pacer::Pacer::take`), as a share of its smallest RTT (at
+    /// least [`Pacing::MIN_CATCH_UP`]): a quarter, as the tunnel's pacer,
+    /// so the burst a late send loop makes up for fits a bottleneck queue
+    /// of a quarter of a bandwidth-delay product.
+    pub catch_up_rtts: f64,
+}
+
+impl Pacing {
+    /// Smallest catch-up allowance: timers wake a little late on any
+    /// machine, and a pacer that lost its slots on every such wake-up
+    /// would fall below its rate.
+    pub const MIN_CATCH_UP: Duration = Duration::from_millis(1);
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing {
+            slow_start_gain: 2.0,
+            gain: 1.2,
+            catch_up_rtts: 0.25,
+        }
+    }
 }
 
 impl SenderConfig {
@@ -104,6 +153,7 @@ impl SenderConfig {
             ecn_trust: false,
             random_loss_backlog: None,
             large_packet: None,
+            pacing: None,
         }
     }
 }

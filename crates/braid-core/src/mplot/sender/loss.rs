@@ -232,10 +232,12 @@ impl Sender {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must next be called: the
-    /// earliest per-path RTO deadline.
+    /// earliest per-path RTO deadline, or the earliest instant a path held
+    /// back by its pacer may send (then poll for packets again).
     pub fn poll_timeout(&self) -> Option<Instant> {
         (0..self.cfg.paths)
             .filter_map(|p| self.rto_deadline(p))
+            .chain(self.pace_deadline())
             .min()
     }
 
@@ -258,6 +260,7 @@ impl Sender {
     /// of that path's packets in flight are deemed lost (they then feed
     /// eq 2 and the RFEC rule).
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.clear_pace_wakes(now);
         for path in 0..self.cfg.paths {
             let Some(deadline) = self.rto_deadline(path) else {
                 continue;

@@ -26,7 +26,7 @@ impl Sender {
             }
         };
         for (path, good) in order {
-            if !self.cc[path].can_send(1) {
+            if !self.cc[path].can_send(1) || !self.pacer_ready(now, path) {
                 continue;
             }
             if let Some(bi) = self.pick_block(good)? {
@@ -198,6 +198,7 @@ impl Sender {
         );
         self.outstanding[path].push_back(seq);
         self.cc[path].on_sent(size);
+        self.take_pacer(now, path, size);
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size as u64;
         Transmit {

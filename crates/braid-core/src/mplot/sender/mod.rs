@@ -30,6 +30,8 @@
 //!   a quarter RTT plus the spread of the paths' RTTs), or when its path's
 //!   RTO fires. Either updates the loss statistics (eq 2–3) and may trigger
 //!   RFEC; neither touches the window.
+//! - With [`SenderConfig::pacing`], each path's packets leave spread over
+//!   its round trip ([`Pacing`]), not in bursts as ACKs open the window.
 //!
 //! Two baselines of the paper's §IV are configurations of this sender
 //! ([`Mapping::Blind`], and [`SenderConfig::arq`] for PTCP's no-FEC
@@ -41,13 +43,15 @@ use crate::fec::mplot::{self, LossStats};
 use crate::mplot::block::SendBlock;
 use crate::mplot::cc::PathCc;
 use crate::mplot::wire::{DataHeader, MAX_PATHS};
+use crate::pacer::Pacer;
 use crate::time::Instant;
 
 mod config;
 mod loss;
 mod mapping;
+mod pacing;
 
-pub use config::{Coding, Mapping, SenderConfig, SenderError};
+pub use config::{Coding, Mapping, Pacing, SenderConfig, SenderError};
 
 /// One packet to put on a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +117,15 @@ pub struct Sender {
     finished: bool,
     /// The block carrying FIN has been made.
     fin_made: bool,
+    /// Each path's pacing slot (with `SenderConfig::pacing`).
+    pacers: Vec<Pacer>,
+    /// When a path that had room in its window was held back by its
+    /// pacer: the instant `poll_timeout` asks to be woken for it.
+    pace_wake: Vec<Option<Instant>>,
+    /// A path's pacer held it back since it last sent: its missed slots
+    /// may be caught up (a late caller), not those of a path that waited
+    /// for its window.
+    pace_held: Vec<bool>,
     pub stats: SenderStats,
 }
 
@@ -144,6 +157,9 @@ impl Sender {
             app_offset: 0,
             finished: false,
             fin_made: false,
+            pacers: vec![Pacer::new(); n],
+            pace_wake: vec![None; n],
+            pace_held: vec![false; n],
             stats: SenderStats::default(),
             cfg,
         })
