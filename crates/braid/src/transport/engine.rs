@@ -116,6 +116,10 @@ impl SendEngine {
                 // overflow them (or cross their marking threshold) before
                 // the path is full.
                 cfg.pacing = Some(mplot::Pacing::default());
+                // `braid recv` ACKs each packet on the path it came on
+                // (`ack_on_arrival_path` below): the loss rule needs no
+                // allowance for ACKs of one path coming back on another.
+                cfg.acks_on_arrival_path = true;
                 SendEngine::Mplot(Box::new(
                     mplot::Sender::new(cfg).map_err(|e| format!("MPLOT sender: {e}"))?,
                 ))

@@ -91,6 +91,17 @@ pub struct SenderConfig {
     /// as ACKs free the window. `None` in the paper's simulations (ns-2's
     /// TCP agents do not pace).
     pub pacing: Option<Pacing>,
+    /// The receiver sends each path's ACKs back on that path
+    /// (`ReceiverConfig::ack_on_arrival_path`), so a path's ACKs come back
+    /// in the order its packets arrived and the loss rule's reordering
+    /// window needs no allowance for the spread of the paths' RTTs. With
+    /// ACKs on random reverse paths (the paper's), a packet is deemed lost
+    /// only a quarter RTT **plus that spread** after a later packet of its
+    /// path is acknowledged: on lab/fast-slow (40 and 200 ms) that is
+    /// 170 ms, four round trips of the fast path during which the packets
+    /// an overflow dropped still count as in flight and hold its window
+    /// shut.
+    pub acks_on_arrival_path: bool,
 }
 
 /// How MPLOT paces a path: at `gain x w_i / SRTT_i` (`slow_start_gain`
@@ -154,6 +165,7 @@ impl SenderConfig {
             random_loss_backlog: None,
             large_packet: None,
             pacing: None,
+            acks_on_arrival_path: false,
         }
     }
 }

@@ -115,10 +115,12 @@ impl Sender {
     /// The reordering window of the loss rule: a quarter of the path's
     /// smoothed RTT plus the spread of the paths' smallest RTTs, which
     /// bounds how much earlier an acknowledgement can come back on one
-    /// reverse path than on another.
-    fn reorder_window(&self, path: usize) -> Duration {
+    /// reverse path than on another (no spread when every ACK comes back
+    /// on its packet's own path: `SenderConfig::acks_on_arrival_path`).
+    pub(crate) fn reorder_window(&self, path: usize) -> Duration {
         let mins: Vec<Duration> = self.cc.iter().filter_map(|c| c.rtt().min_rtt()).collect();
         let spread = match (mins.iter().min(), mins.iter().max()) {
+            _ if self.cfg.acks_on_arrival_path => Duration::ZERO,
             (Some(a), Some(b)) => *b - *a,
             _ => Duration::ZERO,
         };
