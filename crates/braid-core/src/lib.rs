@@ -23,6 +23,7 @@
 //!   packets are copied onto a second path.
 //! - [`mplot`]: MPLOT, braid's own reliable multipath transport (block
 //!   FEC across paths, per-path ECN congestion control).
+//! - [`pacer`]: the pacing slot MPLOT's paths and R-MTP's channels share.
 //! - [`rmtp`]: R-MTP, the transport's second mode (rate-based, packet-pair
 //!   probing, jitter-trend congestion detection, SACK-bitmap window).
 //! - [`conn`]: the tunnel connection (client [`conn::Connection`], server
@@ -35,6 +36,7 @@ pub mod crypto;
 pub mod fec;
 pub mod flow;
 pub mod mplot;
+pub mod pacer;
 pub mod path;
 pub mod receiver;
 pub mod redundancy;

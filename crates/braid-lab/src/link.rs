@@ -441,25 +441,30 @@ mod tests {
     /// The shared network model (`braid-net`, used by the simulator and
     /// the connection tests) and this emulator give the same departures
     /// for the same arrivals: same drop decisions (queue and, with the
-    /// same seed, random loss) and delivery instants within a nanosecond.
+    /// same seed, random loss), the same CE marks (`ecn_mark_bytes`, on a
+    /// mix of ECN-capable and other packets) and delivery instants within
+    /// a nanosecond.
     #[test]
     fn shared_model_gives_the_same_departures() {
         use braid_core::time::Instant as SimInstant;
         use braid_net::{GilbertParams, LinkParams, TraceStep, Verdict as NetVerdict};
         use rand::Rng;
 
-        let losses = [
-            LossSpec::None,
-            LossSpec::Bernoulli(0.02),
-            LossSpec::Gilbert(GilbertConfig {
-                p_good_bad: 0.01,
-                p_bad_good: 0.2,
-                loss_bad: 0.8,
-                loss_good: 0.001,
-            }),
+        let gilbert = LossSpec::Gilbert(GilbertConfig {
+            p_good_bad: 0.01,
+            p_bad_good: 0.2,
+            loss_bad: 0.8,
+            loss_good: 0.001,
+        });
+        let cases = [
+            (LossSpec::None, None),
+            (LossSpec::Bernoulli(0.02), None),
+            (gilbert, None),
+            (gilbert, Some(15_000)),
         ];
-        for (case, loss) in losses.into_iter().enumerate() {
+        for (case, (loss, mark)) in cases.into_iter().enumerate() {
             let mut p = params(10.0, 20.0, 30_000, loss);
+            p.ecn_mark_bytes = mark;
             p.trace = vec![crate::config::DirTraceStep {
                 at_s: 0.5,
                 rate_bps: Some(4e6),
@@ -467,6 +472,7 @@ mod tests {
                 loss: None,
             }];
             let mut net = LinkParams::new(p.rate_bps / 1e6, p.delay_s * 1e3, p.queue_bytes);
+            net.ecn_mark_bytes = mark;
             match loss {
                 LossSpec::None => {}
                 LossSpec::Bernoulli(l) => net.loss = l,
@@ -490,18 +496,21 @@ mod tests {
             let mut model = braid_net::Link::new(&net, 17, SimInstant::ZERO);
             let mut rng = ChaCha8Rng::seed_from_u64(case as u64);
             let mut at_ns = 0u64;
-            let (mut delivered, mut dropped) = (0, 0);
+            let (mut delivered, mut dropped, mut marked) = (0, 0, 0);
             for _ in 0..5000 {
                 // Bursty arrivals around 12 Mbit/s: the queue fills and drops.
                 at_ns += rng.gen_range(0..1_600_000u64);
                 let bytes = rng.gen_range(40..=1500u64);
-                let a = lab.offer(t0 + Duration::from_nanos(at_ns), bytes);
-                let b = model.offer(SimInstant::from_nanos(at_ns), bytes, false);
+                let ect = mark.is_some() && rng.gen_bool(0.5);
+                let a = lab.offer_ecn(t0 + Duration::from_nanos(at_ns), bytes, ect);
+                let b = model.offer(SimInstant::from_nanos(at_ns), bytes, ect);
                 match (a, b) {
-                    (Verdict::Deliver(x), NetVerdict::Deliver { at, ce: false }) => {
+                    (Verdict::Deliver(x), NetVerdict::Deliver { at, ce: false })
+                    | (Verdict::Mark(x), NetVerdict::Deliver { at, ce: true }) => {
                         let x = (x - t0).as_nanos() as u64;
                         assert!(x.abs_diff(at.as_nanos()) <= 1, "case {case}: {x} vs {at:?}");
                         delivered += 1;
+                        marked += matches!(a, Verdict::Mark(_)) as u32;
                     }
                     (Verdict::DropQueue, NetVerdict::Dropped(braid_net::Drop::Queue))
                     | (Verdict::DropLoss, NetVerdict::Dropped(braid_net::Drop::Loss)) => {
@@ -514,6 +523,7 @@ mod tests {
                 delivered > 1000 && dropped > 50,
                 "case {case}: {delivered} {dropped}"
             );
+            assert_eq!(mark.is_some(), marked > 100, "case {case}: {marked} marks");
         }
     }
 }

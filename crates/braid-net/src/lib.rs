@@ -24,7 +24,9 @@
 //!    §IV-A/B, including a DOWN state), optionally correlated across paths
 //!    ([`correlated`], MPLOT §IV-E);
 //! 3. the queue: drop-tail on the bytes not yet serialized, or RED with
-//!    ECN marking ([`red`], Floyd and Jacobson 1993, RFC 3168);
+//!    ECN marking ([`red`], Floyd and Jacobson 1993, RFC 3168), and the
+//!    lab's ECN step: an ECN-capable packet that finds more than
+//!    `ecn_mark_bytes` queued is marked CE;
 //! 4. serialization at the current rate and the current one-way delay.
 //!
 //! Pareto on/off cross traffic ([`cross`], PRISM Fig 12) shares the queue
@@ -32,7 +34,7 @@
 //! offered packet.
 //!
 //! Parameters ([`LinkParams`]) use the lab files' names (`rate_mbit`,
-//! `delay_ms`, `queue_bytes`, `loss`, `gilbert`, `trace`) and add the
+//! `delay_ms`, `queue_bytes`, `ecn_mark_bytes`, `loss`, `gilbert`, `trace`) and add the
 //! models the lab files do not have (`red`, `markov`, `cross`, trace `up`).
 
 pub mod correlated;

@@ -27,8 +27,8 @@ pub enum Drop {
 /// What happened to an offered packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// It arrives at the far end at `at`; `ce` if RED marked it
-    /// Congestion Experienced.
+    /// It arrives at the far end at `at`; `ce` if RED or the
+    /// `ecn_mark_bytes` step marked it Congestion Experienced.
     Deliver {
         at: Instant,
         ce: bool,
@@ -70,6 +70,9 @@ pub struct Link {
     rate_bps: f64,
     delay: Duration,
     queue_limit: u64,
+    /// Queued bytes above which an ECN-capable arrival is marked CE
+    /// (`LinkParams::ecn_mark_bytes`).
+    ecn_mark_bytes: Option<u64>,
     up: bool,
     loss: LossProcess,
     /// The loss process's RNG: seeded exactly as the lab's, and used for
@@ -110,6 +113,7 @@ impl Link {
             rate_bps: p.rate_bps(),
             delay: p.delay(),
             queue_limit: p.queue_bytes,
+            ecn_mark_bytes: p.ecn_mark_bytes,
             up: true,
             loss,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -213,13 +217,17 @@ impl Link {
         if queued + bytes > self.queue_limit {
             return Err(Drop::Queue);
         }
+        // The lab's step mark, on the backlog this packet found (the
+        // emulator's order: random loss, then the drop-tail limit, then
+        // the mark).
+        let step = ecn_capable && self.ecn_mark_bytes.is_some_and(|th| queued > th);
         let Some((red, ecn)) = self.red.as_mut() else {
-            return Ok(false);
+            return Ok(step);
         };
         let idle_since = (queued == 0).then(|| self.busy_until.min(now));
         let slot = tx_time(1500, self.rate_bps);
         match red.on_arrival(now, queued, idle_since, slot, &mut self.aux_rng) {
-            RedVerdict::Pass => Ok(false),
+            RedVerdict::Pass => Ok(step),
             RedVerdict::Signal if *ecn && ecn_capable => Ok(true),
             RedVerdict::Signal | RedVerdict::Drop => Err(Drop::Red),
         }

@@ -1,6 +1,6 @@
 //! Parameters of one link direction, named as in the lab files
 //! (`lab/README.md`): a lab path's `rate_mbit`, `delay_ms`, `queue_bytes`,
-//! `loss`, `gilbert` and `trace` mean the same here, so a lab file's
+//! `ecn_mark_bytes`, `loss`, `gilbert` and `trace` mean the same here, so a lab file's
 //! resolved direction converts field by field. The models the lab files
 //! lack (`red`, `markov`, `cross`, trace `up`) are additions with the same
 //! units.
@@ -19,6 +19,13 @@ pub struct LinkParams {
     /// Drop-tail limit on the IP bytes waiting for or in serialization at
     /// an arrival (a router's output queue), as the lab emulator counts it.
     pub queue_bytes: u64,
+    /// The lab's ECN step (`ecn_mark_bytes`): an ECN-capable packet that
+    /// finds more than this many IP bytes queued at its arrival is
+    /// delivered marked Congestion Experienced instead of waiting for the
+    /// drop-tail limit; other packets see the plain queue. A mark on the
+    /// instantaneous queue at one threshold, as the emulator marks
+    /// (`crates/braid-lab/src/link.rs`), so a run stays deterministic.
+    pub ecn_mark_bytes: Option<u64>,
     /// Bernoulli loss probability per packet (used when neither `gilbert`
     /// nor `markov` is set).
     pub loss: f64,
@@ -40,6 +47,7 @@ impl Default for LinkParams {
             rate_mbit: 10.0,
             delay_ms: 0.0,
             queue_bytes: u64::MAX,
+            ecn_mark_bytes: None,
             loss: 0.0,
             gilbert: None,
             markov: None,

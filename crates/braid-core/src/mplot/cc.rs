@@ -118,6 +118,11 @@ impl PathCc {
         }
     }
 
+    /// Whether the window is below `ssthresh` (slow start).
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
     /// Whether a packet of `size` bytes fits the window now.
     pub fn can_send(&self, size: usize) -> bool {
         (self.in_flight + size) as f64 <= self.cwnd.max(size as f64)

@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 
+use crate::pacer::Pacer;
 use crate::rmtp::rate::{ChannelRate, RateConfig};
 use crate::time::{Duration, Instant};
 
@@ -27,7 +28,8 @@ pub(crate) enum State {
 pub(crate) struct Channel {
     pub(crate) state: State,
     pub(crate) rate: ChannelRate,
-    pub(crate) next_send: Instant,
+    /// The pacing slot (the shared [`Pacer`]), at the controller's rate.
+    pub(crate) pacer: Pacer,
     pub(crate) chan_seq: u32,
     /// (chan_seq, seq, sent_at, pair position: 0 none, 1 first, 2
     /// second) of frames in flight, in send order.
@@ -46,7 +48,7 @@ impl Channel {
         Channel {
             state: State::Probe,
             rate: ChannelRate::new(rate),
-            next_send: Instant::ZERO,
+            pacer: Pacer::new(),
             chan_seq: 0,
             outstanding: VecDeque::new(),
             srtt: None,
@@ -92,15 +94,14 @@ impl Channel {
     /// descheduled send loop: 1-10 ms on a loaded host) are caught up, up
     /// to `catch_up` in whole periods; without that every late wake-up
     /// lost its slots and the channel ran below its rate. An idle channel
-    /// does not save up more for a burst.
+    /// does not save up more for a burst ([`Pacer::take`], the slot MPLOT's
+    /// paths use too).
     pub(crate) fn take_slot(&mut self, now: Instant, catch_up: Duration, pair: bool) {
         let period = self.rate.period();
         let slots =
             (catch_up.as_nanos() / period.as_nanos().max(1)).min(u128::from(u32::MAX)) as u32;
-        if self.next_send + period * slots.max(1) < now {
-            self.next_send = now - period * slots;
-        }
-        self.next_send += if pair { period * 2 } else { period };
+        let gap = if pair { period * 2 } else { period };
+        self.pacer.take(now, gap, period * slots);
     }
 }
 
@@ -115,17 +116,17 @@ mod tests {
         c.rate.on_pair(Duration::from_micros(500));
         assert!((c.rate.rate_fps() - 1000.0).abs() < 1e-9);
         let t0 = Instant::from_millis(100);
-        c.next_send = t0;
+        c.pacer.reset(t0);
         // The caller comes 3 ms late: the missed slots stay due.
         let now = t0 + Duration::from_millis(3);
         c.take_slot(now, Duration::from_millis(4), false);
-        assert_eq!(c.next_send, t0 + Duration::from_millis(1));
+        assert_eq!(c.pacer.next(), t0 + Duration::from_millis(1));
         // 50 ms late: at most 4 ms (4 slots) are caught up.
         let now = t0 + Duration::from_millis(50);
         c.take_slot(now, Duration::from_millis(4), false);
-        assert_eq!(c.next_send, now - Duration::from_millis(3));
+        assert_eq!(c.pacer.next(), now - Duration::from_millis(3));
         // No catch-up allowed: an idle channel starts from now.
         c.take_slot(now + Duration::from_millis(20), Duration::ZERO, true);
-        assert_eq!(c.next_send, now + Duration::from_millis(22));
+        assert_eq!(c.pacer.next(), now + Duration::from_millis(22));
     }
 }

@@ -513,8 +513,8 @@ impl Sender {
             .channels
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.state == State::Up && c.next_send <= now)
-            .min_by_key(|(_, c)| c.next_send)?;
+            .filter(|(_, c)| c.state == State::Up && c.pacer.ready(now))
+            .min_by_key(|(_, c)| c.pacer.next())?;
         let (seq, retx) = self.next_frame()?;
         let pair = self.channels[i].since_pair >= self.cfg.pair_every && self.has_work();
         let c = &mut self.channels[i];
@@ -616,7 +616,7 @@ impl Sender {
                     .on_pair(Duration::from_micros(u64::from(ack.pair_us)));
                 if matches!(c.state, State::Probing(_) | State::Down(_)) {
                     c.state = State::Up;
-                    c.next_send = now;
+                    c.pacer.reset(now);
                 }
             } else if matches!(c.state, State::Probing(_)) {
                 c.state = State::Probe;
@@ -644,7 +644,7 @@ impl Sender {
         let work = self.has_work();
         for c in &self.channels {
             match c.state {
-                State::Up if work && !self.stopped => at(c.next_send),
+                State::Up if work && !self.stopped => at(c.pacer.next()),
                 State::Probing(dl) => at(dl),
                 State::Down(r) if work => at(r),
                 _ => {}

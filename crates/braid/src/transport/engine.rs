@@ -110,6 +110,16 @@ impl SendEngine {
                 // Full-size packets where the path allows: see `large_packet`.
                 cfg.large_packet = Some(LARGE_PACKET);
                 cfg.max_packet = LARGE_PACKET;
+                // Each path paced at 1.2 x window / SRTT (2 x in slow
+                // start): the lab's and a home router's queues are about
+                // one bandwidth-delay product, and windows sent in bursts
+                // overflow them (or cross their marking threshold) before
+                // the path is full.
+                cfg.pacing = Some(mplot::Pacing::default());
+                // `braid recv` ACKs each packet on the path it came on
+                // (`ack_on_arrival_path` below): the loss rule needs no
+                // allowance for ACKs of one path coming back on another.
+                cfg.acks_on_arrival_path = true;
                 SendEngine::Mplot(Box::new(
                     mplot::Sender::new(cfg).map_err(|e| format!("MPLOT sender: {e}"))?,
                 ))

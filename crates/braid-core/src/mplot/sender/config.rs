@@ -1,0 +1,190 @@
+//! What a sender is configured with, and why it can fail.
+
+use crate::fec::FecError;
+use crate::mplot::cc::CcConfig;
+use crate::mplot::wire::MAX_PATHS;
+use crate::time::Duration;
+
+/// How packets are mapped to paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mapping {
+    /// MPLOT's rank-based mapping (eq 1, GOOD/BAD, §III-D).
+    #[default]
+    Rank,
+    /// The heterogeneity-blind baseline of §IV-B: the same FEC and blocks,
+    /// but the head-of-queue packet (oldest block first) goes to whichever
+    /// path has room, paths in index order.
+    Blind,
+}
+
+/// What the sender carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Coding {
+    /// Real bytes, Reed-Solomon coded.
+    #[default]
+    Real,
+    /// Sizes only, for simulation: blocks decode when any `F` distinct
+    /// packets arrive (`SPECS.md` §2.8: "coding can be simulated
+    /// abstractly").
+    Virtual,
+}
+
+/// Settings of a sender.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SenderConfig {
+    /// Number of paths (at most [`MAX_PATHS`]).
+    pub paths: usize,
+    pub cc: CcConfig,
+    /// κ1 of eq 9 (the paper: 1).
+    pub kappa1: f64,
+    /// κ2 of eq 10 (the paper's simulations: 0).
+    pub kappa2: f64,
+    /// Header bytes budgeted in every packet size (the paper: 50 of the
+    /// 750/550/250). braid's own header is 34 bytes, plus 16 of AEAD tag
+    /// when encrypted, so 50 holds it.
+    pub header_bytes: usize,
+    /// The largest packet a path carries (the smallest path MTU less
+    /// outer headers); sizes above it are not chosen.
+    pub max_packet: usize,
+    /// Most unrecovered blocks at once (bounds sender and receiver memory).
+    pub max_blocks: usize,
+    pub mapping: Mapping,
+    pub coding: Coding,
+    /// PTCP baseline (§IV-G): no PFEC, no r-block; a lost packet is resent
+    /// as itself (ARQ by the wrap-around rule, exactly `r` packets); a
+    /// loss halves the path's window as in TCP (once per RTT), and, as in
+    /// NewReno, a lost retransmission is found only by the path's RTO.
+    pub arq: bool,
+    /// For paths whose queues do not mark ECN (most of today's Internet,
+    /// and sockets that cannot read CE): a loss halves the path's window
+    /// at most once per smoothed RTT, as an ECN-Echo does (§II-C). Without
+    /// it a path's window shrinks only on RTOs, grows to `cc.max_window`
+    /// and overflows a drop-tail queue, and FEC repairs the overflow at a
+    /// large cost in sent bytes. Off in the paper's simulations, where
+    /// every congested queue marks.
+    pub halve_on_loss: bool,
+    /// With `halve_on_loss`, a path stops halving on unmarked losses once
+    /// an ECN-Echo has come back for it: its bottleneck marks, so its
+    /// congestion arrives as marks before the queue overflows, and a loss
+    /// without a mark is the path's random loss, which §II-C leaves to FEC.
+    /// A path whose queues never mark (or whose marks are bleached) keeps
+    /// TCP's response to loss. For sockets that send ECT(0) and read CE.
+    pub ecn_trust: bool,
+    /// With `halve_on_loss`, a loss found while the path's estimated
+    /// bottleneck backlog ([`PathCc::backlog`]) is below this many bytes
+    /// does not cut the window: the queue was nearly empty, so the loss was
+    /// the path's own, not an overflow (TCP Veno's test, which uses three
+    /// packets). Without it a path with 1-3 % random loss stays at the
+    /// window Reno's loss response allows, too small to ever fill a
+    /// marking queue, so `ecn_trust` never starts. `None`: every loss counts.
+    pub random_loss_backlog: Option<usize>,
+    /// A packet size tried before the paper's 750/550/250 bytes (eq 12
+    /// still asks for five packets per block). On real sockets every
+    /// packet also carries 28 bytes of IP/UDP and 60 of braid's own (DATA
+    /// header and encryption), so 750-byte packets cap goodput at
+    /// 690 / 778 = 0.89 of the path rate; 1400 bytes on Ethernet-MTU
+    /// paths raise that to 1340 / 1428 = 0.94. `None` in the paper's
+    /// simulations.
+    pub large_packet: Option<usize>,
+    /// Pace each path ([`Pacing`]): its packets leave spread over the
+    /// round trip at a multiple of `window / SRTT` rather than in bursts
+    /// as ACKs free the window. `None` in the paper's simulations (ns-2's
+    /// TCP agents do not pace).
+    pub pacing: Option<Pacing>,
+    /// The receiver sends each path's ACKs back on that path
+    /// (`ReceiverConfig::ack_on_arrival_path`), so a path's ACKs come back
+    /// in the order its packets arrived and the loss rule's reordering
+    /// window needs no allowance for the spread of the paths' RTTs. With
+    /// ACKs on random reverse paths (the paper's), a packet is deemed lost
+    /// only a quarter RTT **plus that spread** after a later packet of its
+    /// path is acknowledged: on lab/fast-slow (40 and 200 ms) that is
+    /// 170 ms, four round trips of the fast path during which the packets
+    /// an overflow dropped still count as in flight and hold its window
+    /// shut.
+    pub acks_on_arrival_path: bool,
+}
+
+/// How MPLOT paces a path: at `gain x w_i / SRTT_i` (`slow_start_gain`
+/// while the window is below `ssthresh`), Linux's pacing of TCP
+/// (`tcp_update_pacing_rate`: ratios 200 % and 120 %). The window still
+/// bounds what is in flight; the rate only spreads it, and its margin
+/// above `w / SRTT` lets the window grow and covers header bytes the
+/// window does not count.
+///
+/// Why: the bottleneck queues MPLOT meets are about one bandwidth-delay
+/// product (the lab files, a home router), and an unpaced window arrives
+/// there as bursts (ACKs that come back in batches on a loaded host, a
+/// slow start that doubles back to back), which overflow such a queue, or
+/// push it over an ECN marking threshold, while the path is not yet full.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pacing {
+    /// Multiple of `w / SRTT` in slow start.
+    pub slow_start_gain: f64,
+    /// Multiple of `w / SRTT` after slow start.
+    pub gain: f64,
+    /// How far behind its schedule a path may catch up after a late call
+    /// (`crate::pacer::Pacer::take`), as a share of its smallest RTT (at
+    /// least [`Pacing::MIN_CATCH_UP`]): a quarter, as the tunnel's pacer,
+    /// so the burst a late send loop makes up for fits a bottleneck queue
+    /// of a quarter of a bandwidth-delay product.
+    pub catch_up_rtts: f64,
+}
+
+impl Pacing {
+    /// Smallest catch-up allowance: timers wake a little late on any
+    /// machine, and a pacer that lost its slots on every such wake-up
+    /// would fall below its rate.
+    pub const MIN_CATCH_UP: Duration = Duration::from_millis(1);
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing {
+            slow_start_gain: 2.0,
+            gain: 1.2,
+            catch_up_rtts: 0.25,
+        }
+    }
+}
+
+impl SenderConfig {
+    pub fn new(paths: usize) -> Self {
+        SenderConfig {
+            paths,
+            cc: CcConfig::default(),
+            kappa1: 1.0,
+            kappa2: 0.0,
+            header_bytes: 50,
+            max_packet: 750,
+            max_blocks: 128,
+            mapping: Mapping::Rank,
+            coding: Coding::Real,
+            arq: false,
+            halve_on_loss: false,
+            ecn_trust: false,
+            random_loss_backlog: None,
+            large_packet: None,
+            pacing: None,
+            acks_on_arrival_path: false,
+        }
+    }
+}
+
+/// Why a sender could not be built or written to.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SenderError {
+    #[error("an MPLOT session needs 1..={MAX_PATHS} paths, not {0}")]
+    Paths(usize),
+    #[error("no MPLOT packet size (750, 550, 250 bytes) fits max_packet = {0}; raise it to at least 250")]
+    PacketSize(usize),
+    #[error("header_bytes = {0} leaves no payload in a 250-byte packet")]
+    Header(usize),
+    #[error("the stream is finished; nothing more can be written")]
+    Finished,
+    #[error("bytes written to a sender configured for virtual (size-only) coding, or the reverse")]
+    WrongCoding,
+    #[error("block coding failed: {0}")]
+    Fec(#[from] FecError),
+    #[error("the session ran out of block ids")]
+    BlockIds,
+}
