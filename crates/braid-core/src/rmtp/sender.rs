@@ -496,7 +496,21 @@ impl Sender {
         if self.stopped {
             if self.persist_at.is_some_and(|t| now >= t) {
                 self.persist_at = Some(now + self.cfg.persist);
-                let ch = self.channels.iter().position(|c| c.state == State::Up)?;
+                // A running channel if there is one, else any not removed.
+                // While stopped nothing else is sent: a channel taken down
+                // (three timeouts of persist frames whose ACKs were lost)
+                // is reprobed only when there is work, and when every
+                // frame left is SACKed (the receiver holds them all behind
+                // a full queue) there is none. With persist frames only on
+                // a running channel, a lost report of room left the pair
+                // waiting on each other until something else woke the
+                // channel (`a_stopped_sender_whose_channel_went_down_still_
+                // draws_the_final_ack`: 4 s after the channel returned).
+                let ch = self
+                    .channels
+                    .iter()
+                    .position(|c| c.state == State::Up)
+                    .or_else(|| self.channels.iter().position(|c| c.state != State::Removed))?;
                 let seq = match self.frames.keys().next() {
                     Some(&s) => s,
                     None => self.next_frame()?.0,
