@@ -258,14 +258,31 @@ impl Receiver {
         let pair_us = pair.map_or(0, |d| (d.as_micros().clamp(1, u128::from(u32::MAX))) as u32);
         let mut a = self.ack(ch as u8, h.chan_seq, h.seq, pair_us, false);
         a.ce = ce;
-        self.advertised_full = a.queue_free == 0;
         self.acks.push_back(a);
         Ok(new)
     }
 
     /// The next acknowledgement to send, on the reverse of its `channel`.
+    ///
+    /// Its cumulative point, bitmap and free queue slots are read now,
+    /// not when its frame arrived: an application that reads between the
+    /// two (as `braid recv` and the simulator do, at once) frees the queue
+    /// first. Taken at arrival, a retransmission that filled a hole with
+    /// more in-order frames behind it than the queue holds (a loss on a
+    /// 300 ms path next to a 15 ms one: a window of 1600 frames against a
+    /// queue of 256) reported the queue full although the application
+    /// emptied it a moment later; every such report stopped the sender
+    /// and halved every channel's rate (§3.4 (2)), five times a second
+    /// on `lab/satellite.toml`. The frame's own fields (channel, its
+    /// sequence numbers, jitter, pair dispersion, CE) stay those of its
+    /// arrival.
     pub fn poll_ack(&mut self) -> Option<Ack> {
-        self.acks.pop_front()
+        let a = self.acks.pop_front()?;
+        let mut fresh = self.ack(a.channel, a.chan_seq, a.seq, a.pair_us, a.update);
+        fresh.ce = a.ce;
+        fresh.jitter_us = a.jitter_us;
+        self.advertised_full = fresh.queue_free == 0;
+        Some(fresh)
     }
 
     /// The next in-order frame for the application.

@@ -21,6 +21,8 @@ struct ChanSpec {
     jitter_ms: u64,
     /// The channel stops carrying anything at this time.
     dies_at_ms: Option<u64>,
+    /// Nothing offered in this interval (ms) arrives, either way.
+    blackout_ms: Option<(u64, u64)>,
 }
 
 impl ChanSpec {
@@ -31,6 +33,7 @@ impl ChanSpec {
             loss: 0.0,
             jitter_ms: 0,
             dies_at_ms: None,
+            blackout_ms: None,
         }
     }
 }
@@ -46,6 +49,13 @@ impl Link {
             .spec
             .dies_at_ms
             .is_some_and(|d| now >= Instant::from_millis(d))
+        {
+            return None;
+        }
+        if self
+            .spec
+            .blackout_ms
+            .is_some_and(|(a, b)| (Instant::from_millis(a)..Instant::from_millis(b)).contains(&now))
         {
             return None;
         }
@@ -82,19 +92,30 @@ struct Outcome {
 struct Opts {
     /// The application reads one frame every this long (None: at once).
     read_every: Option<Duration>,
+    /// Its first read (default: `read_every` after the start).
+    read_from: Option<Duration>,
     queue_frames: usize,
     /// Channel added at this time (index = specs.len() - 1, not started).
     add_last_at_ms: Option<u64>,
     limit_s: u64,
+    /// Data frames for which this returns true are lost (on top of the
+    /// channel's random loss).
+    lose: Option<fn(&DataHeader) -> bool>,
+    /// The receiver's ACKs leave before the application reads (as
+    /// `braid recv` did).
+    ack_before_read: bool,
 }
 
 impl Default for Opts {
     fn default() -> Self {
         Opts {
             read_every: None,
+            read_from: None,
             queue_frames: 256,
             add_last_at_ms: None,
             limit_s: 120,
+            lose: None,
+            ack_before_read: false,
         }
     }
 }
@@ -150,7 +171,12 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
     let mut peak = (0, 0, 0);
     let limit = Instant::from_millis(o.limit_s * 1000);
     if let Some(r) = o.read_every {
-        push(&mut heap, &mut evs, r.into_instant(), Ev::Read);
+        push(
+            &mut heap,
+            &mut evs,
+            o.read_from.unwrap_or(r).into_instant(),
+            Ev::Read,
+        );
     }
     loop {
         if !added && now >= Instant::from_millis(o.add_last_at_ms.unwrap()) {
@@ -161,7 +187,11 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
             let mut buf = vec![0u8; DATA_HEADER_LEN + t.payload.len()];
             let n = emit_data(&t.header, &t.payload, &mut buf).unwrap();
             buf.truncate(n);
-            if let Some(at) = fwd[t.channel].offer(now, n + 28, &mut rng) {
+            let at = fwd[t.channel].offer(now, n + 28, &mut rng);
+            if o.lose.is_some_and(|f| f(&t.header)) {
+                continue;
+            }
+            if let Some(at) = at {
                 push(&mut heap, &mut evs, at, Ev::Data(buf));
             }
         }
@@ -197,13 +227,20 @@ fn run(specs: &[ChanSpec], data: &[u8], seed: u64, o: &Opts) -> Outcome {
                         panic!("data frame failed to decode")
                     };
                     receiver.handle_data(now, &v).unwrap();
+                    if o.ack_before_read {
+                        for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                            push(&mut heap, &mut evs, at, Ev::Ack(b));
+                        }
+                    }
                     if o.read_every.is_none() {
                         while let Some(c) = receiver.poll_read() {
                             received.extend_from_slice(&c.payload);
                         }
                     }
-                    for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
-                        push(&mut heap, &mut evs, at, Ev::Ack(b));
+                    if !o.ack_before_read {
+                        for (at, b) in acks_onto(&mut receiver, &mut rev, now, &mut rng) {
+                            push(&mut heap, &mut evs, at, Ev::Ack(b));
+                        }
                     }
                 }
                 Ev::Ack(buf) => {
@@ -441,7 +478,7 @@ mod props {
             queue in 4usize..64,
         ) {
             let specs: Vec<ChanSpec> = chans.iter().map(|&(kbit, delay_ms, loss, jitter_ms)| ChanSpec {
-                kbit, delay_ms, loss, jitter_ms, dies_at_ms: None,
+                kbit, delay_ms, loss, jitter_ms, dies_at_ms: None, blackout_ms: None,
             }).collect();
             let d = data(n, seed);
             let o = run(&specs, &d, seed, &Opts { queue_frames: queue, limit_s: 600, ..Opts::default() });
@@ -555,4 +592,88 @@ fn a_late_frame_from_before_a_resize_does_not_shrink_the_receivers_window() {
     assert!(r.handle_data(t, &view(&frame(100, 4))).unwrap());
     let last = std::iter::from_fn(|| r.poll_ack()).last().unwrap();
     assert!(last.has(100) && last.words == 4);
+}
+
+/// `lab/satellite.toml` in miniature: 20 Mbit/s at 15 ms next to
+/// 10 Mbit/s at 300 ms that loses 0.5 %, and the far channel's last
+/// hundred first transmissions lost as well.
+fn satellite(seed: u64, o: &Opts) -> (Outcome, Vec<u8>) {
+    let d = data(4_000_000, 9);
+    let mut far = ChanSpec::clean(10_000.0, 300);
+    far.loss = 0.005;
+    let o = run(&[ChanSpec::clean(20_000.0, 15), far], &d, seed, o);
+    (o, d)
+}
+
+#[test]
+fn a_far_lossy_channel_losing_the_final_block_finishes_without_stopping_the_sender() {
+    // The application reads every frame at once, so the receiver queue
+    // never holds back a frame: no ACK may report it full. When ACKs
+    // were built as their frame arrived, before the read, a resend that
+    // filled a hole with more than the queue's 256 frames behind it
+    // reported the queue full, and each report stopped the sender and
+    // halved both rates: 1-4 stops in each of these runs.
+    for seed in 0..4 {
+        let (o, d) = satellite(
+            seed,
+            &Opts {
+                lose: Some(|h| h.channel == 1 && !h.retx && h.seq >= 3900),
+                ..Opts::default()
+            },
+        );
+        assert_eq!(o.received.len(), d.len(), "seed {seed}");
+        assert!(o.received == d, "seed {seed}");
+        let st = o.sender.stats();
+        assert_eq!(st.flow_stops, 0, "seed {seed}: {st:?}");
+        assert!(
+            st.retransmits >= 10,
+            "seed {seed}: the block was lost: {st:?}"
+        );
+        // 4 MB at 30 Mbit/s is 1.1 s; start-up (probes, the far RTT) and
+        // the lost block's timeout on a 600 ms RTT add under 3 s.
+        let t = o.done_at.expect("finished").as_secs_f64();
+        assert!(t < 4.0, "seed {seed}: {t} s");
+    }
+}
+
+#[test]
+fn a_stopped_sender_whose_channel_went_down_still_draws_the_final_ack() {
+    // 8 Mbit/s at 300 ms: all 30 frames are out before the receiver's
+    // first ACK is back. The reader starts at 1.5 s, so the queue (8
+    // frames) fills, the rest wait in the reliability buffer (all SACKed)
+    // and the sender stops. From 1 s to 10 s the channel carries nothing:
+    // the persist frames and their ACKs are lost, three timeouts take the
+    // channel down, and the receiver's report of room (when the reader
+    // has drained it, at about 2.6 s) is lost too. With every frame
+    // SACKed there is nothing to resend and a down channel is reprobed
+    // only when there is; persist frames went only on a running channel,
+    // so the sender sent nothing on the channel's return and finished at
+    // 14.0 s, not within a persist interval of 10 s. Persist frames now
+    // go on a channel that is down when none is running.
+    let d = data(30_000, 10);
+    let mut c = ChanSpec::clean(8000.0, 300);
+    c.blackout_ms = Some((1000, 10_000));
+    let o = run(
+        &[c],
+        &d,
+        10,
+        &Opts {
+            read_every: Some(Duration::from_millis(50)),
+            read_from: Some(Duration::from_millis(1500)),
+            queue_frames: 8,
+            ..Opts::default()
+        },
+    );
+    let st = o.sender.stats();
+    assert!(st.flow_stops >= 1, "{st:?}");
+    assert!(st.channels_down >= 1, "{st:?}");
+    assert!(
+        o.received == d,
+        "delivered {} of {}",
+        o.received.len(),
+        d.len()
+    );
+    // Within a persist interval and an RTT of the channel's return.
+    let t = o.done_at.expect("the sender finished").as_secs_f64();
+    assert!(t < 11.5, "{t} s");
 }

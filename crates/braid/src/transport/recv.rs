@@ -185,11 +185,6 @@ impl Listener {
                                 if let Some(a) = tr.path_addr.get_mut(p) {
                                     *a = Some(from);
                                 }
-                                while let Some((path, n)) = rx.poll_ack(&mut frame) {
-                                    let to =
-                                        tr.path_addr.get(path).copied().flatten().unwrap_or(from);
-                                    send(&mut tr.session, &self.sock, to, &frame[..n], &clock);
-                                }
                                 while let Some(data) = rx.poll_read() {
                                     tr.hasher.update(&data);
                                     if let Err(e) = tr.file.write_all(&data) {
@@ -200,6 +195,15 @@ impl Listener {
                                             &clock,
                                         ));
                                     }
+                                }
+                                // ACKs after the application read: an R-MTP ACK
+                                // reports the receiver queue's room as it is when
+                                // sent, and reading first frees it (a report of a
+                                // full queue stops the sender and halves its rates).
+                                while let Some((path, n)) = rx.poll_ack(&mut frame) {
+                                    let to =
+                                        tr.path_addr.get(path).copied().flatten().unwrap_or(from);
+                                    send(&mut tr.session, &self.sock, to, &frame[..n], &clock);
                                 }
                                 if rx.delivered() > tr.offer.size {
                                     let why = "the sender sent more bytes than it announced";

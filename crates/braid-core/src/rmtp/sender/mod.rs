@@ -43,97 +43,26 @@
 //!   data resumes when an ACK reports room (the receiver sends one when
 //!   the application frees space). While stopped, one frame is re-sent
 //!   every `persist` so that a lost space report cannot deadlock the pair.
+//!
+//! The code is split by concept: this file holds the sender's state,
+//! the stream's framing and [`Sender::poll_transmit`]; `config` its
+//! settings, errors and counters; `sizing` the reliability window;
+//! `acks` what an acknowledgement does (SACK, markers, rate input, flow
+//! control); `timers` the timeouts of probes and silent channels.
+
+mod acks;
+mod config;
+mod sizing;
+mod timers;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::rmtp::channel::{Channel, State};
-use crate::rmtp::rate::{ChannelRate, RateConfig};
-use crate::rmtp::window::{self, ChannelShape};
-use crate::rmtp::wire::{Ack, DataHeader, MAX_CHANNELS, MAX_WORDS};
-use crate::time::{Duration, Instant};
+use crate::rmtp::rate::ChannelRate;
+use crate::rmtp::wire::{DataHeader, MAX_CHANNELS};
+use crate::time::Instant;
 
-/// Settings of a sender.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SenderConfig {
-    /// Channels at the start (more may be added).
-    pub channels: usize,
-    /// Payload bytes per frame (the paper's runs: 1400).
-    pub frame_payload: usize,
-    /// Largest window the receiver accepts, frames.
-    pub max_window: usize,
-    /// Frames carry sizes only (simulation).
-    pub virtual_payload: bool,
-    pub rate: RateConfig,
-    /// A pair that is not acknowledged by then is sent again.
-    pub probe_timeout: Duration,
-    pub min_rto: Duration,
-    /// Timeouts in a row that take a channel down.
-    pub dead_after: u32,
-    /// A down channel is probed again this often.
-    pub reprobe: Duration,
-    /// A packet pair is sent every this many frames of a channel.
-    pub pair_every: u64,
-    /// While the receiver queue is full, one frame is sent this often.
-    pub persist: Duration,
-    /// Pacing slots a channel may catch up after the sender was late, as
-    /// time (whole periods of it; none when shorter than a period).
-    pub pacing_catch_up: Duration,
-}
-
-impl SenderConfig {
-    pub fn new(channels: usize) -> Self {
-        SenderConfig {
-            channels,
-            frame_payload: 1400,
-            max_window: 32 * MAX_WORDS,
-            virtual_payload: false,
-            rate: RateConfig::default(),
-            probe_timeout: Duration::from_secs(1),
-            min_rto: Duration::from_millis(200),
-            dead_after: 3,
-            reprobe: Duration::from_secs(1),
-            pair_every: 64,
-            persist: Duration::from_millis(500),
-            pacing_catch_up: Duration::from_millis(4),
-        }
-    }
-}
-
-/// Why a sender could not be built or written to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SenderError {
-    #[error("an R-MTP session needs 1..={MAX_CHANNELS} channels, not {0}")]
-    Channels(usize),
-    #[error("frame_payload = {0}: it must be 1..=65535 bytes")]
-    Payload(usize),
-    #[error("the stream is finished; nothing more can be written")]
-    Finished,
-    #[error("bytes written to a sender configured for virtual (size-only) frames, or the reverse")]
-    WrongCoding,
-    #[error("no channel {0}")]
-    NoChannel(usize),
-}
-
-/// One frame to put on a channel.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    pub channel: usize,
-    pub header: DataHeader,
-    /// The payload (empty for virtual frames).
-    pub payload: Vec<u8>,
-}
-
-/// Counters for reports and tests.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SenderStats {
-    pub frames_sent: u64,
-    pub retransmits: u64,
-    pub lost_marker: u64,
-    pub lost_timeout: u64,
-    pub pairs: u64,
-    pub flow_stops: u64,
-    pub channels_down: u64,
-}
+pub use config::{SenderConfig, SenderError, SenderStats, Transmit};
 
 #[derive(Clone, Debug)]
 struct FrameState {
@@ -314,65 +243,6 @@ impl Sender {
         }
     }
 
-    fn window_words(&self) -> u8 {
-        self.window.div_ceil(32).clamp(1, MAX_WORDS) as u8
-    }
-
-    /// Fixes the window once every channel has probed, or a probe timeout
-    /// after the start; grows it (never shrinks it) when a channel it was
-    /// not sized from comes up later. The paper fixes the window for the
-    /// connection's life; but a channel whose first pair comes back after
-    /// the probe timeout (a 600 ms path behind a loaded host) or one added
-    /// while running would otherwise be held to a window sized without it:
-    /// in the lab (`lab/far.toml`, 20 and 300 ms) one run in three carried
-    /// 0.08 of the paths' sum that way. The receiver follows the window the
-    /// data frames announce, so growing it needs nothing more.
-    fn maybe_fix_window(&mut self, now: Instant) {
-        if self.window_fixed {
-            let up = self
-                .channels
-                .iter()
-                .filter(|c| {
-                    c.state == State::Up && c.srtt.is_some() && c.rate.ideal_fps().is_some()
-                })
-                .count();
-            if up <= self.sized_with {
-                return;
-            }
-        }
-        let all_up = self
-            .channels
-            .iter()
-            .all(|c| matches!(c.state, State::Up | State::Removed));
-        let late = self
-            .started
-            .is_some_and(|s| now.saturating_since(s) >= self.cfg.probe_timeout);
-        if !(all_up || late) {
-            return;
-        }
-        let shapes: Vec<ChannelShape> = self
-            .channels
-            .iter()
-            .filter(|c| c.state == State::Up)
-            .filter_map(|c| {
-                let rtt = c.srtt?.as_secs_f64();
-                Some(ChannelShape {
-                    rate_fps: c.rate.ideal_fps()?,
-                    rtt_s: rtt,
-                    one_way_s: rtt / 2.0,
-                })
-            })
-            .collect();
-        if shapes.is_empty() {
-            return;
-        }
-        self.window = self
-            .window
-            .max(window::window_frames(&shapes, self.cfg.max_window));
-        self.sized_with = shapes.len();
-        self.window_fixed = true;
-    }
-
     fn have_new_frame(&self) -> bool {
         let room = self.next_seq < self.cum + self.window as u64;
         room && (self.buffered() > 0 || (self.finished && !self.fin_sent))
@@ -496,7 +366,21 @@ impl Sender {
         if self.stopped {
             if self.persist_at.is_some_and(|t| now >= t) {
                 self.persist_at = Some(now + self.cfg.persist);
-                let ch = self.channels.iter().position(|c| c.state == State::Up)?;
+                // A running channel if there is one, else any not removed.
+                // While stopped nothing else is sent: a channel taken down
+                // (three timeouts of persist frames whose ACKs were lost)
+                // is reprobed only when there is work, and when every
+                // frame left is SACKed (the receiver holds them all behind
+                // a full queue) there is none. With persist frames only on
+                // a running channel, a lost report of room left the pair
+                // waiting on each other until something else woke the
+                // channel (`a_stopped_sender_whose_channel_went_down_still_
+                // draws_the_final_ack`: 4 s after the channel returned).
+                let ch = self
+                    .channels
+                    .iter()
+                    .position(|c| c.state == State::Up)
+                    .or_else(|| self.channels.iter().position(|c| c.state != State::Removed))?;
                 let seq = match self.frames.keys().next() {
                     Some(&s) => s,
                     None => self.next_frame()?.0,
@@ -525,183 +409,5 @@ impl Sender {
             self.stats.pairs += 1;
         }
         Some(self.emit(now, i, seq, retx, pair, false))
-    }
-
-    /// An acknowledgement arrived.
-    pub fn handle_ack(&mut self, now: Instant, ack: &Ack) {
-        let ch = usize::from(ack.channel);
-        if !ack.update && ch < self.channels.len() {
-            self.on_channel_ack(now, ch, ack);
-        }
-        // SACK: frames the bitmap shows held.
-        let top = ack.cum.saturating_add(u64::from(ack.words) * 32);
-        let held: Vec<u64> = self
-            .frames
-            .range(ack.cum..top)
-            .filter(|(s, f)| !f.sacked && ack.has(**s))
-            .map(|(s, _)| *s)
-            .collect();
-        for s in held {
-            if let Some(f) = self.frames.get_mut(&s) {
-                f.sacked = true;
-            }
-            self.retx.remove(&s);
-        }
-        if ack.cum > self.cum {
-            self.cum = ack.cum.min(self.next_seq);
-            self.frames = self.frames.split_off(&self.cum);
-            self.retx = self.retx.split_off(&self.cum);
-        }
-        if ack.done || (self.fin_sent && self.cum >= self.next_seq) {
-            self.done = true;
-            self.frames.clear();
-            self.retx.clear();
-        }
-        // Flow control on the receiver queue.
-        if ack.queue_free == 0 {
-            if !self.stopped {
-                self.stopped = true;
-                self.stats.flow_stops += 1;
-                self.persist_at = Some(now + self.cfg.persist);
-                for c in &mut self.channels {
-                    c.rate.halve();
-                }
-            }
-        } else if self.stopped {
-            self.stopped = false;
-            self.persist_at = None;
-        }
-    }
-
-    fn on_channel_ack(&mut self, now: Instant, ch: usize, ack: &Ack) {
-        let min_rto = self.cfg.min_rto;
-        let c = &mut self.channels[ch];
-        c.last_ack_at = now;
-        c.silent = 0;
-        // The acknowledged transmission, and the markers it makes of the
-        // frames sent before it on this channel.
-        let mut pair_pos = 0;
-        let mut lost = Vec::new();
-        while let Some(&(cs, seq, sent, pp)) = c.outstanding.front() {
-            let d = ack.chan_seq.wrapping_sub(cs) as i32;
-            if d < 0 {
-                break;
-            }
-            c.outstanding.pop_front();
-            if d == 0 {
-                let rtt = now.saturating_since(sent);
-                c.rtt_sample(rtt);
-                pair_pos = pp;
-                // Acknowledged but not held (it fell outside the
-                // receiver's window): lost, or nothing would ever resend
-                // it, since no later marker covers it.
-                if !ack.has(seq) {
-                    lost.push(seq);
-                }
-                // The second frame's ACK follows the first's within a
-                // dispersion; one RTT later the pair is given up.
-                if let (1, State::Probing(dl)) = (pp, c.state) {
-                    c.state = State::Probing(dl.min(now + rtt));
-                }
-                break;
-            }
-            if !ack.has(seq) {
-                lost.push(seq);
-            }
-        }
-        let srtt = c.srtt.unwrap_or(min_rto);
-        if pair_pos == 2 {
-            if ack.pair_us > 0 {
-                c.rate
-                    .on_pair(Duration::from_micros(u64::from(ack.pair_us)));
-                if matches!(c.state, State::Probing(_) | State::Down(_)) {
-                    c.state = State::Up;
-                    c.pacer.reset(now);
-                }
-            } else if matches!(c.state, State::Probing(_)) {
-                c.state = State::Probe;
-            }
-        }
-        if c.state == State::Up {
-            if ack.ce {
-                c.rate.on_ce(now, srtt);
-            }
-            c.rate.on_jitter(now, ack.jitter_us, srtt);
-        }
-        for s in lost {
-            self.mark_lost(s, false);
-        }
-        self.maybe_fix_window(now);
-    }
-
-    /// When [`Sender::handle_timeout`] wants to be called.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.done {
-            return None;
-        }
-        let mut t: Option<Instant> = None;
-        let mut at = |x: Instant| t = Some(t.map_or(x, |y| y.min(x)));
-        let work = self.has_work();
-        for c in &self.channels {
-            match c.state {
-                State::Up if work && !self.stopped => at(c.pacer.next()),
-                State::Probing(dl) => at(dl),
-                State::Down(r) if work => at(r),
-                _ => {}
-            }
-            if c.state != State::Removed {
-                if let Some(d) = c.rto_deadline(self.cfg.min_rto) {
-                    at(d);
-                }
-            }
-        }
-        if let Some(p) = self.persist_at {
-            at(p);
-        }
-        // No timer for fixing the window: it is fixed on the next ACK or
-        // transmit after the probe timeout, and with neither there is no
-        // channel to size it from.
-        t
-    }
-
-    /// Timers: probes not answered, silent channels.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.maybe_fix_window(now);
-        let mut timed_out = false;
-        for i in 0..self.channels.len() {
-            let c = &mut self.channels[i];
-            if let State::Probing(dl) = c.state {
-                if now >= dl {
-                    c.state = State::Probe;
-                }
-            }
-            if c.state == State::Removed {
-                continue;
-            }
-            let Some(d) = c.rto_deadline(self.cfg.min_rto) else {
-                continue;
-            };
-            if now < d {
-                continue;
-            }
-            c.silent += 1;
-            c.last_ack_at = now;
-            if c.silent >= self.cfg.dead_after {
-                c.state = State::Down(now + self.cfg.reprobe);
-                self.stats.channels_down += 1;
-            }
-            self.fail_outstanding(i, true);
-            timed_out = true;
-        }
-        // A timeout with nothing to resend and nothing new: every frame
-        // left is SACKed, but the ACK that would move the cumulative point
-        // past them was lost. Resending the lowest draws a fresh ACK;
-        // without it the sender waited for an ACK that never came (a lab
-        // transfer over a lossy 300 ms path stalled at 100 %).
-        if timed_out && self.retx.is_empty() && !self.have_new_frame() {
-            if let Some(&seq) = self.frames.keys().next() {
-                self.retx.insert(seq);
-            }
-        }
     }
 }
