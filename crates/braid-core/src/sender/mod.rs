@@ -257,7 +257,9 @@ impl<P> Sender<P> {
                 _ => free,
             };
             let delays = self.relative_delays();
-            if at.saturating_since(now) > pacing::pacing_bound(&self.cfg, &self.paths, &delays, now)
+            let room = self.repair_room();
+            if at.saturating_since(now)
+                > pacing::pacing_bound(&self.cfg, &self.paths, &delays, now, room)
             {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {

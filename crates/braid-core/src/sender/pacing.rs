@@ -147,6 +147,27 @@ impl<P> Sender<P> {
     }
 }
 
+impl<P> Sender<P> {
+    /// Room the pacing bound leaves for the peer's resequencer to hold a
+    /// gap while its repair travels (`SenderConfig::pacing_repair_room`):
+    /// that many [`Sender::repair_wait`]s while a usable path loses at
+    /// least `pacing_repair_room_loss` of its packets, else none (and none
+    /// with repair off).
+    pub(super) fn repair_room(&self) -> Duration {
+        let factor = self.cfg.pacing_repair_room;
+        if !(factor > 0.0) || !factor.is_finite() {
+            return Duration::ZERO;
+        }
+        let losing = self.paths.iter().filter(|p| p.usable).any(|p| {
+            self.per_path[slot(p.id)].repair.peer_loss_rate >= self.cfg.pacing_repair_room_loss
+        });
+        if !losing {
+            return Duration::ZERO;
+        }
+        self.repair_wait().unwrap_or_default().mul_f64(factor)
+    }
+}
+
 /// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
 ///
 /// Every usable path counts, paced or not: a far path whose only
@@ -180,14 +201,19 @@ impl<P> Sender<P> {
 /// ran below the near path alone (inner `ss -ti` and `braid status`
 /// each second).
 ///
+/// With repair, `repair_room` ([`Sender::repair_room`]) is added on top
+/// of the bound's lower end: the packets the peer's resequencer holds
+/// while a repair travels still count in the inner TCP's window.
+///
 /// A function of its arguments alone: the sender's configuration, the
-/// paths' estimates, and their relative one-way delays as the caller
-/// computed them for this decision.
+/// paths' estimates, their relative one-way delays as the caller
+/// computed them for this decision, and the repair room.
 pub(super) fn pacing_bound(
     cfg: &SenderConfig,
     paths: &[PathState],
     delays: &Delays,
     now: Instant,
+    repair_room: Duration,
 ) -> Duration {
     let near_rtt = paths
         .iter()
@@ -208,8 +234,8 @@ pub(super) fn pacing_bound(
         .chain(silent)
         .max()
         .unwrap_or_default();
-    (far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt)
-        .max(cfg.pacing_min_backlog)
+    ((far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt).max(cfg.pacing_min_backlog)
+        + repair_room)
         .min(cfg.pacing_max_backlog)
 }
 

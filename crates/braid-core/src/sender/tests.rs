@@ -13,7 +13,7 @@ fn pkt() -> PacketInfo {
 
 /// The sender's pacing bound at `now`.
 fn bound_of(s: &Sender, now: Instant) -> Duration {
-    pacing::pacing_bound(&s.cfg, &s.paths, &s.relative_delays(), now)
+    pacing::pacing_bound(&s.cfg, &s.paths, &s.relative_delays(), now, s.repair_room())
 }
 
 fn sender(kind: SchedulerKind, n: u8) -> Sender {
@@ -694,4 +694,55 @@ fn queued_payloads_come_back_with_their_packets() {
         panic!("payload asked for a packet sent at once")
     });
     assert!(matches!(out, SendOutcome::Transmit(_)));
+}
+
+/// With repair on, a bond that loses packets (the peer reports 1 % on one
+/// path) gets one repair wait of room on top of its pacing bound, since
+/// the peer's resequencer holds the packets behind a gap while the
+/// repair travels and the inner TCP's window must cover them; a bond
+/// losing less than 0.1 %, or with repair off, gets none. The room never
+/// lifts the bound past its cap.
+#[test]
+fn pacing_bound_leaves_room_for_a_repair_while_a_path_loses_packets() {
+    use crate::repair::RepairMode;
+    use crate::wire::NackRate;
+    let t = Instant::from_millis(1000);
+    for (mode, loss, room) in [
+        (RepairMode::Arq, 0.01, true),
+        (RepairMode::Arq, 0.0005, false),
+        (RepairMode::Off, 0.05, false),
+    ] {
+        let mut cfg = SenderConfig {
+            pacing: true,
+            ..Default::default()
+        };
+        cfg.repair.mode = mode;
+        let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
+        for i in 0..2 {
+            s.add_path(PathId(i), PathParams::default());
+            s.on_path_rtt_sample(PathId(i), Duration::from_millis(50));
+        }
+        let before = bound_of(&s, t);
+        s.handle_nack(t, [], [NackRate::from_fraction(PathId(1), loss)]);
+        let after = bound_of(&s, t);
+        if room {
+            let wait = s.repair_wait().expect("repair on and paths measured");
+            assert!(wait > Duration::ZERO);
+            assert_eq!(after, before + wait, "{mode:?} at {loss}");
+        } else {
+            assert_eq!(after, before, "{mode:?} at {loss}");
+        }
+    }
+    // Capped.
+    let mut cfg = SenderConfig {
+        pacing: true,
+        pacing_max_backlog: Duration::from_millis(80),
+        ..Default::default()
+    };
+    cfg.repair.mode = RepairMode::Arq;
+    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
+    s.add_path(PathId(0), PathParams::default());
+    s.on_path_rtt_sample(PathId(0), Duration::from_millis(50));
+    s.handle_nack(t, [], [NackRate::from_fraction(PathId(0), 0.05)]);
+    assert_eq!(bound_of(&s, t), Duration::from_millis(80));
 }

@@ -24,6 +24,9 @@ pub(crate) struct RtoEstimator {
     backoff: u32,
     max_backoff: u32,
     min_rto: Duration,
+    /// Linux's floor: `min_rto` bounds the variation term, not the sum
+    /// (`TcpConfig::min_rto_on_variation`).
+    min_rto_on_variation: bool,
     max_rto: Duration,
 }
 
@@ -43,8 +46,16 @@ impl RtoEstimator {
             backoff: 1,
             max_backoff: max_backoff.max(1),
             min_rto,
+            min_rto_on_variation: false,
             max_rto,
         }
+    }
+
+    /// Floors the variation term instead of the whole timeout, as Linux
+    /// does (see `TcpConfig::min_rto_on_variation`).
+    pub(crate) fn with_min_rto_on_variation(mut self, on: bool) -> Self {
+        self.min_rto_on_variation = on;
+        self
     }
 
     /// Feeds one RTT measurement of a packet sent at `sent` and acknowledged
@@ -77,7 +88,14 @@ impl RtoEstimator {
     /// backoff (ns-2 `rfc2988_`), then the (2.5) ceiling, and never less
     /// than two ticks.
     pub(crate) fn rto(&self) -> Duration {
-        let base = self.rtxcur.max(self.min_rto);
+        let base = if self.min_rto_on_variation && self.srtt8 > 0 {
+            // SRTT + max(4 RTTVAR, min_rto): rttvar4 is 4 RTTVAR in ticks.
+            let srtt = Duration::from_nanos((self.srtt8 >> 3) as u64 * self.tick_ns);
+            let var = Duration::from_nanos(self.rttvar4 as u64 * self.tick_ns);
+            srtt + var.max(self.min_rto)
+        } else {
+            self.rtxcur.max(self.min_rto)
+        };
         let t = base.saturating_mul(self.backoff).min(self.max_rto);
         t.max(Duration::from_nanos(2 * self.tick_ns))
     }
@@ -123,6 +141,36 @@ mod tests {
             Duration::from_millis(10),
             64,
         )
+    }
+
+    #[test]
+    fn linux_floors_the_variation_not_the_sum() {
+        let ms = Duration::from_millis;
+        let t = |v| Instant::from_millis(v);
+        let mut rfc = RtoEstimator::new(ms(1000), ms(200), ms(120_000), ms(1), 64);
+        let mut linux = rfc.clone().with_min_rto_on_variation(true);
+        // A steady 250 ms round trip: RTTVAR decays towards zero.
+        for i in 0..40 {
+            rfc.sample(t(i * 1000), t(i * 1000 + 250));
+            linux.sample(t(i * 1000), t(i * 1000 + 250));
+        }
+        assert!(rfc.rto() < ms(260), "RFC 6298 floor: {:?}", rfc.rto());
+        assert_eq!(linux.rto(), ms(450));
+        // Both floors agree on a short round trip with little variation.
+        let mut rfc = RtoEstimator::new(ms(1000), ms(200), ms(120_000), ms(1), 64);
+        let mut linux = rfc.clone().with_min_rto_on_variation(true);
+        for i in 0..40 {
+            rfc.sample(t(i * 1000), t(i * 1000 + 2));
+            linux.sample(t(i * 1000), t(i * 1000 + 2));
+        }
+        assert_eq!(rfc.rto(), ms(200));
+        assert_eq!(linux.rto(), ms(202));
+        // Before any sample both use the initial timeout, and both back off.
+        let mut l = RtoEstimator::new(ms(1000), ms(200), ms(120_000), ms(1), 64)
+            .with_min_rto_on_variation(true);
+        assert_eq!(l.rto(), ms(1000));
+        l.back_off();
+        assert_eq!(l.rto(), ms(2000));
     }
 
     #[test]

@@ -138,7 +138,8 @@ impl TcpSender {
             cfg.max_rto,
             cfg.tick,
             cfg.max_backoff,
-        );
+        )
+        .with_min_rto_on_variation(cfg.min_rto_on_variation);
         let sb = cfg.sack.then(|| Scoreboard {
             sacked: BitRing::new(u64::from(cfg.max_cwnd_pkts)),
             retx: BitRing::new(u64::from(cfg.max_cwnd_pkts)),
