@@ -209,7 +209,7 @@ mod tests {
                 }
                 (_, Some(d)) => {
                     let r = link.tx_done(d, rng);
-                    out.extend(r.delivered.map(|(at, p)| (at, p)));
+                    out.extend(r.delivered);
                     done = r.next_done;
                 }
                 (None, None) => return out,
@@ -280,6 +280,50 @@ mod tests {
         }
         assert_eq!(l.stats.drops_loss as usize + out.len(), 200);
         assert!((70..130).contains(&out.len()), "{}", out.len());
+    }
+
+    proptest::proptest! {
+        /// One model: a FIFO `QueuedLink` with room for everything and no
+        /// loss delivers every packet when `Link` does, up to the
+        /// nanosecond each transmission's rounding may add (tx_time rounds,
+        /// `Link` keeps the lab's float arithmetic).
+        #[test]
+        fn fifo_agrees_with_link(
+            arrivals in proptest::collection::vec((0u64..3000, 40u32..1500), 1..200),
+            rate in 1u32..100,
+            delay in 0u32..100,
+        ) {
+            let p = LinkParams::new(rate as f64, delay as f64, u64::MAX);
+            let mut q = QueuedLink::new(&p, Discipline::Fifo).unwrap();
+            let mut l = crate::Link::new(&p, 1, Instant::ZERO);
+            let mut t = 0u64;
+            let timed: Vec<_> = arrivals
+                .iter()
+                .enumerate()
+                .map(|(k, &(gap, len))| {
+                    t += gap;
+                    (t, 0, len, k as u32)
+                })
+                .collect();
+            let want: Vec<Instant> = timed
+                .iter()
+                .map(|&(us, _, len, _)| {
+                    l.offer(Instant::from_micros(us), len as u64, false)
+                        .delivered_at()
+                        .expect("no loss, no limit")
+                })
+                .collect();
+            let got = run(&mut q, &timed, &mut ChaCha8Rng::seed_from_u64(1));
+            proptest::prop_assert_eq!(got.len(), want.len());
+            for (k, ((at, id), w)) in got.iter().zip(&want).enumerate() {
+                proptest::prop_assert_eq!(*id as usize, k);
+                let slack = k as u64 + 1;
+                proptest::prop_assert!(
+                    at.as_nanos().abs_diff(w.as_nanos()) <= slack,
+                    "packet {}: {:?} vs {:?}", k, at, w
+                );
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //!        <-L_ps--        <-L_bp[i]--       <-L_wu[i]------------------
 //! cross servers --L_xin[i]--> BS_i, <-L_xout[i]--
 //! ```
+//! Every link is a [`braid_net::QueuedLink`]: FIFO on the wired hops and
+//! uplinks, the base station's equal-weight fair queue on `L_w[i]` with
+//! the path's random loss drawn when a transmission ends. A link's end of
+//! transmission is an event (`Ev::TxDone`), as fair queueing needs.
 //! In tunnelled schemes the proxy and the client run `braid-core`'s
 //! [`Sender`] and [`Receiver`] unchanged: frames are encoded and decoded
 //! with the real wire format. The client's TCP ACKs return over the path
