@@ -40,7 +40,7 @@ fn link(
         loss,
         ..LinkParams::new(rate_kbps / 1000.0, delay_ms, queue_bytes)
     };
-    QueuedLink::new(&p, d).expect("scenario validated")
+    QueuedLink::new(&p, d).unwrap_or_else(|e| panic!("{e} (Scenario::validate checks the files)"))
 }
 
 impl World {
