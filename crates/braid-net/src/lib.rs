@@ -33,6 +33,14 @@
 //! and the serializer; its packets are injected in time order before each
 //! offered packet.
 //!
+//! [`QueuedLink`] is the same path direction for PET/BMP's topology: a
+//! queue that holds the packets and picks their order, FIFO or fair
+//! queueing ([`wfq`]), so it is driven by the end of each transmission
+//! rather than giving a verdict at the arrival (under fair queueing a
+//! packet's turn depends on later arrivals of other flows). It shares the
+//! parameters, loss processes and counters; `braid-sim`'s paper world
+//! (`world/`) builds its links from it.
+//!
 //! Parameters ([`LinkParams`]) use the lab files' names (`rate_mbit`,
 //! `delay_ms`, `queue_bytes`, `ecn_mark_bytes`, `loss`, `gilbert`, `trace`) and add the
 //! models the lab files do not have (`red`, `markov`, `cross`, trace `up`).
@@ -42,10 +50,13 @@ pub mod cross;
 pub mod link;
 pub mod loss;
 pub mod params;
+pub mod queued;
 pub mod red;
+pub mod wfq;
 
 pub use correlated::CorrelatedLinks;
 pub use link::{Drop, Link, LinkStats, Verdict};
 pub use params::{
     GilbertParams, LinkParams, MarkovParams, MarkovState, ParetoOnOffParams, RedParams, TraceStep,
 };
+pub use queued::{Discipline, QueuedLink, TxDone};

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::cross::ParetoOnOff;
-use crate::loss::{LossProcess, Markov};
+use crate::loss::LossProcess;
 use crate::params::{ms, LinkParams, TraceStep};
 use crate::red::{Red, RedVerdict};
 
@@ -97,15 +97,7 @@ impl Link {
     /// its random streams seeded by `seed` (the lab uses the lab file's
     /// seed plus the path and direction).
     pub fn new(p: &LinkParams, seed: u64, start: Instant) -> Self {
-        let loss = if let Some(m) = &p.markov {
-            LossProcess::Markov(Markov::new(m.clone()))
-        } else if let Some(g) = p.gilbert {
-            LossProcess::Gilbert { p: g, bad: false }
-        } else if p.loss > 0.0 {
-            LossProcess::Bernoulli(p.loss)
-        } else {
-            LossProcess::None
-        };
+        let loss = LossProcess::from_params(p);
         let mut aux_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c0ff_ee00_0001);
         let cross = p.cross.map(|c| ParetoOnOff::new(c, start, &mut aux_rng));
         Link {

@@ -15,7 +15,7 @@ use braid_core::time::{Duration, Instant};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::params::{ms, GilbertParams, MarkovParams};
+use crate::params::{ms, GilbertParams, LinkParams, MarkovParams};
 
 /// The loss process of one link direction.
 #[derive(Clone, Debug)]
@@ -27,6 +27,20 @@ pub enum LossProcess {
 }
 
 impl LossProcess {
+    /// The process a link's parameters select: `markov` over `gilbert`
+    /// over Bernoulli `loss`; none when `loss` is 0.
+    pub fn from_params(p: &LinkParams) -> Self {
+        if let Some(m) = &p.markov {
+            LossProcess::Markov(Markov::new(m.clone()))
+        } else if let Some(g) = p.gilbert {
+            LossProcess::Gilbert { p: g, bad: false }
+        } else if p.loss > 0.0 {
+            LossProcess::Bernoulli(p.loss)
+        } else {
+            LossProcess::None
+        }
+    }
+
     /// Decides the fate of a packet arriving at `now`: `true` = lost.
     /// `u`, if given, replaces the final uniform draw (correlated loss
     /// across paths, [`crate::correlated`]); state changes still use `rng`.

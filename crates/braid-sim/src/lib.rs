@@ -18,7 +18,6 @@
 pub mod analysis;
 pub mod cross;
 pub mod event;
-pub mod link;
 pub mod mplot;
 pub mod packet;
 pub mod plot;
@@ -33,7 +32,6 @@ pub mod swarm;
 pub mod sweep;
 pub mod tcp;
 pub mod tunnel;
-pub mod wfq;
 pub mod world;
 
 pub use report::Report;

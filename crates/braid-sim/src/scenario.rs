@@ -575,10 +575,23 @@ impl Scenario {
                 );
             }
         }
+        // Every link is a braid_net::QueuedLink, which refuses these.
+        if !(self.server.rate_kbps > 0.0 && self.server.rate_kbps.is_finite()) {
+            return bad("server.rate_kbps", "must be a positive number of kbit/s");
+        }
+        if !(self.server.delay_ms >= 0.0 && self.server.delay_ms.is_finite()) {
+            return bad("server.delay_ms", "must be >= 0");
+        }
+        if let Some(c) = &self.cross {
+            if !(c.delay_ms >= 0.0 && c.delay_ms.is_finite()) {
+                return bad("cross.delay_ms", "must be >= 0");
+            }
+        }
         for (i, p) in self.paths.iter().enumerate() {
             for (k, v) in [
                 ("rate_kbps", p.rate_kbps),
                 ("wired_rate_kbps", p.wired_rate_kbps),
+                ("uplink_rate_kbps", p.uplink_rate_kbps.unwrap_or(1.0)),
             ] {
                 if !(v > 0.0 && v.is_finite()) {
                     return bad(
@@ -755,6 +768,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("path[0].loss"), "{e}");
+        // Links the world would build and braid_net::QueuedLink refuse.
+        let e = Scenario::parse(&format!("{MIN}uplink_rate_kbps = 0\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("path[0].uplink_rate_kbps"), "{e}");
+        let e = Scenario::parse(&format!("{MIN}[server]\ndelay_ms = -1\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server.delay_ms"), "{e}");
         let two =
             "name = 'x'\nschemes = ['SRR']\n[[path]]\nrate_kbps = 1\n[[path]]\nrate_kbps = 1\n";
         let e = Scenario::parse(

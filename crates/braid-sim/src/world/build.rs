@@ -9,11 +9,11 @@ use braid_core::rpc::{Rpc, RpcConfig};
 use braid_core::sched::SchedulerKind;
 use braid_core::sender::{Sender, SenderConfig};
 use braid_core::time::{Duration, Instant};
+use braid_net::{Discipline, LinkParams, QueuedLink};
 
 use super::{Braid, Ev, Flow, FlowRole, World};
 use crate::cross::{self, CrossKind};
 use crate::event::EventQueue;
-use crate::link::{Discipline, Link, LinkSpec};
 use crate::packet::{Dst, Packet, Route};
 use crate::rng::stream;
 use crate::scenario::{RpcMode, Scenario, Scheme};
@@ -27,21 +27,34 @@ fn ms(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1e3)
 }
 
+/// One link of the topology in `braid-net`'s parameters (the scenario
+/// files give kbit/s).
+fn link(
+    rate_kbps: f64,
+    delay_ms: f64,
+    queue_bytes: u64,
+    loss: f64,
+    d: Discipline,
+) -> QueuedLink<Packet> {
+    let p = LinkParams {
+        loss,
+        ..LinkParams::new(rate_kbps / 1000.0, delay_ms, queue_bytes)
+    };
+    QueuedLink::new(&p, d).unwrap_or_else(|e| panic!("{e} (Scenario::validate checks the files)"))
+}
+
 impl World {
     /// Builds the run of `scheme` (not HBI, which is derived from MTCP).
     pub fn new(sc: &Scenario, scheme: Scheme, seed: u64, cross_index: u32) -> World {
         let tcp = sc.tcp.config();
-        let mut links: Vec<Link<Packet>> = Vec::new();
-        let mut add = |spec: LinkSpec| {
-            links.push(Link::new(spec));
+        let mut links: Vec<QueuedLink<Packet>> = Vec::new();
+        let mut add = |l: QueuedLink<Packet>| {
+            links.push(l);
             (links.len() - 1) as u16
         };
-        let fifo = |rate_kbps: f64, delay_ms: f64| LinkSpec {
-            rate_bps: kbps_to_bps(rate_kbps),
-            delay: ms(delay_ms),
-            queue_bytes: 1 << 40,
-            loss: 0.0,
-            discipline: Discipline::Fifo,
+        // Wired hops and uplinks: FIFO, never full.
+        let fifo = |rate_kbps: f64, delay_ms: f64| {
+            link(rate_kbps, delay_ms, u64::MAX, 0.0, Discipline::Fifo)
         };
         let l_sp = add(fifo(sc.server.rate_kbps, sc.server.delay_ms));
         let l_ps = add(fifo(sc.server.rate_kbps, sc.server.delay_ms));
@@ -68,13 +81,14 @@ impl World {
         for p in &paths {
             l_pb.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
             l_bp.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
-            l_w.push(add(LinkSpec {
-                rate_bps: kbps_to_bps(p.rate_kbps),
-                delay: Duration::ZERO,
-                queue_bytes: p.queue_bytes,
-                loss: p.loss,
-                discipline: Discipline::Wfq,
-            }));
+            // The wireless bottleneck: the base station's fair queue.
+            l_w.push(add(link(
+                p.rate_kbps,
+                0.0,
+                p.queue_bytes,
+                p.loss,
+                Discipline::Wfq,
+            )));
             l_wu.push(add(fifo(p.uplink_rate_kbps.unwrap_or(p.rate_kbps), 0.0)));
             l_xin.push(add(fifo(10_000.0, cross_delay)));
             l_xout.push(add(fifo(10_000.0, cross_delay)));

@@ -6,6 +6,10 @@
 //!        <-L_ps--        <-L_bp[i]--       <-L_wu[i]------------------
 //! cross servers --L_xin[i]--> BS_i, <-L_xout[i]--
 //! ```
+//! Every link is a [`braid_net::QueuedLink`]: FIFO on the wired hops and
+//! uplinks, the base station's equal-weight fair queue on `L_w[i]` with
+//! the path's random loss drawn when a transmission ends. A link's end of
+//! transmission is an event (`Ev::TxDone`), as fair queueing needs.
 //! In tunnelled schemes the proxy and the client run `braid-core`'s
 //! [`Sender`] and [`Receiver`] unchanged: frames are encoded and decoded
 //! with the real wire format. The client's TCP ACKs return over the path
@@ -19,6 +23,7 @@ use braid_core::sched::PacketInfo;
 use braid_core::sender::{SendOutcome, Sender, SenderStats};
 use braid_core::time::{Duration, Instant};
 use braid_core::wire::{self, DataHeader, Frame};
+use braid_net::QueuedLink;
 use rand_chacha::ChaCha8Rng;
 
 mod build;
@@ -26,7 +31,6 @@ mod prism;
 
 use crate::cross;
 use crate::event::EventQueue;
-use crate::link::Link;
 use crate::packet::{Body, Dst, Packet, Route, FEEDBACK_INLINE};
 use crate::tcp::{Ack, Segment, TcpReceiver, TcpSender};
 
@@ -142,7 +146,10 @@ struct Braid {
 
 pub struct World {
     q: EventQueue<Ev>,
-    links: Vec<Link<Packet>>,
+    /// Every link of the topology, in the order `build.rs` adds them;
+    /// routes name them by index.
+    links: Vec<QueuedLink<Packet>>,
+    /// The channel errors of every link, one seeded stream.
     link_rng: ChaCha8Rng,
     flows: Vec<Flow>,
     timers: Vec<Option<Instant>>,
@@ -262,13 +269,12 @@ impl World {
     }
 
     fn tx_done(&mut self, now: Instant, l: u16) {
-        let (out, next) = self.links[l as usize].tx_done(now, |p| p.len, &mut self.link_rng);
-        if let Some(t) = next {
+        let done = self.links[l as usize].tx_done(now, &mut self.link_rng);
+        if let Some(t) = done.next_done {
             self.q.push(t, Ev::TxDone(l));
         }
-        if let Some(mut p) = out {
+        if let Some((at, mut p)) = done.delivered {
             p.hop += 1;
-            let at = now + self.links[l as usize].delay();
             self.q.push(at, Ev::Arrive(p));
         }
     }

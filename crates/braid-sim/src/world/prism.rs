@@ -16,7 +16,11 @@ use crate::tcp::Nack;
 /// Class of background traffic at the fair queues, one per source.
 const ONOFF_CLASS_BASE: u32 = 0x4000_0000;
 
-/// One UDP on/off source (PRISM Section 8.3.2).
+/// One UDP on/off source (PRISM Section 8.3.2). The process of
+/// `braid_net::cross::ParetoOnOff`, kept here because each source is a
+/// class of its own in the base station's fair queue (`cross` shares a
+/// `braid_net::Link`'s FIFO); it starts with an off period and draws `U`
+/// in `[ε, 1)`, as the figures in README were measured.
 pub(super) struct OnOff {
     pub route: Route,
     pub rng: ChaCha8Rng,

@@ -1,6 +1,7 @@
-//! Weighted fair queueing at the base station (PET/BMP Section III: "all
-//! flows through the base station are given the same weight ... a single
-//! buffer for storing packets from all the flows").
+//! Weighted fair queueing, the discipline of a [`crate::QueuedLink`] at
+//! PET/BMP's base stations (Section III: "all flows through the base
+//! station are given the same weight ... a single buffer for storing
+//! packets from all the flows").
 //!
 //! Implemented as self-clocked fair queueing (Golestani, INFOCOM'94): a
 //! packet of flow f gets finish tag F = max(F_f, V) + L, where V is the tag
@@ -13,6 +14,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+/// Equal-weight fair queue of packets `P`, each of a class (flow) and a
+/// length in bytes.
+#[derive(Debug)]
 pub struct Wfq<P> {
     flows: HashMap<u32, FlowQ<P>>,
     /// (finish tag, arrival number) -> flow, of each flow's head packet.
@@ -22,6 +26,7 @@ pub struct Wfq<P> {
     bytes: u64,
 }
 
+#[derive(Debug)]
 struct FlowQ<P> {
     q: VecDeque<(u64, u64, u32, P)>, // (tag, arrival, len, packet)
     last_tag: u64,
@@ -53,7 +58,7 @@ impl<P> Wfq<P> {
     /// dropped (the arriving one, or other flows' tails pushed out).
     pub fn push(&mut self, flow: u32, len: u32, pkt: P, limit: u64) -> u32 {
         let mut dropped = 0;
-        while self.bytes + len as u64 > limit {
+        while self.bytes.saturating_add(len as u64) > limit {
             let own = self.flows.get(&flow).map_or(0, |f| f.bytes);
             let longest = self
                 .flows
@@ -103,6 +108,11 @@ impl<P> Wfq<P> {
 
     /// Dequeues the packet with the smallest finish tag.
     pub fn pop(&mut self) -> Option<P> {
+        self.pop_with_len().map(|(_, p)| p)
+    }
+
+    /// As [`Self::pop`], with the packet's length.
+    pub fn pop_with_len(&mut self) -> Option<(u32, P)> {
         let (&(tag, arr), &flow) = self.heads.iter().next()?;
         self.heads.remove(&(tag, arr));
         let f = self.flows.get_mut(&flow).expect("head flow exists");
@@ -118,7 +128,7 @@ impl<P> Wfq<P> {
                 self.flows.remove(&flow);
             }
         }
-        Some(p)
+        Some((len, p))
     }
 }
 
