@@ -1,7 +1,8 @@
-//! The schedulers PRISM compares ADAS with in its Fig 12 (Section 8.3.2):
-//! a random link per packet, hRTT alone and utilization alone. They are
-//! baselines of that experiment, not schedulers braid would ship, so they
-//! live in the simulator. ADAS itself, WRR and RR are braid-core's.
+//! The schedulers PRISM compares ADAS with: its WRR (Section 4.2.1, in
+//! rounds) and, in Fig 12 (Section 8.3.2), a random link per packet, hRTT
+//! alone and utilization alone. They are baselines of those experiments,
+//! not schedulers braid would ship, so they live in the simulator. ADAS
+//! itself, RR and the interleaved (smooth) WRR are braid-core's.
 
 use braid_core::path::PathState;
 use braid_core::sched::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
