@@ -6,10 +6,11 @@
 //! Bounds that do not hold, and the measured reason (the scenario files'
 //! notes and README.md give the figures):
 //!
-//! - Fig 10, WRR below the best member at N = 2: the two fixed-delay links
-//!   reorder by fewer than three packets, so WRR's 15,113 duplicate ACKs
-//!   in 300 s start only 17 fast retransmits. The paper's ns-2 UMTS links
-//!   varied their delay (RLC retransmissions, Section 5.1); these do not.
+//! - Fig 10, WRR below the best member at N = 2: the 614 kbit/s member's
+//!   packets arrive early (100 against 140 ms), each makes one duplicate
+//!   ACK, and three rarely arrive before the hole fills: 15,113 duplicate
+//!   ACKs start 17 fast retransmits in 300 s. With the two delays swapped
+//!   (the paper gives none) WRR falls to 262 kbit/s.
 //! - Fig 11, ADAS >= WRR and RR for d >= 30 %: no queue ever overflows;
 //!   every loss TCP reacts to is reordering, and ADAS, which balances
 //!   packets in flight, gives the shortest-delay member the most packets
