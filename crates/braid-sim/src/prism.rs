@@ -1,7 +1,8 @@
-//! The schedulers PRISM compares ADAS with in its Fig 12 (Section 8.3.2):
-//! a random link per packet, hRTT alone and utilization alone. They are
-//! baselines of that experiment, not schedulers braid would ship, so they
-//! live in the simulator. ADAS itself, WRR and RR are braid-core's.
+//! The schedulers PRISM compares ADAS with: its WRR (Section 4.2.1, in
+//! rounds) and, in Fig 12 (Section 8.3.2), a random link per packet, hRTT
+//! alone and utilization alone. They are baselines of those experiments,
+//! not schedulers braid would ship, so they live in the simulator. ADAS
+//! itself, RR and the interleaved (smooth) WRR are braid-core's.
 
 use braid_core::path::PathState;
 use braid_core::sched::{known_or_estimated_rate, Decision, PacketInfo, Scheduler, SendQueues};
@@ -107,6 +108,73 @@ impl Scheduler for UOnly {
     }
 }
 
+/// PRISM's WRR (Section 4.2.1, Fig 3 Case A): time is divided into rounds,
+/// and in each round link `i` is given its quantum of `W_i` packets *in a
+/// row* before the next link's turn (weights 1:2 send p1 and p2 on ℓ2, then
+/// p3 on ℓ1: "the quantum of ℓ2 has already been exhausted by p1 and p2").
+/// The weights are ADAS's, `W_i = B_i / min_j B_j` (see `braid_core::sched::adas`);
+/// fractional quanta carry over between rounds (deficit counters), so the
+/// long-run split is exactly proportional to the rates.
+#[derive(Default)]
+pub struct RoundWrr {
+    /// Link whose turn it is (index into the path list).
+    turn: usize,
+    /// Packets link `turn` may still send in this round.
+    credit: [f64; braid_core::path::MAX_PATHS],
+    /// Whether `turn`'s quantum for the current round has been added.
+    started: bool,
+}
+
+impl Scheduler for RoundWrr {
+    fn name(&self) -> &'static str {
+        "WRR"
+    }
+
+    fn select(
+        &mut self,
+        _now: Instant,
+        _pkt: &PacketInfo,
+        paths: &[PathState],
+        _queues: &SendQueues,
+    ) -> Option<Decision> {
+        let b = |p: &PathState| known_or_estimated_rate(p).unwrap_or(1.0).max(1.0);
+        let min_b = paths
+            .iter()
+            .filter(|p| p.usable)
+            .map(b)
+            .fold(f64::INFINITY, f64::min);
+        if !min_b.is_finite() {
+            return None;
+        }
+        let n = paths.len();
+        // At most two passes: every usable link gains at least one packet
+        // of credit per pass (its weight is >= 1).
+        for _ in 0..=2 * n {
+            let i = self.turn % n;
+            let p = &paths[i];
+            if p.usable {
+                if !self.started {
+                    self.credit[i] += b(p) / min_b;
+                    self.started = true;
+                }
+                if self.credit[i] >= 1.0 {
+                    self.credit[i] -= 1.0;
+                    return Some(Decision::single(i));
+                }
+            } else {
+                self.credit[i] = 0.0;
+            }
+            self.turn = (i + 1) % n;
+            self.started = false;
+        }
+        None
+    }
+
+    fn paths_changed(&mut self, _paths: &[PathState]) {
+        *self = RoundWrr::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +216,33 @@ mod tests {
             count[d.index] += 1;
         }
         assert_eq!(count, [2, 4]);
+    }
+
+    /// Section 4.2.1's Case A: weights 1:2 give the faster link its two
+    /// packets in a row, then the slower its one; a fractional quantum
+    /// carries over, so 1 : 1.5 sends 2 and 3 of every 5.
+    #[test]
+    fn round_wrr_gives_each_link_its_quantum_in_a_row() {
+        let p = paths(&[1200e3, 600e3]);
+        let mut s = RoundWrr::default();
+        let picks: Vec<usize> = (0..6)
+            .map(|_| {
+                s.select(Instant::ZERO, &PKT, &p, &SendQueues::UNPACED)
+                    .unwrap()
+                    .index
+            })
+            .collect();
+        assert_eq!(picks, vec![0, 0, 1, 0, 0, 1]);
+        let p = paths(&[600e3, 900e3]);
+        let mut s = RoundWrr::default();
+        let mut count = [0; 2];
+        for _ in 0..500 {
+            count[s
+                .select(Instant::ZERO, &PKT, &p, &SendQueues::UNPACED)
+                .unwrap()
+                .index] += 1;
+        }
+        assert_eq!(count, [200, 300]);
     }
 
     #[test]

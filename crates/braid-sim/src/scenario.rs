@@ -48,8 +48,13 @@ pub enum Scheme {
     /// detection, no NACK) and a plain TCP-SACK sender: Fig 13's partial RPC.
     PrismPartial,
     /// TCP-SACK over ADAS striping without ACK control (PRISM Section 7's
-    /// vanilla TCP).
+    /// vanilla TCP), as ns-2's agent: a fixed duplicate-ACK threshold.
     Vanilla,
+    /// VANILLA with Linux's reordering response (the reordering metric and
+    /// the timestamp undo, `TcpConfig::reordering`): the stock TCP-SACK of
+    /// PRISM's Linux 2.4 testbed, which Section 7.1.2 describes as having
+    /// "both a heuristic decision algorithm and an undo algorithm".
+    VanillaLinux,
     /// Round robin.
     Rr,
     /// A uniformly random link per packet (PRISM Fig 12).
@@ -63,7 +68,7 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 21] = [
+    pub const ALL: [Scheme; 22] = [
         Scheme::Mtcp,
         Scheme::Asi,
         Scheme::Hbi,
@@ -80,6 +85,7 @@ impl Scheme {
         Scheme::Prism,
         Scheme::PrismPartial,
         Scheme::Vanilla,
+        Scheme::VanillaLinux,
         Scheme::Rr,
         Scheme::Random,
         Scheme::HrttOnly,
@@ -105,6 +111,7 @@ impl Scheme {
             Scheme::Prism => "PRISM",
             Scheme::PrismPartial => "PRISM-PARTIAL",
             Scheme::Vanilla => "VANILLA",
+            Scheme::VanillaLinux => "VANILLA-LINUX",
             Scheme::Rr => "RR",
             Scheme::Random => "RANDOM",
             Scheme::HrttOnly => "HRTT-ONLY",
@@ -349,8 +356,8 @@ pub enum RpcMode {
 }
 
 /// PRISM settings for the striping schemes without a resequencer (ADAS,
-/// WRR, RR, RANDOM, HRTT-ONLY, U-ONLY). `PRISM`, `PRISM-PARTIAL` and
-/// `VANILLA` fix their own ACK control and TCP; schemes with BMP never use
+/// WRR, RR, RANDOM, HRTT-ONLY, U-ONLY). `PRISM`, `PRISM-PARTIAL`,
+/// `VANILLA` and `VANILLA-LINUX` fix their own ACK control and TCP; schemes with BMP never use
 /// the controller.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -368,6 +375,11 @@ pub struct PrismSpec {
     /// The path the receiver's ACKs return over (PRISM: "one of the WWAN
     /// links"); default the one with the smallest wired delay.
     pub ack_path: Option<usize>,
+    /// `WRR` is PRISM's WRR (`crate::prism::RoundWrr`: each link's quantum
+    /// in a row per round, Section 4.2.1's Case A) instead of the
+    /// interleaved smooth WRR the PET/BMP reproductions use.
+    #[serde(default)]
+    pub wrr_rounds: bool,
 }
 
 fn default_max_hold() -> f64 {
@@ -475,6 +487,11 @@ pub struct TcpSpec {
     pub sack: Option<bool>,
     pub min_rto_ms: Option<f64>,
     pub initial_rto_ms: Option<f64>,
+    /// TCP timestamps (RFC 7323).
+    pub timestamps: Option<bool>,
+    /// Linux's reordering metric and undo (`TcpConfig::reordering`; PRISM's
+    /// testbed TCP, Section 7.1.2).
+    pub reordering: Option<bool>,
 }
 
 impl TcpSpec {
@@ -497,6 +514,12 @@ impl TcpSpec {
         }
         if let Some(v) = self.sack {
             c.sack = v;
+        }
+        if let Some(v) = self.timestamps {
+            c.timestamps = v;
+        }
+        if let Some(v) = self.reordering {
+            c.reordering = v;
         }
         if let Some(v) = self.min_rto_ms {
             c.min_rto = Duration::from_secs_f64(v / 1e3);

@@ -2,6 +2,41 @@
 //! simulator, each a scenario file `scenarios/prism-figN.toml` asserting
 //! the bounds of issue 14. Runs are shortened here (the duration given to
 //! [`load`]); `BRAID_FULL_REPRO=1` runs the files' own durations.
+//!
+//! Bounds that do not hold, and the measured reason (the scenario files'
+//! notes and README.md give the figures):
+//!
+//! - Fig 10, WRR below the best member at N = 2: the 614 kbit/s member's
+//!   packets arrive early (100 against 140 ms), each makes one duplicate
+//!   ACK, and three rarely arrive before the hole fills: 15,113 duplicate
+//!   ACKs start 17 fast retransmits in 300 s. With the two delays swapped
+//!   (the paper gives none) WRR falls to 262 kbit/s.
+//! - Fig 11, ADAS >= WRR and RR for d >= 30 %: no queue ever overflows;
+//!   every loss TCP reacts to is reordering, and ADAS, which balances
+//!   packets in flight, gives the shortest-delay member the most packets
+//!   (94 / 67 / 161 kbit/s at d = 0) while RR alternates. ADAS beats
+//!   PRISM's WRR (rounds) from d = 50 % (asserted), not RR.
+//! - Fig 12, ADAS >= 1.1 x the next scheme: U-only is within 1 % of it in
+//!   either member order (ties to the shortest- or the longest-delay
+//!   member first): on fixed-delay links hRTT adds nothing U does not
+//!   already count.
+//! - Fig 14, ADAS >= 1.1 x WRR: on four near-equal links WRR's quanta are
+//!   one or two packets, and with the controller both carry 0.97 of the sum.
+//! - Fig 6, PRISM >= 0.9 x 2.4 Mbit/s: the slow-start overshoot into the
+//!   40-packet queues leaves TCP-PRISM at ~0.76 of the aggregate, and it
+//!   grows back one packet per 1-2 s round trip (0.97 from 80 s on).
+//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss: each loss cuts
+//!   the window to 0.875 x (Section 6.2.1's p for the 360 kbit/s member),
+//!   regained at one packet per 0.6 s round trip.
+//!
+//! The testbed's vanilla TCP (Figs 6-8) was Linux 2.4's TCP-SACK, which
+//! adapts its duplicate-ACK threshold to measured reordering and undoes
+//! spurious recoveries (Section 7.1.2). `VANILLA` is ns-2's agent (fixed
+//! threshold), `VANILLA-LINUX` models Linux's response. Against
+//! `VANILLA-LINUX`, PRISM's lead grows with loss as in Fig 7 (asserted);
+//! against `VANILLA`, PRISM keeps >= 2 x in Figs 6 and 8 (asserted), which
+//! `VANILLA-LINUX` does not allow (it reaches 0.54-0.9 of PRISM at
+//! 200-400 ms in Fig 6 and 0.7-0.75 in Fig 8).
 
 use std::path::PathBuf;
 
@@ -11,10 +46,14 @@ use braid_sim::{Scenario, SweepOptions};
 fn load(name: &str, ci_duration_s: f64) -> Scenario {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"));
     let mut sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
-    if std::env::var_os("BRAID_FULL_REPRO").is_none() {
+    if !full_length() {
         sc.duration_s = ci_duration_s;
     }
     sc
+}
+
+fn full_length() -> bool {
+    std::env::var_os("BRAID_FULL_REPRO").is_some()
 }
 
 fn swept(name: &str, ci_duration_s: f64) -> RatioReport {
@@ -43,10 +82,10 @@ fn all_x(r: &RatioReport) -> Vec<f64> {
 }
 
 /// Fig 10: PRISM stays within 0.9 of the ideal sum from 2 to 5 members;
-/// WRR striping without ACK control falls below the best member alone from
-/// 3 members on. (With 2 members, 614 and 1805 kbit/s, WRR's reordering
-/// stays under TCP's duplicate-ACK threshold and it beats the best member:
-/// the paper's "N >= 2" holds here from N = 3; see the scenario's notes.)
+/// WRR striping (PRISM's, in rounds) without ACK control falls below the
+/// best member alone from 3 members on. (With 2 members, 614 and 1805
+/// kbit/s, WRR's reordering stays under TCP's duplicate-ACK threshold and
+/// it beats the best member: the paper's "N >= 2" holds here from N = 3.)
 #[test]
 fn fig10_prism_scales_with_members_and_wrr_collapses() {
     let r = swept("prism-fig10", 60.0);
@@ -67,15 +106,24 @@ fn fig10_prism_scales_with_members_and_wrr_collapses() {
 }
 
 /// Fig 11: without the reverse-path controller every scheduler stays
-/// below half the ideal sum, and ADAS does not fall as the disparity grows.
-/// (The paper's "ADAS >= WRR and RR for d >= 30 %" does not hold here: all
-/// three sit at 0.08-0.11 of ideal, within each other's noise; notes.)
+/// below half the ideal sum, ADAS does not fall as the disparity grows,
+/// and from d = 50 % it beats PRISM's WRR (rounds of each member's
+/// quantum). (The paper's "ADAS >= WRR and RR for d >= 30 %" holds only
+/// against WRR from 50 %: RR stays ahead; module docs.)
 #[test]
 fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
     let r = swept("prism-fig11", 60.0);
     for x in all_x(&r) {
         for s in ["ADAS", "WRR", "RR"] {
             assert!(g(&r, s, x) < 0.5 * ideal(&r, x), "{s} at d = {x} %");
+        }
+        if x >= 50.0 {
+            assert!(
+                g(&r, "ADAS", x) > g(&r, "WRR", x),
+                "d {x} %: ADAS {} WRR {}",
+                g(&r, "ADAS", x),
+                g(&r, "WRR", x)
+            );
         }
     }
     assert!(g(&r, "ADAS", 70.0) >= g(&r, "ADAS", 0.0));
@@ -124,36 +172,35 @@ fn fig13_each_part_of_the_controller_counts() {
     }
 }
 
-/// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s
-/// and no less than WRR; in the full 300 s run WRR's mean re-sequencing
-/// buffer is at least 1.2 x ADAS's (not in the first 60 s). (The paper's
-/// 1.1 x throughput margin is not reached: the two are within 2 % here;
-/// notes.)
+/// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s,
+/// as much as PRISM's WRR (within 1 %), and WRR's mean re-sequencing
+/// buffer is at least 1.2 x ADAS's (1.46 x in 300 s; the paper: 1.5 x).
+/// (The paper's 1.1 x throughput margin is not reached: both carry 0.97 of
+/// the sum; module docs.)
 #[test]
 fn fig14_adas_fills_the_four_members() {
     let r = swept("prism-fig14", 60.0);
     let (adas, wrr) = (g(&r, "ADAS", 4.0), g(&r, "WRR", 4.0));
     assert!(adas >= 0.9 * 2920.0, "ADAS {adas}");
-    assert!(adas >= wrr, "ADAS {adas} WRR {wrr}");
+    assert!(adas >= 0.99 * wrr, "ADAS {adas} WRR {wrr}");
     let buf = |s: &str| r.row(s, 4.0).expect("row").mean_buffer_pkts;
     for s in ["ADAS", "WRR"] {
         assert!(buf(s) > 0.0 && buf(s) < 256.0, "{s} buffer {}", buf(s));
     }
-    if std::env::var_os("BRAID_FULL_REPRO").is_some() {
-        assert!(
-            buf("WRR") >= 1.2 * buf("ADAS"),
-            "buffers: WRR {} ADAS {}",
-            buf("WRR"),
-            buf("ADAS")
-        );
-    }
+    assert!(
+        buf("WRR") >= 1.2 * buf("ADAS"),
+        "buffers: WRR {} ADAS {}",
+        buf("WRR"),
+        buf("ADAS")
+    );
 }
 
-/// Fig 6: PRISM keeps at least twice vanilla TCP-SACK's goodput at every
-/// delay disparity (the paper: from 200 ms on) and most of the aggregate
-/// while the disparity is small. (0.9 of 2.4 Mbit/s is not reached: after
-/// the slow-start overshoot TCP grows one packet per 1-2 s round trip;
-/// 0.83 in the full 120 s run; notes.)
+/// Fig 6: PRISM keeps at least twice ns-2 vanilla TCP-SACK's goodput at
+/// every delay disparity (the paper: from 200 ms on) and most of the
+/// aggregate while the disparity is small. (0.9 of 2.4 Mbit/s is not
+/// reached: after the slow-start overshoot TCP grows one packet per 1-2 s
+/// round trip; 0.83 in the full 120 s run. Linux's vanilla is not held to
+/// half of PRISM; module docs.)
 #[test]
 fn fig6_prism_survives_delay_disparity() {
     let r = swept("prism-fig6", 60.0);
@@ -169,17 +216,49 @@ fn fig6_prism_survives_delay_disparity() {
 }
 
 /// Fig 7: PRISM keeps most of 1.44 Mbit/s up to 0.8 % loss on the slow
-/// member and at least three times vanilla's goodput. (Its lead does not
-/// grow with loss here: vanilla is held at ~0.2 of the aggregate by
-/// reordering alone at every loss rate; notes.)
+/// member (0.9 of it to 0.2 %) and at least three times ns-2 vanilla's
+/// goodput. Linux's vanilla TCP-SACK (the testbed's) carries about as much
+/// as PRISM at low loss, as the paper's did (~90 %), and falls as soon as
+/// the loss grows: it never rises with loss, and PRISM's lead over it at
+/// 0.2 % loss and above is at least four times its lead at 0.001 %.
 #[test]
 fn fig7_prism_survives_loss_on_one_member() {
     let r = swept("prism-fig7", 60.0);
-    for x in all_x(&r) {
+    let lead = |x: f64| g(&r, "PRISM", x) - g(&r, "VANILLA-LINUX", x);
+    let xs = all_x(&r);
+    let low = xs[0];
+    assert!(
+        g(&r, "VANILLA-LINUX", low) >= 0.8 * 1440.0,
+        "Linux vanilla at {low} %: {}",
+        g(&r, "VANILLA-LINUX", low)
+    );
+    assert!(lead(low) >= 0.0, "PRISM below Linux vanilla at {low} %");
+    for w in xs.windows(2) {
+        assert!(
+            g(&r, "VANILLA-LINUX", w[1]) <= g(&r, "VANILLA-LINUX", w[0]) + 1.0,
+            "Linux vanilla rose from {} to {} %",
+            w[0],
+            w[1]
+        );
+    }
+    for &x in &xs {
         let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
         assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
-        if x <= 0.8 {
+        if x <= 0.2 {
+            // 0.9 in the file's 120 s; 0.89 in 60 s, where the first
+            // 20 s of ramp-up weigh twice as much.
+            let bound = if full_length() { 0.9 } else { 0.88 };
+            assert!(p >= bound * 1440.0, "loss {x} %: PRISM {p}");
+        } else if x <= 0.8 {
             assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");
+        }
+        if x >= 0.2 {
+            assert!(
+                lead(x) >= 4.0 * lead(low),
+                "loss {x} %: lead {} against {} at {low} %",
+                lead(x),
+                lead(low)
+            );
         }
     }
 }
@@ -205,7 +284,8 @@ fn fig8_prism_follows_membership_changes() {
     for (a, b) in [(0, 40), (60, 90)] {
         let (p, v) = (window("PRISM", a, b), window("VANILLA", a, b));
         eprintln!(
-            "{a}-{b} s: PRISM {p:.1} VANILLA {v:.1} PET-BMP {:.1}",
+            "{a}-{b} s: PRISM {p:.1} VANILLA {v:.1} VANILLA-LINUX {:.1} PET-BMP {:.1}",
+            window("VANILLA-LINUX", a, b),
             window("PET-BMP", a, b)
         );
         assert!(p >= 2.0 * v, "{a}-{b} s: PRISM {p} vanilla {v}");

@@ -116,6 +116,11 @@ pub struct TcpConfig {
     /// un-SACKed hole is retransmitted; everything else, the RTO included,
     /// is TCP-SACK.
     pub prism: bool,
+    /// Linux's reordering response (`sender::reorder`): the duplicate-ACK
+    /// threshold follows the reordering measured from SACKs, and a recovery
+    /// that timestamps show was spurious is undone. PRISM's testbed TCP
+    /// (Linux 2.4, Section 7.1.2). Undo needs `timestamps`.
+    pub reordering: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -152,6 +157,7 @@ impl Default for TcpConfig {
             ecn: false,
             rack: false,
             prism: false,
+            reordering: false,
         }
     }
 }
@@ -189,6 +195,7 @@ impl TcpConfig {
             ecn: false,
             rack: true,
             prism: false,
+            reordering: false,
         }
     }
 }

@@ -39,6 +39,7 @@ use super::rto::RtoEstimator;
 use super::{Ack, Segment, TcpConfig};
 
 mod prism;
+mod reorder;
 mod sack;
 
 use sack::Scoreboard;
@@ -63,6 +64,8 @@ pub struct TcpSenderStats {
     pub ecn_reductions: u64,
     /// TCP-PRISM: ACKs carrying a NACK acted on.
     pub nacks: u64,
+    /// Recoveries undone as spurious (Linux reordering response).
+    pub undos: u64,
     /// Packets cumulatively acknowledged.
     pub packets_acked: u64,
     /// Congestion window now, packets.
@@ -122,6 +125,10 @@ pub struct TcpSender {
     /// sent before it retransmits but does not reduce the window again: the
     /// timeout already answered that congestion.
     rto_recover: u64,
+    /// Linux's reordering metric, packets (0 until reordering is seen).
+    reordering: u64,
+    /// The current recovery's state before it began, while it may be undone.
+    undo: Option<reorder::Undo>,
     stats: TcpSenderStats,
 }
 
@@ -170,6 +177,8 @@ impl TcpSender {
             ecn_recover: 0,
             cwr_pending: false,
             rto_recover: 0,
+            reordering: 0,
+            undo: None,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -201,11 +210,13 @@ impl TcpSender {
             self.stats.ecn_reductions += 1;
         }
         if self.sb.is_some() {
+            self.note_reordering(ack);
             self.update_scoreboard(ack);
         }
         if self.cfg.prism && ack.nack.n > 0 {
             self.prism_nack(now, &ack.nack, out);
         }
+        self.try_undo(ack);
         if a > self.snd_una {
             self.stats.packets_acked += a - self.snd_una;
             self.rtt_sample_per_ack(now, a, ack.tsecr);
@@ -237,7 +248,7 @@ impl TcpSender {
         let budget = self.burst_budget().saturating_sub(out.len() - first_out);
         if self.in_recovery && self.sb.is_some() {
             self.sack_send(now, out, budget);
-        } else if self.dupacks == 0 || self.dupacks >= u64::from(self.cfg.dupack_threshold) {
+        } else if self.dupacks == 0 || self.dupacks >= self.dupthresh() {
             // ns-2 sends nothing on the first dupthresh-1 duplicates (no
             // limited transmit).
             self.send_much(now, out, budget);
@@ -265,6 +276,7 @@ impl TcpSender {
         self.dupwnd = 0;
         self.dupacks = 0;
         self.in_recovery = false;
+        self.undo = None;
         // ns-2 bugfix: no fast retransmit until everything sent before the
         // timeout is acknowledged (RFC 6582 Section 3.2 step 1, RFC 6675
         // Section 5.1).
@@ -580,6 +592,7 @@ impl TcpSender {
     /// throughout). ns-2 then lets `opencwnd` count this ACK, and so do we.
     fn exit_recovery(&mut self) {
         self.in_recovery = false;
+        self.undo = None;
         self.dupwnd = 0;
         self.cwnd = self.ssthresh as f64;
         if let Some(sb) = self.sb.as_mut() {
@@ -627,9 +640,10 @@ impl TcpSender {
     /// Duplicate ACK without SACK (ns-2 `NewRenoTcpAgent::recv` +
     /// `dupack_action`).
     fn newreno_dupack(&mut self, now: Instant, a: u64, out: &mut Vec<Segment>) {
-        let thresh = u64::from(self.cfg.dupack_threshold);
+        let thresh = self.dupthresh();
         if self.dupacks == thresh {
             if self.fast_retransmit_allowed(a) {
+                self.arm_undo(now);
                 // RFC 6582 Section 3.2 step 2: recover = highest sent,
                 // ssthresh = max(FlightSize/2, 2), retransmit, cwnd =
                 // ssthresh + 3 (ns-2: cwnd_ = ssthresh_, dupwnd_ = 3).

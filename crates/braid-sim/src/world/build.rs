@@ -140,6 +140,10 @@ impl World {
             };
             let mut main_tcp = tcp.clone();
             main_tcp.prism = tcp_prism;
+            if scheme == Scheme::VanillaLinux {
+                main_tcp.reordering = true;
+                main_tcp.timestamps = true;
+            }
             flows.push(mk_flow(
                 FlowRole::Main { path: u8::MAX },
                 None,
@@ -303,7 +307,9 @@ impl World {
             Scheme::SrrBmp => (SchedulerKind::WeightedRoundRobin, true),
             Scheme::Adas => (SchedulerKind::Adas, false),
             Scheme::AdasBmp => (SchedulerKind::Adas, true),
-            Scheme::Prism | Scheme::PrismPartial | Scheme::Vanilla => (SchedulerKind::Adas, false),
+            Scheme::Prism | Scheme::PrismPartial | Scheme::Vanilla | Scheme::VanillaLinux => {
+                (SchedulerKind::Adas, false)
+            }
             Scheme::Rr => (SchedulerKind::RoundRobin, false),
             // The Fig 12 baselines are simulator schedulers (below); they
             // are told the nominal rates as ADAS is.
@@ -333,6 +339,9 @@ impl World {
             }
             _ if scheme == Scheme::HrttOnly => Box::new(crate::prism::HrttOnly),
             _ if scheme == Scheme::UOnly => Box::new(crate::prism::UOnly),
+            _ if scheme == Scheme::Wrr && sc.prism.wrr_rounds => {
+                Box::new(crate::prism::RoundWrr::default())
+            }
             k => k.build(),
         };
         let mut sender = Sender::new(scfg, sched);
@@ -400,7 +409,7 @@ fn prism_setup(sc: &Scenario, scheme: Scheme) -> (RpcMode, bool) {
     match scheme {
         Scheme::Prism => (RpcMode::Full, true),
         Scheme::PrismPartial => (RpcMode::Partial, false),
-        Scheme::Vanilla => (RpcMode::Off, false),
+        Scheme::Vanilla | Scheme::VanillaLinux => (RpcMode::Off, false),
         Scheme::Adas
         | Scheme::Wrr
         | Scheme::Rr

@@ -64,7 +64,7 @@ impl TcpSender {
         }
         let hint = sb.partial_lost.clamp(self.snd_una, self.snd_max);
         let mut hi = sb.high_sacked.min(self.snd_max);
-        for _ in 0..self.cfg.dupack_threshold {
+        for _ in 0..self.dupthresh() {
             match sb.sacked.prev_one(self.snd_una, hi) {
                 Some(s) => hi = s,
                 None => return hint,
@@ -97,10 +97,11 @@ impl TcpSender {
         if self.cfg.prism || self.in_recovery || !self.fast_retransmit_allowed(a) {
             return;
         }
-        let thresh = u64::from(self.cfg.dupack_threshold);
+        let thresh = self.dupthresh();
         if self.dupacks < thresh && a >= self.lost_below() {
             return;
         }
+        self.arm_undo(now);
         // (4.1) RecoveryPoint = HighData; (4.2) ssthresh = cwnd =
         // max(FlightSize/2, 2) (RFC 5681 eq. (4)).
         self.recover = self.snd_max;

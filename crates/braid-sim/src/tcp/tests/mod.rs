@@ -5,6 +5,7 @@
 
 mod receiver;
 mod recovery;
+mod reorder;
 mod sender;
 mod two_link;
 
