@@ -3,7 +3,7 @@
 //! cannot.
 //!
 //! Why a separate step: the lab shells out to several programs (iproute2,
-//! ethtool, iperf3, procps's sysctl, mptcpd's mptcpize). Discovering a
+//! ethtool, iperf3, procps's sysctl, mptcpize). Discovering a
 //! missing one halfway through `up` leaves the user with a half-built lab
 //! and, worse, an error that may look like a network fault ("not
 //! reachable") when the real cause is a program that never started. Every
@@ -61,9 +61,12 @@ pub const LAB_TOOLS: &[Tool] = &[
 ];
 
 /// Extra program of the `mptcp` bench mode (kernel MPTCP for iperf3).
+///
+/// Debian ships `mptcpize` in a package of its own since Debian 13 (in
+/// Debian 12 it came with `mptcpd`, which no longer has it).
 pub const MPTCP_TOOLS: &[Tool] = &[Tool {
     program: "mptcpize",
-    package: "mptcpd",
+    package: "mptcpize",
     purpose: "running iperf3 over kernel MPTCP",
 }];
 
@@ -304,7 +307,7 @@ mod tests {
         assert!(ensure(&required_tools(false), &lookup, None).is_ok());
         let err = ensure(&required_tools(true), &lookup, None).unwrap_err();
         assert!(
-            err.contains("`mptcpize`") && err.contains("install mptcpd"),
+            err.contains("`mptcpize`") && err.contains("install mptcpize"),
             "{err}"
         );
         let _ = std::fs::remove_dir_all(&dir);
