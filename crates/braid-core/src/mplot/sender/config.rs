@@ -102,6 +102,20 @@ pub struct SenderConfig {
     /// an overflow dropped still count as in flight and hold its window
     /// shut.
     pub acks_on_arrival_path: bool,
+    /// A decoded block's packets still in flight leave their paths'
+    /// windows at once, as the paper's cumulative ACK covers them (§II-B:
+    /// it is "one more than all bytes received in order for all
+    /// *outstanding* blocks", so the holes of a recovered block do not hold
+    /// it back), and each such release restarts the path's timer as a
+    /// new cumulative ACK restarts TCP's (§II-C: a path times out when "no
+    /// feedback is received for a period RTO_i"). The window does not grow
+    /// for them (no packet was acknowledged); they stay unresolved for
+    /// eq 2 until acknowledged or found lost. Without it a path at 75 %
+    /// loss whose few packets of a window are all lost waits for its RTO
+    /// although the other paths already recovered every block it carried,
+    /// and backs off while it is needed. On in the paper's simulations;
+    /// off in `braid send` until measured in the lab.
+    pub release_on_decode: bool,
 }
 
 /// How MPLOT paces a path: at `gain x w_i / SRTT_i` (`slow_start_gain`
@@ -166,6 +180,7 @@ impl SenderConfig {
             large_packet: None,
             pacing: None,
             acks_on_arrival_path: false,
+            release_on_decode: true,
         }
     }
 }

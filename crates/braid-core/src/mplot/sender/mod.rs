@@ -76,6 +76,10 @@ struct SentRec {
     lost: bool,
     /// A resend of a position already sent (after the p-block).
     retx: bool,
+    /// Its block was decoded while it was in flight: it left the path's
+    /// window and timer (`SenderConfig::release_on_decode`) but is not yet
+    /// resolved for eq 2.
+    released: bool,
 }
 
 /// Counters for reports and tests.
@@ -88,6 +92,9 @@ pub struct SenderStats {
     pub blocks_made: u64,
     pub blocks_decoded: u64,
     pub timeouts: u64,
+    /// Paths whose window a decoded block released
+    /// (`SenderConfig::release_on_decode`), counted once per block and path.
+    pub released: u64,
 }
 
 /// The sending half of a session.
