@@ -153,18 +153,22 @@ mod tests {
         let slot = Duration::from_micros(1200);
         let t = Instant::from_millis(1);
         let mut r = Red::new(p);
-        // Halfway from max_th to 2 max_th: p_b = 0.55, spread by the count.
-        let n = 10_000;
-        let verdicts: Vec<RedVerdict> = (0..n)
-            .map(|_| r.on_arrival(t, 45_000, None, slot, &mut rng))
-            .collect();
-        assert!(!verdicts.contains(&RedVerdict::Drop));
-        let rate = verdicts
-            .iter()
-            .filter(|v| **v == RedVerdict::Signal)
-            .count() as f64
-            / n as f64;
-        assert!((0.55..0.8).contains(&rate), "{rate}");
+        let mut rate = |queued: u64| {
+            let n = 10_000;
+            let v: Vec<RedVerdict> = (0..n)
+                .map(|_| r.on_arrival(t, queued, None, slot, &mut rng))
+                .collect();
+            assert!(!v.contains(&RedVerdict::Drop), "dropped at {queued}");
+            v.iter().filter(|x| **x == RedVerdict::Signal).count() as f64 / n as f64
+        };
+        // Just above max_th: p_b = 0.1 + 0.9 * 3000 / 30000 = 0.19, spread
+        // by the count to about 2 p_b / (1 + p_b) = 0.32.
+        let low = rate(33_000);
+        assert!((0.2..0.45).contains(&low), "{low}");
+        // From p_b = 1/2 on the count makes every arrival a signal (as
+        // ns-2's gentle RED does).
+        let high = rate(45_000);
+        assert!(high > 0.99, "{high}");
         assert_eq!(
             r.on_arrival(t, 60_000, None, slot, &mut rng),
             RedVerdict::Drop

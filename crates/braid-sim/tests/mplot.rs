@@ -29,8 +29,8 @@
 //!   correlates the k-th packet's loss on each path, while the 25 %/75 %
 //!   states, which carry most of the loss variance, switch independently
 //!   per path, so θ barely changes the per-block loss MPLOT provisions for.
-//! - Fig 7 (fairness to ECN-capable TCP-SACK) for M >= 2: measured (1 seed,
-//!   60 s) MPLOT/TCP throughput 1.87, 2.40, 2.42, 5.17 at M = 2..5. With
+//! - Fig 7 (fairness to ECN-capable TCP-SACK) for M >= 2: measured (5 seeds,
+//!   300 s) MPLOT/TCP throughput 1.87, 2.43, 2.55, 5.58 at M = 2..5. With
 //!   10/M Mb/s per path, a queue of one BDP holds under two 750-byte packets
 //!   per flow at M = 5, so queues overflow (49 % of MPLOT's packets dropped
 //!   at M = 5); TCP halves or times out on those drops, MPLOT answers only
