@@ -21,6 +21,24 @@ fn main() {
             .collect();
     }
     let t = std::time::Instant::now();
+    if std::env::var_os("MPLOT_RUN_DETAIL").is_some() {
+        // One run per (scheme, x) with the sender's and receiver's counters.
+        for scheme in sc.schemes() {
+            for &x in &sc.mplot.values {
+                let o = braid_sim::mplot::world::run(&mplot::spec_for(
+                    &sc,
+                    scheme,
+                    x,
+                    sc.mplot.first_seed,
+                ));
+                println!(
+                    "{:<9} x {:>5} goodput {:>7.3} thr {:>7.3} sent {} arrived {} dups {} rfec {} timeouts {}",
+                    scheme.name(), x, o.goodput_mbps, o.throughput_mbps, o.packets_sent, o.arrived, o.duplicates, o.rfec, o.timeouts
+                );
+            }
+        }
+        return;
+    }
     let r = mplot::run(&sc, 0);
     println!("{}", r.name);
     for row in &r.rows {

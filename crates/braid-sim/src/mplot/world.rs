@@ -94,6 +94,12 @@ pub struct RunOutput {
     pub timeouts: u64,
     /// Packets the sources sent.
     pub packets_sent: u64,
+    /// MPLOT packets that arrived for blocks already decoded (all sources).
+    pub duplicates: u64,
+    /// MPLOT packets arriving at the receivers.
+    pub arrived: u64,
+    /// RFEC packets queued (eq 10), all sources.
+    pub rfec: u64,
     pub events: u64,
 }
 
@@ -164,6 +170,22 @@ pub fn bimodal(lo: f64, hi: f64) -> MarkovParams {
     }
 }
 
+/// The time slot of the correlated losses (§IV-E): one 750-byte packet's
+/// transmission at the path rate, so packets that cross their lossy
+/// channels together share a draw (`CorrelatedLinks::with_slot`).
+fn correlation_slot(spec: &RunSpec) -> Duration {
+    Duration::from_secs_f64(750.0 * 8.0 / (spec.path_rate_mbit * 1e6))
+}
+
+/// The paths' lossy channels, their draws indexed by time when correlated.
+fn correlated(links: CorrelatedLinks, spec: &RunSpec) -> CorrelatedLinks {
+    if spec.theta > 0.0 {
+        links.with_slot(correlation_slot(spec))
+    } else {
+        links
+    }
+}
+
 /// Keep this many bytes waiting in every sender (an infinite backlog).
 const BACKLOG: u64 = 4 << 20;
 
@@ -176,19 +198,22 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         fwd: (0..m)
             .map(|j| Link::new(&fp, spec.seed * 1000 + j as u64, start))
             .collect(),
-        channel: CorrelatedLinks::new(
-            (0..m)
-                .map(|j| {
-                    let mut p = cp.clone();
-                    // Markov chains start in a random state per path.
-                    if let Some(mk) = p.markov.as_mut() {
-                        mk.initial = ((spec.seed as usize) + j * 7) % mk.states.len().min(2);
-                    }
-                    Link::new(&p, spec.seed * 1000 + 100 + j as u64, start)
-                })
-                .collect(),
-            spec.theta,
-            spec.seed,
+        channel: correlated(
+            CorrelatedLinks::new(
+                (0..m)
+                    .map(|j| {
+                        let mut p = cp.clone();
+                        // Markov chains start in a random state per path.
+                        if let Some(mk) = p.markov.as_mut() {
+                            mk.initial = ((spec.seed as usize) + j * 7) % mk.states.len().min(2);
+                        }
+                        Link::new(&p, spec.seed * 1000 + 100 + j as u64, start)
+                    })
+                    .collect(),
+                spec.theta,
+                spec.seed,
+            ),
+            spec,
         ),
         rev: (0..m)
             .map(|j| Link::new(&rp, spec.seed * 1000 + 200 + j as u64, start))
@@ -435,6 +460,9 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         }
     }
     for sess in &sessions {
+        out.duplicates += sess.receiver.stats.duplicates;
+        out.arrived += sess.receiver.stats.packets;
+        out.rfec += sess.sender.stats.rfec_queued;
         out.timeouts += sess.sender.stats.timeouts;
         out.packets_sent += sess.sender.stats.packets_sent;
     }
