@@ -23,10 +23,19 @@
 //! the k-th vector (MPLOT stripes packets over the paths in rounds). A
 //! path that falls more than [`MAX_LAG`] vectors behind the busiest one
 //! skips ahead, so memory is bounded.
+//!
+//! Counting rounds per path drifts: after a few seconds the k-th packets
+//! of two paths leave far apart in time (one path's timeouts, another's
+//! larger window), and correlated draws then land on packets that share
+//! neither a block nor a channel state. [`CorrelatedLinks::with_slot`]
+//! indexes vectors by time instead: a packet leaving at `t` uses vector
+//! `⌊t / slot⌋` (or the next one its path has not used), so packets that
+//! cross their channels at the same moment are the correlated ones, as
+//! losses on a shared link or interfering channels would be.
 
 use std::collections::VecDeque;
 
-use braid_core::time::Instant;
+use braid_core::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -45,6 +54,8 @@ pub struct CorrelatedLinks {
     vectors: VecDeque<Vec<f64>>,
     base: u64,
     next: Vec<u64>,
+    /// Index vectors by time in slots of this length (see the module doc).
+    slot: Option<Duration>,
 }
 
 impl CorrelatedLinks {
@@ -57,7 +68,16 @@ impl CorrelatedLinks {
             vectors: VecDeque::new(),
             base: 0,
             next: vec![0; n],
+            slot: None,
         }
+    }
+
+    /// Vectors indexed by time slots of `slot` (at least 1 µs) rather than
+    /// by each path's packet count: about one packet's transmission time
+    /// at the paths' rate.
+    pub fn with_slot(mut self, slot: Duration) -> Self {
+        self.slot = Some(slot.max(Duration::from_micros(1)));
+        self
     }
 
     fn draw(&mut self) -> Vec<f64> {
@@ -73,9 +93,18 @@ impl CorrelatedLinks {
         v
     }
 
-    /// The next uniform of path `j`.
-    fn uniform(&mut self, j: usize) -> f64 {
-        let k = self.next[j].max(self.base);
+    /// The next uniform of path `j` for a packet crossing at `now`.
+    fn uniform(&mut self, j: usize, now: Instant) -> f64 {
+        let mut k = self.next[j].max(self.base);
+        if let Some(slot) = self.slot {
+            let t = (now - Instant::ZERO).as_nanos() / slot.as_nanos().max(1);
+            k = k.max(t as u64);
+            // Far ahead of every vector kept (an idle spell): start afresh.
+            if k > self.base + (self.vectors.len() + MAX_LAG) as u64 {
+                self.vectors.clear();
+                self.base = k;
+            }
+        }
         while self.base + self.vectors.len() as u64 <= k {
             let v = self.draw();
             self.vectors.push_back(v);
@@ -93,7 +122,7 @@ impl CorrelatedLinks {
 
     /// Offers a packet to path `j` (see [`Link::offer`]).
     pub fn offer(&mut self, j: usize, now: Instant, ip_bytes: u64, ecn_capable: bool) -> Verdict {
-        let u = self.uniform(j);
+        let u = self.uniform(j, now);
         self.links[j].offer_with(now, ip_bytes, ecn_capable, Some(u))
     }
 }
@@ -139,6 +168,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Indexed by time, packets crossing at the same moment are the
+    /// correlated ones, however many packets each path sent before.
+    #[test]
+    fn time_slots_correlate_packets_that_cross_together() {
+        let mut p = LinkParams::new(1000.0, 0.0, u64::MAX);
+        p.loss = 0.5;
+        let links = (0..2).map(|i| Link::new(&p, i, Instant::ZERO)).collect();
+        let slot = Duration::from_micros(100);
+        let mut c = CorrelatedLinks::new(links, 0.99, 7).with_slot(slot);
+        // Path 1 sends 300 packets alone first: counted per path, its k-th
+        // packet would be paired with path 0's (k - 300)-th.
+        for k in 0..300u64 {
+            c.offer(1, Instant::from_micros(k * 100), 100, false);
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for k in 300..20_300u64 {
+            let now = Instant::from_micros(k * 100);
+            a.push(c.offer(0, now, 100, false).delivered_at().is_none());
+            b.push(c.offer(1, now, 100, false).delivered_at().is_none());
+        }
+        let r = corr(&a, &b);
+        assert!((r - 0.99).abs() < 0.02, "{r}");
     }
 
     #[test]

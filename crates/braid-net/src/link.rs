@@ -405,6 +405,7 @@ mod tests {
             max_p: 0.2,
             weight: 0.05,
             ecn: true,
+            gentle: false,
         });
         for ecn in [true, false] {
             let mut l = Link::new(&p, 3, Instant::ZERO);

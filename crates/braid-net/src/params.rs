@@ -234,7 +234,7 @@ impl MarkovParams {
 /// Random Early Detection (Floyd and Jacobson 1993) with ECN marking
 /// (RFC 3168 Section 5): between the thresholds an arriving packet is
 /// dropped, or marked if it is ECN-capable, with a probability rising to
-/// `max_p`; above `max_th_bytes` every packet is dropped.
+/// `max_p`; above `max_th_bytes` every packet is dropped (unless `gentle`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedParams {
@@ -245,6 +245,11 @@ pub struct RedParams {
     pub weight: f64,
     /// Mark ECN-capable packets instead of dropping them early.
     pub ecn: bool,
+    /// Floyd's "gentle" RED (ns-2 `gentle_`, on by default there): between
+    /// `max_th` and `2 max_th` the signal probability rises linearly from
+    /// `max_p` to 1 (marks for ECN-capable packets) instead of every packet
+    /// being dropped above `max_th`.
+    pub gentle: bool,
 }
 
 impl Default for RedParams {
@@ -256,6 +261,7 @@ impl Default for RedParams {
             max_p: 0.1,
             weight: 0.002,
             ecn: true,
+            gentle: false,
         }
     }
 }

@@ -78,12 +78,18 @@ impl Red {
             self.count = -1;
             return RedVerdict::Pass;
         }
-        if self.avg >= max {
+        let gentle = self.p.gentle && self.avg < 2.0 * max;
+        if self.avg >= max && !gentle {
             self.count = 0;
             return RedVerdict::Drop;
         }
         self.count += 1;
-        let pb = self.p.max_p * (self.avg - min) / (max - min);
+        let pb = if self.avg >= max {
+            // Gentle: max_p at max_th, rising to 1 at 2 max_th.
+            self.p.max_p + (1.0 - self.p.max_p) * (self.avg - max) / max
+        } else {
+            self.p.max_p * (self.avg - min) / (max - min)
+        };
         let denom = 1.0 - self.count as f64 * pb;
         let pa = if denom <= 0.0 { 1.0 } else { pb / denom };
         if rng.gen::<f64>() < pa {
@@ -109,6 +115,7 @@ mod tests {
             max_p: 0.1,
             weight: 1.0, // the average is the instantaneous queue
             ecn: true,
+            gentle: false,
         };
         let slot = Duration::from_micros(1200);
         let t = Instant::from_millis(1);
@@ -130,6 +137,42 @@ mod tests {
             .count();
         let rate = signals as f64 / n as f64;
         assert!((0.05..0.11).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn gentle_signals_between_max_and_twice_max() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let p = RedParams {
+            min_th_bytes: 10_000,
+            max_th_bytes: 30_000,
+            max_p: 0.1,
+            weight: 1.0,
+            ecn: true,
+            gentle: true,
+        };
+        let slot = Duration::from_micros(1200);
+        let t = Instant::from_millis(1);
+        let mut r = Red::new(p);
+        let mut rate = |queued: u64| {
+            let n = 10_000;
+            let v: Vec<RedVerdict> = (0..n)
+                .map(|_| r.on_arrival(t, queued, None, slot, &mut rng))
+                .collect();
+            assert!(!v.contains(&RedVerdict::Drop), "dropped at {queued}");
+            v.iter().filter(|x| **x == RedVerdict::Signal).count() as f64 / n as f64
+        };
+        // Just above max_th: p_b = 0.1 + 0.9 * 3000 / 30000 = 0.19, spread
+        // by the count to about 2 p_b / (1 + p_b) = 0.32.
+        let low = rate(33_000);
+        assert!((0.2..0.45).contains(&low), "{low}");
+        // From p_b = 1/2 on the count makes every arrival a signal (as
+        // ns-2's gentle RED does).
+        let high = rate(45_000);
+        assert!(high > 0.99, "{high}");
+        assert_eq!(
+            r.on_arrival(t, 60_000, None, slot, &mut rng),
+            RedVerdict::Drop
+        );
     }
 
     #[test]

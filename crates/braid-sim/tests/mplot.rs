@@ -1,36 +1,44 @@
 //! MPLOT's reproductions (paper 002 §IV; `SPECS.md` §2.8): each a scenario
 //! file in `scenarios/` run with the shipped `braid_core::mplot` transport,
-//! asserting the issue's bounds. Runs are at most `SHORT_S` long unless
-//! `BRAID_FULL_REPRO` is set.
+//! asserting the issue's bounds. Runs are at most `SHORT_S` long, and some
+//! sweeps are thinned, unless `BRAID_FULL_REPRO` is set.
 //!
 //! # Not reproduced
 //!
-//! These bounds of the issue are **not met** by the current build, so they
-//! are not tests here (none is reported as passing while it fails). The
-//! figures were measured with `braid sim run scenarios/mplot-NAME.toml`
-//! (30 s runs, seeds as stated):
+//! These bounds of the issue are **not met**, so they are not tests here
+//! (none is reported as passing while it fails). Figures from
+//! `braid sim run scenarios/mplot-NAME.toml` (30 s runs, seeds as stated):
 //!
-//! - Fig 3's diversity gain, G(M) >= M G(1) for M >= 4: measured (2 seeds)
-//!   G(1) = 3.20, G(4) = 11.58 (< 12.80), G(10) = 29.17 (< 32.0) Mb/s.
-//!   Each path carries 0.74-0.82 of its effective capacity (per-path RTOs
-//!   with windows of a few packets at 75 % loss) and eq 9's κ1 = 1 margin
-//!   leaves 0.74-0.78 of what arrives as goodput.
-//! - Fig 5, MPLOT G(5) > G(1) at every DOWN probability: measured
-//!   (2 seeds, p_down 0) G(1) = 3.20, G(5) = 2.66 Mb/s. With 2 Mb/s per
-//!   path and 10 sources, each source's window on a path is one or two
-//!   packets, and RTOs dominate.
+//! - Fig 5's heterogeneity-blind mapping does **not** lose from five paths
+//!   over one, and is not behind MPLOT: measured (6 seeds) BLIND 2.78 ->
+//!   3.39, 2.24 -> 2.89, 1.67 -> 2.18 Mb/s at p_down 0, 2 %, 5 % (MPLOT
+//!   2.78 -> 3.14, 2.24 -> 2.57, 1.67 -> 2.04). Both fill the paths alike
+//!   (3.4-4.5 Mb/s arrive); BLIND turns 0.70-0.76 of it into goodput,
+//!   MPLOT 0.60-0.71. The paper's blind scheme (1.2 -> 0.9 Mb/s) lost to
+//!   something this one does not model; a sender limited in how far past
+//!   the receiver's in-order point it may run (TCP's receive window,
+//!   which the paper does not size) would stall behind blocks sent on a
+//!   DOWN path, and that is a guess, not measured.
 //! - Table III in throughput (aggregate coding above per-path coding):
-//!   measured 41.43 (aggregate) against 41.54 Mb/s (per path), equal
-//!   within 0.3 %.
-//! - Fig 8, goodput degrading gracefully with loss correlation
-//!   (G(0.05) >= G(0.5) >= G(0.99), G(0.5) >= 0.85 G(0.05)): measured
-//!   (3 seeds) 2.40, 2.07, 2.41 Mb/s at θ = 0.05, 0.5, 0.99; the
-//!   differences are within the run-to-run spread.
-//! - Fig 11's MPLOT >= 5 x PTCP: measured (2 seeds) MPLOT 5.3-5.5 Mb/s,
-//!   PTCP 2.0, 2.9, 3.5, 4.5 Mb/s at M = 2..5. This PTCP finds a first loss
-//!   by three later packets acknowledged on the path and a lost resend by
-//!   the RTO, halving once per RTT; the paper's PTCP (under 1 Mb/s) lost
-//!   far more to timeouts.
+//!   measured 41.44 (aggregate) against 41.51 Mb/s (per path). Both keep
+//!   every path's bottleneck busy (13.8 of its 15 Mb/s effective) with
+//!   two timeouts in a run, so throughput is capacity-bound and equal;
+//!   the paper's 4.5 % gap needs per-path sessions that idle.
+//! - Fig 8's ordering G(0.05) >= G(0.5) >= G(0.99): measured (3 seeds)
+//!   2.75, 2.79, 2.88 Mb/s at θ = 0.05, 0.5, 0.99; with 10 seeds 2.70,
+//!   2.64, 2.72 (M = 3), 2.37, 2.23, 2.34 (M = 2), 3.12, 3.13, 3.06
+//!   (M = 5): flat within 3 %. The correlated draws are aligned in time
+//!   (`CorrelatedLinks::with_slot`; counted per path, as before, they
+//!   drifted apart and were as flat), but the 25 %/75 % states, which carry
+//!   most of the loss variance of MPLOT's small blocks, switch
+//!   independently per path, and θ does not move them.
+//! - Fig 7 (fairness to ECN-capable TCP-SACK) for M >= 2: measured (5 seeds,
+//!   300 s) MPLOT/TCP throughput 1.87, 2.43, 2.55, 5.58 at M = 2..5. With
+//!   10/M Mb/s per path, a queue of one BDP holds under two 750-byte packets
+//!   per flow at M = 5, so queues overflow (49 % of MPLOT's packets dropped
+//!   at M = 5); TCP halves or times out on those drops, MPLOT answers only
+//!   marks (§II-C), and its increase divided by `1 - p̂` (p̂ 0.76) makes it
+//!   grow faster still.
 
 use std::path::PathBuf;
 
@@ -63,63 +71,62 @@ fn goodput(r: &MplotReport, scheme: &str, x: f64) -> f64 {
         / 1e3
 }
 
-/// Fig 3: one path gets about half of its 5 Mb/s effective capacity, and
-/// ten paths more than 0.55 of their 50 Mb/s.
+fn full() -> bool {
+    std::env::var_os("BRAID_FULL_REPRO").is_some()
+}
+
+/// Fig 3: one path gets about half of its 5 Mb/s effective capacity, ten
+/// paths more than 0.55 of their 50 Mb/s, goodput grows with every path,
+/// and from four paths on it is above M times one path's (diversity gain:
+/// measured, 2 seeds, G(1) 2.88, G(4) 13.33, G(10) 36.76 Mb/s); the spread
+/// of the senders' loss estimate falls with M (0.29, 0.16, 0.11).
 #[test]
-fn fig3_aggregation() {
+fn fig3_aggregation_and_diversity_gain() {
     let mut sc = load("mplot-fig3");
-    if std::env::var_os("BRAID_FULL_REPRO").is_none() {
-        // One seed in CI: ten paths of 10 Mb/s are the slowest runs here.
+    if !full() {
+        // One seed and five of the ten M in CI: ten paths of 10 Mb/s are
+        // the slowest runs here.
         sc.mplot.seeds = 1;
+        sc.mplot.values = vec![1.0, 2.0, 4.0, 7.0, 10.0];
     }
     let r = run(&sc);
+    let xs = sc.mplot.values.clone();
     let g1 = goodput(&r, "MPLOT", 1.0);
     assert!((0.45 * 5.0..=0.65 * 5.0).contains(&g1), "G(1) = {g1}");
     let g10 = goodput(&r, "MPLOT", 10.0);
     assert!(g10 >= 0.55 * 50.0, "G(10) = {g10}");
-    // More paths, more goodput.
-    for m in 2..=10 {
-        let (a, b) = (
-            goodput(&r, "MPLOT", f64::from(m - 1)),
-            goodput(&r, "MPLOT", f64::from(m)),
-        );
-        assert!(b > a, "G({m}) = {b} <= G({}) = {a}", m - 1);
+    for w in xs.windows(2) {
+        let (a, b) = (goodput(&r, "MPLOT", w[0]), goodput(&r, "MPLOT", w[1]));
+        assert!(b > a, "G({}) = {b} <= G({}) = {a}", w[1], w[0]);
     }
+    for &m in xs.iter().filter(|&&m| m >= 4.0) {
+        let g = goodput(&r, "MPLOT", m);
+        assert!(g >= m * g1, "G({m}) = {g} < {m} x G(1) = {}", m * g1);
+    }
+    let sd = |m: f64| r.row("MPLOT", m).unwrap().loss_estimate_std;
+    assert!(sd(4.0) < sd(1.0) && sd(10.0) < sd(4.0), "{r:?}");
 }
 
-fn fig5() -> Vec<(f64, MplotReport)> {
+/// Fig 5: with DOWN periods, MPLOT gains from five paths over one at every
+/// DOWN probability (measured, 6 seeds: 2.78 -> 3.14, 2.24 -> 2.57,
+/// 1.67 -> 2.04 Mb/s at p_down 0, 2 %, 5 %). A single path's DOWN periods
+/// make one seed's G(1) swing by a third, hence six seeds.
+#[test]
+fn fig5_mplot_gains_from_paths_at_every_down_probability() {
     let mut sc = load("mplot-fig5");
     sc.mplot.values = vec![1.0, 5.0];
-    [0.0, 0.02, 0.05]
-        .into_iter()
-        .map(|p| {
-            sc.mplot.p_down = p;
-            (p, run(&sc))
-        })
-        .collect()
-}
-
-/// Fig 5, the blind half: with DOWN periods the heterogeneity-blind
-/// mapping gains nothing from five paths over one; MPLOT's rank mapping
-/// does better than blind with five paths.
-#[test]
-fn fig5_blind_does_not_gain_from_paths() {
-    for (p_down, r) in fig5() {
-        let (b1, b5) = (goodput(&r, "BLIND", 1.0), goodput(&r, "BLIND", 5.0));
-        let m5 = goodput(&r, "MPLOT", 5.0);
-        eprintln!("p_down {p_down}: BLIND {b1:.3} -> {b5:.3}, MPLOT G(5) {m5:.3}");
-        if p_down > 0.0 {
-            assert!(b5 <= b1, "p_down {p_down}: BLIND G(5) = {b5} > G(1) = {b1}");
-        }
-        assert!(
-            m5 >= b5,
-            "p_down {p_down}: MPLOT G(5) = {m5} < BLIND G(5) = {b5}"
-        );
+    sc.mplot.schemes = vec!["MPLOT".into()];
+    sc.mplot.seeds = sc.mplot.seeds.max(6);
+    for p in [0.0, 0.02, 0.05] {
+        sc.mplot.p_down = p;
+        let r = run(&sc);
+        let (g1, g5) = (goodput(&r, "MPLOT", 1.0), goodput(&r, "MPLOT", 5.0));
+        assert!(g5 > g1, "p_down {p}: MPLOT G(5) = {g5} <= G(1) = {g1}");
     }
 }
 
 /// Table III: coding across the aggregate beats coding on each path in
-/// goodput (measured 39.6 against 37.5 Mb/s).
+/// goodput (measured 39.44 against 37.40 Mb/s).
 #[test]
 fn table3_aggregate_beats_per_path_in_goodput() {
     let r = run(&load("mplot-table3"));
@@ -128,24 +135,41 @@ fn table3_aggregate_beats_per_path_in_goodput() {
     assert!(a.goodput_kbps > p.goodput_kbps, "goodput {a:?} vs {p:?}");
 }
 
-/// Figs 11, 13, 14: at 30 % loss MPLOT is ahead of PTCP in goodput, with
-/// lower mean delay and delay deviation, for every M.
+/// Fig 8, the part that holds: half-correlated losses cost less than 15 %
+/// of the goodput with nearly independent ones (measured 2.79 against
+/// 2.75 Mb/s).
 #[test]
-fn fig11_13_14_ahead_of_ptcp_at_30_percent_loss() {
+fn fig8_half_correlation_costs_little() {
+    let r = run(&load("mplot-fig8"));
+    let (a, b) = (goodput(&r, "MPLOT", 0.05), goodput(&r, "MPLOT", 0.5));
+    assert!(b >= 0.85 * a, "G(0.5) = {b} < 0.85 G(0.05) = {}", 0.85 * a);
+}
+
+/// Figs 11, 13, 14: at 30 % loss MPLOT has at least five times PTCP's
+/// goodput, with lower mean delay and delay deviation, for every M
+/// (measured 5.12-5.17 against 0.43-0.61 Mb/s; PTCP's subflows are ns-2
+/// TCP-SACK, whose timeouts at 30 % loss keep it under the paper's 1 Mb/s).
+#[test]
+fn fig11_13_14_five_times_ptcp_at_30_percent_loss() {
     let r = run(&load("mplot-fig11"));
     for m in 2..=5 {
         let x = f64::from(m);
         let a = r.row("MPLOT", x).unwrap();
         let p = r.row("PTCP", x).unwrap();
-        assert!(a.goodput_kbps > p.goodput_kbps, "M = {m}: {a:?} vs {p:?}");
+        assert!(
+            a.goodput_kbps >= 5.0 * p.goodput_kbps,
+            "M = {m}: {a:?} vs {p:?}"
+        );
+        assert!(p.goodput_kbps < 1000.0, "M = {m}: PTCP {p:?}");
         assert!(a.delay_mean_ms < p.delay_mean_ms, "M = {m}: {a:?} vs {p:?}");
         assert!(a.delay_std_ms < p.delay_std_ms, "M = {m}: {a:?} vs {p:?}");
     }
 }
 
-/// Figs 12 and 15: MPLOT falls roughly linearly with loss; PTCP keeps up
-/// at low loss and falls behind at high loss, with a gap that widens; and
-/// MPLOT's delay stays below PTCP's from 10 % loss on.
+/// Figs 12 and 15: MPLOT falls roughly linearly with loss; PTCP matches it
+/// without loss, is ahead at 5 %, and is behind from 15 % on by a growing
+/// factor (the curves cross near the paper's 10 %); MPLOT's delay stays
+/// below PTCP's from 10 % loss on.
 #[test]
 fn fig12_15_against_loss() {
     let r = run(&load("mplot-fig12"));
@@ -166,12 +190,29 @@ fn fig12_15_against_loss() {
         }
     }
     assert!(g[0] >= 0.8 * p[0], "lossless: MPLOT {} PTCP {}", g[0], p[0]);
-    // The lead: MPLOT ahead from 20 % on, by a growing factor.
-    let lead: Vec<f64> = (5..xs.len()).map(|i| g[i] / p[i]).collect();
+    assert!(p[2] > g[2], "5 %: PTCP {} MPLOT {}", p[2], g[2]);
+    let lead: Vec<f64> = (4..xs.len()).map(|i| g[i] / p[i]).collect();
     assert!(lead.iter().all(|&l| l > 1.0), "lead {lead:?}");
     assert!(lead.windows(2).all(|w| w[1] > w[0]), "lead {lead:?}");
     for &x in &xs[3..] {
         let (a, b) = (r.row("MPLOT", x).unwrap(), r.row("PTCP", x).unwrap());
         assert!(a.delay_mean_ms < b.delay_mean_ms, "at {x}: {a:?} vs {b:?}");
     }
+}
+
+/// Fig 7 on one path: ten MPLOT sources and ten ECN-capable TCP-SACK flows
+/// share a lossless 10 Mb/s path in a ratio within [0.9, 1.2] (measured
+/// 4.72 against 4.41 Mb/s, 1.07; the paper 5.1 against 4.7). M >= 2 is not
+/// reproduced (module doc).
+#[test]
+fn fig7_fair_to_tcp_sack_on_one_path() {
+    let mut sc = load("mplot-fig7");
+    if !full() {
+        sc.mplot.values = vec![1.0];
+        sc.mplot.seeds = 2;
+    }
+    let r = run(&sc);
+    let a = r.row("MPLOT", 1.0).unwrap();
+    let ratio = a.throughput_kbps / a.tcp_throughput_kbps;
+    assert!((0.9..=1.2).contains(&ratio), "MPLOT/TCP {ratio}: {a:?}");
 }

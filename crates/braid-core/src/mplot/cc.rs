@@ -162,6 +162,14 @@ impl PathCc {
     /// Karn ambiguity arises.
     pub fn on_ack(&mut self, size: usize, rtt: Option<Duration>) {
         self.in_flight = self.in_flight.saturating_sub(size);
+        self.on_delivered(size, rtt);
+    }
+
+    /// A packet of `size` bytes that already left the window (released
+    /// when its block decoded) was acknowledged: the RTT sample and the
+    /// window's growth of [`on_ack`](Self::on_ack), without leaving the
+    /// flight twice.
+    pub fn on_delivered(&mut self, size: usize, rtt: Option<Duration>) {
         if let Some(r) = rtt {
             self.rtt.update(r);
         }

@@ -8,6 +8,7 @@
 //! "delay_std_ms", ...}`.
 
 pub mod scenario;
+pub mod tcp_flows;
 pub mod world;
 
 use serde::Serialize;
@@ -34,6 +35,11 @@ pub struct MplotRow {
     /// Standard deviation over time of the senders' aggregate loss
     /// estimate `p̂_agg` (Fig 3's diversity argument).
     pub loss_estimate_std: f64,
+    /// The competing TCP-SACK flows (Fig 7), kbit/s of payload arriving.
+    pub tcp_throughput_kbps: f64,
+    pub tcp_goodput_kbps: f64,
+    /// Per-path timeouts per run.
+    pub timeouts: f64,
     pub seeds: u32,
 }
 
@@ -53,18 +59,28 @@ impl Rows<MplotRow> {
     /// A plain table.
     pub fn to_table(&self) -> String {
         let mut s = format!(
-            "{}\n{:<9} {:>6} {:>12} {:>14} {:>10} {:>10}\n",
-            self.name, "scheme", "x", "goodput Mb/s", "throughput", "delay ms", "delay std"
+            "{}\n{:<9} {:>6} {:>12} {:>14} {:>10} {:>10} {:>9} {:>10}\n",
+            self.name,
+            "scheme",
+            "x",
+            "goodput Mb/s",
+            "throughput",
+            "delay ms",
+            "delay std",
+            "timeouts",
+            "TCP Mb/s"
         );
         for r in &self.rows {
             s += &format!(
-                "{:<9} {:>6} {:>12.3} {:>14.3} {:>10.1} {:>10.1}\n",
+                "{:<9} {:>6} {:>12.3} {:>14.3} {:>10.1} {:>10.1} {:>9.0} {:>10.3}\n",
                 r.scheme,
                 r.x,
                 r.goodput_kbps / 1e3,
                 r.throughput_kbps / 1e3,
                 r.delay_mean_ms,
-                r.delay_std_ms
+                r.delay_std_ms,
+                r.timeouts,
+                r.tcp_throughput_kbps / 1e3
             );
         }
         s
@@ -100,6 +116,7 @@ pub fn spec_for(sc: &MplotScenario, scheme: MplotScheme, x: f64, seed: u64) -> R
         loss,
         theta: if m.sweep == "theta" { x } else { m.theta },
         sessions: m.sessions,
+        tcp_per_path: m.tcp_per_path,
         duration_s: m.duration_s,
         warmup_s: m.warmup_s,
         seed,
@@ -167,6 +184,9 @@ pub fn run(sc: &MplotScenario, threads: usize) -> MplotReport {
             delay_mean_ms: avg(&|r| r.delay_mean_ms),
             delay_std_ms: avg(&|r| r.delay_std_ms),
             loss_estimate_std: avg(&|r| r.loss_estimate_std),
+            tcp_throughput_kbps: avg(&|r| r.tcp_throughput_mbps) * 1e3,
+            tcp_goodput_kbps: avg(&|r| r.tcp_goodput_mbps) * 1e3,
+            timeouts: avg(&|r| r.timeouts as f64),
             seeds: m.seeds,
         });
     }

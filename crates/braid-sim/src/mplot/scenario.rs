@@ -16,6 +16,7 @@
 //! loss = 0.3                 # i.i.d. loss per path, or
 //! # loss_model = "two-state" | "down" (with p_down) | "bimodal" (lo, hi)
 //! sessions = 10
+//! tcp_per_path = 0           # ECN TCP-SACK flows on every path (Fig 7)
 //! duration_s = 20
 //! warmup_s = 2
 //! seeds = 1
@@ -32,8 +33,9 @@ pub enum MplotScheme {
     Blind,
     /// FEC run separately on each path (§IV-C).
     PerPath,
-    /// One aggregate FIFO, ARQ, TCP-like loss response, ACK on the
-    /// packet's own path (§IV-G).
+    /// One aggregate FIFO striped over a TCP-SACK subflow per path, with
+    /// ECN, ACKs on the packet's own path, no FEC (§IV-G; see
+    /// `super::tcp_flows`).
     Ptcp,
 }
 
@@ -94,6 +96,10 @@ pub struct MplotSpec {
     pub theta: f64,
     #[serde(default = "d_sessions")]
     pub sessions: usize,
+    /// ECN-capable TCP-SACK flows on every path besides the sessions
+    /// (§IV-D, Fig 7: as many as MPLOT sources).
+    #[serde(default)]
+    pub tcp_per_path: usize,
     #[serde(default = "d_duration")]
     pub duration_s: f64,
     #[serde(default = "d_warmup")]

@@ -7,7 +7,12 @@
 //! - forward: the path's rate, half the RTT of delay, a queue of one
 //!   bandwidth-delay product managed by RED with ECN marking (the paper's
 //!   setting, §IV; its RED parameters are not given: `min_th` = BDP/4,
-//!   `max_th` = 3/4 BDP, `max_p` = 0.1, `w_q` = 0.002), then the random
+//!   `max_th` = 3/4 BDP, `max_p` = 0.1, `w_q` = 0.002, and "gentle" as
+//!   ns-2's RED is by default, so an average above `max_th` marks
+//!   ECN-capable packets with a rising probability rather than dropping
+//!   every packet: MPLOT answers marks, not losses, and with every packet
+//!   dropped above `max_th` the lossless runs of Fig 12 lost 27 % of
+//!   their packets at the queues), then the random
 //!   loss of the channel (i.i.d., Markov-modulated with DOWN, or
 //!   correlated across paths with θ^|i-j|). The loss comes *after* the
 //!   bottleneck, as on a lossy last hop, so lost packets use capacity: a
@@ -17,6 +22,9 @@
 //!
 //! The paper's paths have 4–6 links each; one bottleneck per direction
 //! stands for them (the other links are not loaded).
+//!
+//! PTCP's subflows and Fig 7's competing TCP-SACK flows are braid-sim's
+//! ns-2 TCP model on the same links ([`super::tcp_flows`]).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -28,6 +36,8 @@ use braid_core::time::{Duration, Instant};
 use braid_net::{CorrelatedLinks, Link, LinkParams, MarkovParams, MarkovState, RedParams, Verdict};
 
 use super::scenario::MplotScheme;
+use super::tcp_flows::{PtcpAgg, TcpFlow, TCP_PAYLOAD};
+use crate::tcp::{Ack as TcpAck, Segment};
 
 /// Bytes of an ACK on the reverse path.
 pub const ACK_BYTES: u64 = 40;
@@ -49,6 +59,9 @@ pub struct RunSpec {
     pub loss: LossModel,
     pub theta: f64,
     pub sessions: usize,
+    /// ECN-capable TCP-SACK flows on every path besides the sessions
+    /// (§IV-D, Fig 7).
+    pub tcp_per_path: usize,
     pub duration_s: f64,
     pub warmup_s: f64,
     pub seed: u64,
@@ -72,6 +85,21 @@ pub struct RunOutput {
     pub blocks: u64,
     /// Standard deviation of the senders' `p̂_agg` sampled every 100 ms.
     pub loss_estimate_std: f64,
+    /// Payload bytes of the `tcp_per_path` TCP-SACK flows arriving (all
+    /// flows, retransmissions included), Mbit/s.
+    pub tcp_throughput_mbps: f64,
+    /// Their bytes delivered in order, Mbit/s.
+    pub tcp_goodput_mbps: f64,
+    /// Per-path timeouts of all sources (MPLOT's paths or PTCP's subflows).
+    pub timeouts: u64,
+    /// Packets the sources sent.
+    pub packets_sent: u64,
+    /// MPLOT packets that arrived for blocks already decoded (all sources).
+    pub duplicates: u64,
+    /// MPLOT packets arriving at the receivers.
+    pub arrived: u64,
+    /// RFEC packets queued (eq 10), all sources.
+    pub rfec: u64,
     pub events: u64,
 }
 
@@ -79,6 +107,10 @@ enum Ev {
     Data(usize, DataHeader, bool),
     Ack(usize, Ack),
     Timer(usize),
+    TcpStart(usize),
+    TcpData(usize, Segment),
+    TcpAck(usize, TcpAck),
+    TcpTimer(usize),
 }
 
 struct Session {
@@ -108,6 +140,7 @@ fn params(spec: &RunSpec) -> (LinkParams, LinkParams, LinkParams) {
         max_p: 0.1,
         weight: 0.002,
         ecn: true,
+        gentle: true,
     });
     let mut ch = LinkParams::new(1e5, 0.0, u64::MAX);
     match &spec.loss {
@@ -137,6 +170,22 @@ pub fn bimodal(lo: f64, hi: f64) -> MarkovParams {
     }
 }
 
+/// The time slot of the correlated losses (§IV-E): one 750-byte packet's
+/// transmission at the path rate, so packets that cross their lossy
+/// channels together share a draw (`CorrelatedLinks::with_slot`).
+fn correlation_slot(spec: &RunSpec) -> Duration {
+    Duration::from_secs_f64(750.0 * 8.0 / (spec.path_rate_mbit * 1e6))
+}
+
+/// The paths' lossy channels, their draws indexed by time when correlated.
+fn correlated(links: CorrelatedLinks, spec: &RunSpec) -> CorrelatedLinks {
+    if spec.theta > 0.0 {
+        links.with_slot(correlation_slot(spec))
+    } else {
+        links
+    }
+}
+
 /// Keep this many bytes waiting in every sender (an infinite backlog).
 const BACKLOG: u64 = 4 << 20;
 
@@ -149,26 +198,49 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         fwd: (0..m)
             .map(|j| Link::new(&fp, spec.seed * 1000 + j as u64, start))
             .collect(),
-        channel: CorrelatedLinks::new(
-            (0..m)
-                .map(|j| {
-                    let mut p = cp.clone();
-                    // Markov chains start in a random state per path.
-                    if let Some(mk) = p.markov.as_mut() {
-                        mk.initial = ((spec.seed as usize) + j * 7) % mk.states.len().min(2);
-                    }
-                    Link::new(&p, spec.seed * 1000 + 100 + j as u64, start)
-                })
-                .collect(),
-            spec.theta,
-            spec.seed,
+        channel: correlated(
+            CorrelatedLinks::new(
+                (0..m)
+                    .map(|j| {
+                        let mut p = cp.clone();
+                        // Markov chains start in a random state per path.
+                        if let Some(mk) = p.markov.as_mut() {
+                            mk.initial = ((spec.seed as usize) + j * 7) % mk.states.len().min(2);
+                        }
+                        Link::new(&p, spec.seed * 1000 + 100 + j as u64, start)
+                    })
+                    .collect(),
+                spec.theta,
+                spec.seed,
+            ),
+            spec,
         ),
         rev: (0..m)
             .map(|j| Link::new(&rp, spec.seed * 1000 + 200 + j as u64, start))
             .collect(),
     };
     let mut sessions = Vec::new();
-    for s in 0..spec.sessions {
+    let mut flows: Vec<TcpFlow> = Vec::new();
+    let mut aggs: Vec<PtcpAgg> = Vec::new();
+    if spec.scheme == MplotScheme::Ptcp {
+        for s in 0..spec.sessions {
+            aggs.push(PtcpAgg::new(s));
+            for j in 0..m {
+                flows.push(TcpFlow::new(j, flows.len() as u32, Some(s)));
+            }
+        }
+    }
+    for j in 0..m {
+        for _ in 0..spec.tcp_per_path {
+            flows.push(TcpFlow::new(j, flows.len() as u32, None));
+        }
+    }
+    let mplot_sessions = if spec.scheme == MplotScheme::Ptcp {
+        0
+    } else {
+        spec.sessions
+    };
+    for s in 0..mplot_sessions {
         let groups: Vec<Vec<usize>> = if spec.scheme == MplotScheme::PerPath {
             (0..m).map(|j| vec![j]).collect()
         } else {
@@ -177,17 +249,11 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         for paths in groups {
             let mut sc = SenderConfig::new(paths.len());
             sc.coding = Coding::Virtual;
-            match spec.scheme {
-                MplotScheme::Blind => sc.mapping = Mapping::Blind,
-                MplotScheme::Ptcp => {
-                    sc.mapping = Mapping::Blind;
-                    sc.arq = true;
-                }
-                _ => {}
+            if spec.scheme == MplotScheme::Blind {
+                sc.mapping = Mapping::Blind;
             }
             let mut rc = ReceiverConfig::new(paths.len(), spec.seed * 7919 + sessions.len() as u64);
             rc.coding = Coding::Virtual;
-            rc.ack_on_arrival_path = spec.scheme == MplotScheme::Ptcp;
             rc.max_blocks_ahead = 1024;
             sessions.push(Session {
                 sender: Sender::new(sc).expect("valid sender config"),
@@ -226,6 +292,11 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         push(&mut heap, &mut evs, at, Ev::Timer(s));
         sessions[s].timer_at = Some(at);
     }
+    for f in 0..flows.len() {
+        let at = Instant::from_secs_f64(spec.rtt_ms / 1e3 * f as f64 / flows.len() as f64);
+        push(&mut heap, &mut evs, at, Ev::TcpStart(f));
+    }
+    let mut segs: Vec<Segment> = Vec::new();
     while let Some(Reverse((now, id))) = heap.pop() {
         if now > end {
             break;
@@ -238,6 +309,88 @@ pub fn run(spec: &RunSpec) -> RunOutput {
             next_sample += Duration::from_millis(100);
         }
         let ev = evs.remove(&id).expect("event");
+        let tcp_flow = match &ev {
+            Ev::TcpStart(f) | Ev::TcpData(f, _) | Ev::TcpAck(f, _) | Ev::TcpTimer(f) => Some(*f),
+            _ => None,
+        };
+        if let Some(f) = tcp_flow {
+            segs.clear();
+            let flow = &mut flows[f];
+            match ev {
+                Ev::TcpStart(_) => flow.tx.start(now, &mut segs),
+                Ev::TcpTimer(_) => {
+                    if flow.timer_at != Some(now) {
+                        continue;
+                    }
+                    flow.timer_at = None;
+                    flow.tx.handle_timeout(now, &mut segs);
+                }
+                Ev::TcpAck(_, ack) => flow.tx.on_ack(now, &ack, &mut segs),
+                Ev::TcpData(_, seg) => {
+                    let before = flow.rx.delivered_bytes();
+                    let ack = flow.rx.on_segment(now, &seg);
+                    if now >= warm {
+                        let bits = f64::from(seg.payload_bytes) * 8.0;
+                        out.path_throughput_mbps[flow.path] += bits;
+                        match flow.agg {
+                            Some(_) => out.throughput_mbps += bits,
+                            None => {
+                                out.tcp_throughput_mbps += bits;
+                                out.tcp_goodput_mbps +=
+                                    (flow.rx.delivered_bytes() - before) as f64 * 8.0;
+                            }
+                        }
+                    }
+                    if let Some(a) = flow.agg {
+                        let c = flow.chunk_of[seg.seq as usize];
+                        let agg = &mut aggs[a];
+                        let mut d = Vec::new();
+                        let n = agg.arrive(c, now, &mut d);
+                        if now >= warm {
+                            let bits = n as f64 * f64::from(TCP_PAYLOAD) * 8.0;
+                            out.goodput_mbps += bits;
+                            out.session_goodput_mbps[agg.owner] += bits;
+                            delays.extend(d);
+                        }
+                    }
+                    if let Some(ack) = ack {
+                        let g = flow.path;
+                        let bytes = u64::from(ack.wire_bytes);
+                        if let Some(at) = net.rev[g].offer(now, bytes, false).delivered_at() {
+                            push(&mut heap, &mut evs, at, Ev::TcpAck(f, ack));
+                        }
+                    }
+                    continue;
+                }
+                _ => unreachable!("a TCP event"),
+            }
+            let flow = &mut flows[f];
+            for seg in segs.iter_mut() {
+                if let Some(a) = flow.agg {
+                    aggs[a].chunk_for(flow, seg.seq, now);
+                }
+                out.packets_sent += 1;
+                let g = flow.path;
+                let v = net.fwd[g].offer(now, u64::from(seg.wire_bytes), seg.ect);
+                if let Verdict::Deliver { at, ce } = v {
+                    seg.ce |= ce;
+                    if let Some(at2) = net
+                        .channel
+                        .offer(g, at, u64::from(seg.wire_bytes), false)
+                        .delivered_at()
+                    {
+                        push(&mut heap, &mut evs, at2, Ev::TcpData(f, *seg));
+                    }
+                }
+            }
+            let t = flow.tx.poll_timeout();
+            if t.is_some() && t != flow.timer_at {
+                let at = t.unwrap_or(now).max(now);
+                flow.timer_at = Some(at);
+                push(&mut heap, &mut evs, at, Ev::TcpTimer(f));
+            }
+            continue;
+        }
         let s = match ev {
             Ev::Timer(s) => {
                 if sessions[s].timer_at != Some(now) {
@@ -278,6 +431,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                 }
                 continue;
             }
+            _ => unreachable!("TCP events are handled above"),
         };
         // Send what the sender will, then re-arm its timer.
         let sess = &mut sessions[s];
@@ -305,9 +459,21 @@ pub fn run(spec: &RunSpec) -> RunOutput {
             push(&mut heap, &mut evs, at, Ev::Timer(s));
         }
     }
+    for sess in &sessions {
+        out.duplicates += sess.receiver.stats.duplicates;
+        out.arrived += sess.receiver.stats.packets;
+        out.rfec += sess.sender.stats.rfec_queued;
+        out.timeouts += sess.sender.stats.timeouts;
+        out.packets_sent += sess.sender.stats.packets_sent;
+    }
+    for f in flows.iter().filter(|f| f.agg.is_some()) {
+        out.timeouts += f.tx.stats().timeouts;
+    }
     let secs = spec.duration_s - spec.warmup_s;
     out.goodput_mbps /= secs * 1e6;
     out.throughput_mbps /= secs * 1e6;
+    out.tcp_throughput_mbps /= secs * 1e6;
+    out.tcp_goodput_mbps /= secs * 1e6;
     for v in out
         .path_throughput_mbps
         .iter_mut()

@@ -120,6 +120,9 @@ impl SendEngine {
                 // (`ack_on_arrival_path` below): the loss rule needs no
                 // allowance for ACKs of one path coming back on another.
                 cfg.acks_on_arrival_path = true;
+                // Not yet measured on real paths: windows keep the packets
+                // of decoded blocks until they are acknowledged or lost.
+                cfg.release_on_decode = false;
                 SendEngine::Mplot(Box::new(
                     mplot::Sender::new(cfg).map_err(|e| format!("MPLOT sender: {e}"))?,
                 ))

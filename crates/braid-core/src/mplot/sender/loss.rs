@@ -28,9 +28,11 @@ impl Sender {
             let path = usize::from(rec.path);
             if !rec.lost {
                 let rtt = now.saturating_since(rec.sent_at);
-                self.cc[path].on_ack(rec.size as usize, Some(rtt));
-            }
-            if !rec.lost {
+                if rec.released {
+                    self.cc[path].on_delivered(rec.size as usize, Some(rtt));
+                } else {
+                    self.cc[path].on_ack(rec.size as usize, Some(rtt));
+                }
                 self.last_ack_at[path] = Some(now);
             }
             let la = &mut self.latest_acked[path];
@@ -48,7 +50,7 @@ impl Sender {
         if let Some(bi) = self.block_index(ack.block) {
             self.blocks[bi].on_have(ack.have);
             if ack.decoded {
-                self.decoded(bi);
+                self.decoded(now, bi);
             }
         }
         // Blocks below the receiver's cumulative mark are decoded. Decoded
@@ -57,7 +59,7 @@ impl Sender {
         // loses packets of blocks the other paths already completed).
         let mut i = 0;
         while i < self.blocks.len() && self.blocks[i].id < ack.cum_block {
-            self.decoded(i);
+            self.decoded(now, i);
             i += 1;
         }
         while self
@@ -71,10 +73,38 @@ impl Sender {
         self.purge_lost(now);
     }
 
-    fn decoded(&mut self, bi: usize) {
+    fn decoded(&mut self, now: Instant, bi: usize) {
         if !self.blocks[bi].decoded {
             self.blocks[bi].mark_decoded();
             self.stats.blocks_decoded += 1;
+            if self.cfg.release_on_decode {
+                self.release_block(now, self.blocks[bi].id);
+            }
+        }
+    }
+
+    /// The paper's cumulative ACK passes a decoded block (§II-B): its
+    /// packets still in flight leave their paths' windows, and each path
+    /// that had one restarts its timer, as a new cumulative ACK restarts
+    /// TCP's. They stay in `outstanding`, unresolved, for eq 2: an
+    /// acknowledgement still counts them delivered, the loss rule or
+    /// [`stale_deadline`](Self::stale_deadline) lost.
+    fn release_block(&mut self, now: Instant, id: u32) {
+        for path in 0..self.cfg.paths {
+            let mut any = false;
+            for seq in &self.outstanding[path] {
+                if let Some(r) = self.records.get_mut(seq) {
+                    if r.block == id && !r.lost && !r.released {
+                        r.released = true;
+                        self.cc[path].on_lost(r.size as usize);
+                        any = true;
+                    }
+                }
+            }
+            if any {
+                self.last_ack_at[path] = Some(now);
+                self.stats.released += 1;
+            }
         }
     }
 
@@ -178,7 +208,9 @@ impl Sender {
         let rec = *rec;
         self.lost_records.push_back((now, seq));
         let path = usize::from(rec.path);
-        self.cc[path].on_lost(rec.size as usize);
+        if !rec.released {
+            self.cc[path].on_lost(rec.size as usize);
+        }
         let marks = self.cfg.ecn_trust && self.cc[path].ce_seen;
         let random = self
             .cfg
@@ -239,6 +271,7 @@ impl Sender {
     pub fn poll_timeout(&self) -> Option<Instant> {
         (0..self.cfg.paths)
             .filter_map(|p| self.rto_deadline(p))
+            .chain((0..self.cfg.paths).filter_map(|p| self.stale_deadline(p)))
             .chain(self.pace_deadline())
             .min()
     }
@@ -250,12 +283,26 @@ impl Sender {
         let first = self.outstanding[path]
             .iter()
             .filter_map(|s| self.records.get(s))
-            .find(|r| !r.lost)?;
+            .find(|r| !r.lost && !r.released)?;
         let from = match self.last_ack_at[path] {
             Some(t) => t.max(first.sent_at),
             None => first.sent_at,
         };
         Some(from + self.cc[path].rto())
+    }
+
+    /// When the oldest released packet of a path
+    /// (`SenderConfig::release_on_decode`) that nothing has resolved counts
+    /// as lost for eq 2: an RTO after it was sent. It is out of the window
+    /// already, so this is no timeout of the path (a path that is DOWN
+    /// while the others decode its blocks still shows its loss in `p̂_i`
+    /// and eq 1's rank).
+    fn stale_deadline(&self, path: usize) -> Option<Instant> {
+        let first = self.outstanding[path]
+            .iter()
+            .filter_map(|s| self.records.get(s))
+            .find(|r| r.released && !r.lost)?;
+        Some(first.sent_at + self.cc[path].rto())
     }
 
     /// Fires every per-path RTO that is due: TCP's window response, and all
@@ -264,6 +311,19 @@ impl Sender {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clear_pace_wakes(now);
         for path in 0..self.cfg.paths {
+            let rto = self.cc[path].rto();
+            let stale: Vec<u64> = self.outstanding[path]
+                .iter()
+                .copied()
+                .filter(|s| {
+                    self.records
+                        .get(s)
+                        .is_some_and(|r| r.released && !r.lost && r.sent_at + rto <= now)
+                })
+                .collect();
+            for s in stale {
+                self.declare_lost(now, s);
+            }
             let Some(deadline) = self.rto_deadline(path) else {
                 continue;
             };

@@ -194,6 +194,7 @@ impl Sender {
                 sent_at: now,
                 lost: false,
                 retx,
+                released: false,
             },
         );
         self.outstanding[path].push_back(seq);

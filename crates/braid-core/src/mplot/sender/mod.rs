@@ -30,12 +30,15 @@
 //!   a quarter RTT plus the spread of the paths' RTTs), or when its path's
 //!   RTO fires. Either updates the loss statistics (eq 2–3) and may trigger
 //!   RFEC; neither touches the window.
+//! - With [`SenderConfig::release_on_decode`], a block the receiver
+//!   decoded frees its packets still in flight from their paths' windows
+//!   and timers, as the paper's cumulative ACK passes them (§II-B).
 //! - With [`SenderConfig::pacing`], each path's packets leave spread over
 //!   its round trip ([`Pacing`]), not in bursts as ACKs open the window.
 //!
-//! Two baselines of the paper's §IV are configurations of this sender
-//! ([`Mapping::Blind`], and [`SenderConfig::arq`] for PTCP's no-FEC
-//! aggregate FIFO); see their docs.
+//! The heterogeneity-blind baseline of §IV-B is a configuration of this
+//! sender ([`Mapping::Blind`]), and so is an ARQ sender after PTCP
+//! ([`SenderConfig::arq`]); see their docs.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -76,6 +79,10 @@ struct SentRec {
     lost: bool,
     /// A resend of a position already sent (after the p-block).
     retx: bool,
+    /// Its block was decoded while it was in flight: it left the path's
+    /// window and timer (`SenderConfig::release_on_decode`) but is not yet
+    /// resolved for eq 2.
+    released: bool,
 }
 
 /// Counters for reports and tests.
@@ -88,6 +95,9 @@ pub struct SenderStats {
     pub blocks_made: u64,
     pub blocks_decoded: u64,
     pub timeouts: u64,
+    /// Paths whose window a decoded block released
+    /// (`SenderConfig::release_on_decode`), counted once per block and path.
+    pub released: u64,
 }
 
 /// The sending half of a session.
