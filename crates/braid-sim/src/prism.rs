@@ -93,12 +93,8 @@ impl Scheduler for UOnly {
         paths: &[PathState],
         _queues: &SendQueues,
     ) -> Option<Decision> {
-        let b = |p: &PathState| known_or_estimated_rate(p).unwrap_or(1.0).max(1.0);
-        let min_b = paths
-            .iter()
-            .filter(|p| p.usable)
-            .map(b)
-            .fold(f64::INFINITY, f64::min);
+        let b = link_rate;
+        let min_b = slowest_usable_rate(paths);
         paths
             .iter()
             .enumerate()
@@ -106,6 +102,22 @@ impl Scheduler for UOnly {
             .min_by_key(|(_, p)| (f64::from(p.in_flight_packets) * min_b / b(p)).floor() as u64)
             .map(|(i, _)| Decision::single(i))
     }
+}
+
+/// A link's rate `B_i` as ADAS weighs it (its known rate, else its
+/// estimate; at least 1 bit/s so that weights stay finite).
+fn link_rate(p: &PathState) -> f64 {
+    known_or_estimated_rate(p).unwrap_or(1.0).max(1.0)
+}
+
+/// `min_j B_j` over the usable links, the unit of the weights
+/// `W_i = B_i / min_j B_j`; infinite when no link is usable.
+fn slowest_usable_rate(paths: &[PathState]) -> f64 {
+    paths
+        .iter()
+        .filter(|p| p.usable)
+        .map(link_rate)
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// PRISM's WRR (Section 4.2.1, Fig 3 Case A): time is divided into rounds,
@@ -137,12 +149,8 @@ impl Scheduler for RoundWrr {
         paths: &[PathState],
         _queues: &SendQueues,
     ) -> Option<Decision> {
-        let b = |p: &PathState| known_or_estimated_rate(p).unwrap_or(1.0).max(1.0);
-        let min_b = paths
-            .iter()
-            .filter(|p| p.usable)
-            .map(b)
-            .fold(f64::INFINITY, f64::min);
+        let b = link_rate;
+        let min_b = slowest_usable_rate(paths);
         if !min_b.is_finite() {
             return None;
         }

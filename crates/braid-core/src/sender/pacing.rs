@@ -155,7 +155,7 @@ impl<P> Sender<P> {
     /// with repair off).
     pub(super) fn repair_room(&self) -> Duration {
         let factor = self.cfg.pacing_repair_room;
-        if !(factor > 0.0) || !factor.is_finite() {
+        if !factor.is_finite() || factor <= 0.0 {
             return Duration::ZERO;
         }
         let losing = self.paths.iter().filter(|p| p.usable).any(|p| {
