@@ -106,20 +106,29 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    #[test]
-    fn passes_below_min_signals_between_drops_above() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+    /// RED marking (ECN) between 10 and 30 kB with max_p 0.1, its average
+    /// the instantaneous queue (weight 1), with a packet's slot and an
+    /// arrival time to test it with.
+    fn thresholds_10k_30k(gentle: bool) -> (Red, Duration, Instant) {
         let p = RedParams {
             min_th_bytes: 10_000,
             max_th_bytes: 30_000,
             max_p: 0.1,
-            weight: 1.0, // the average is the instantaneous queue
+            weight: 1.0,
             ecn: true,
-            gentle: false,
+            gentle,
         };
-        let slot = Duration::from_micros(1200);
-        let t = Instant::from_millis(1);
-        let mut r = Red::new(p);
+        (
+            Red::new(p),
+            Duration::from_micros(1200),
+            Instant::from_millis(1),
+        )
+    }
+
+    #[test]
+    fn passes_below_min_signals_between_drops_above() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let (mut r, slot, t) = thresholds_10k_30k(false);
         assert_eq!(
             r.on_arrival(t, 5_000, None, slot, &mut rng),
             RedVerdict::Pass
@@ -130,7 +139,7 @@ mod tests {
         );
         // At the midpoint p_b = 0.05; with the count spreading, roughly one
         // signal per 1/(2 p_b) ~ 10..20 arrivals.
-        let mut r = Red::new(p);
+        let (mut r, _, _) = thresholds_10k_30k(false);
         let n = 20_000;
         let signals = (0..n)
             .filter(|_| r.on_arrival(t, 20_000, None, slot, &mut rng) == RedVerdict::Signal)
@@ -142,17 +151,7 @@ mod tests {
     #[test]
     fn gentle_signals_between_max_and_twice_max() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let p = RedParams {
-            min_th_bytes: 10_000,
-            max_th_bytes: 30_000,
-            max_p: 0.1,
-            weight: 1.0,
-            ecn: true,
-            gentle: true,
-        };
-        let slot = Duration::from_micros(1200);
-        let t = Instant::from_millis(1);
-        let mut r = Red::new(p);
+        let (mut r, slot, t) = thresholds_10k_30k(true);
         let mut rate = |queued: u64| {
             let n = 10_000;
             let v: Vec<RedVerdict> = (0..n)

@@ -93,13 +93,14 @@ impl Scheduler for UOnly {
         paths: &[PathState],
         _queues: &SendQueues,
     ) -> Option<Decision> {
-        let b = link_rate;
         let min_b = slowest_usable_rate(paths);
         paths
             .iter()
             .enumerate()
             .filter(|(_, p)| p.usable)
-            .min_by_key(|(_, p)| (f64::from(p.in_flight_packets) * min_b / b(p)).floor() as u64)
+            .min_by_key(|(_, p)| {
+                (f64::from(p.in_flight_packets) * min_b / link_rate(p)).floor() as u64
+            })
             .map(|(i, _)| Decision::single(i))
     }
 }
@@ -149,7 +150,6 @@ impl Scheduler for RoundWrr {
         paths: &[PathState],
         _queues: &SendQueues,
     ) -> Option<Decision> {
-        let b = link_rate;
         let min_b = slowest_usable_rate(paths);
         if !min_b.is_finite() {
             return None;
@@ -162,7 +162,7 @@ impl Scheduler for RoundWrr {
             let p = &paths[i];
             if p.usable {
                 if !self.started {
-                    self.credit[i] += b(p) / min_b;
+                    self.credit[i] += link_rate(p) / min_b;
                     self.started = true;
                 }
                 if self.credit[i] >= 1.0 {

@@ -256,11 +256,7 @@ impl<P> Sender<P> {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            let delays = self.relative_delays();
-            let room = self.repair_room();
-            if at.saturating_since(now)
-                > pacing::pacing_bound(&self.cfg, &self.paths, &delays, now, room)
-            {
+            if at.saturating_since(now) > self.pacing_bound_now(now) {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.per_path[s].open_pair = None;
@@ -416,5 +412,7 @@ mod repair;
 mod stats;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bound;
 #[cfg(test)]
 mod tests_copies;

@@ -166,6 +166,20 @@ impl<P> Sender<P> {
         }
         self.repair_wait().unwrap_or_default().mul_f64(factor)
     }
+
+    /// The bound on a pacing queue's delay for a packet scheduled at
+    /// `now` ([`pacing_bound`] of this sender's paths, their relative
+    /// delays and its repair room): what `send_paced` holds a packet's
+    /// wait to.
+    pub(super) fn pacing_bound_now(&self, now: Instant) -> Duration {
+        pacing_bound(
+            &self.cfg,
+            &self.paths,
+            &self.relative_delays(),
+            now,
+            self.repair_room(),
+        )
+    }
 }
 
 /// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).

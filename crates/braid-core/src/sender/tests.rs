@@ -11,11 +11,6 @@ fn pkt() -> PacketInfo {
     }
 }
 
-/// The sender's pacing bound at `now`.
-fn bound_of(s: &Sender, now: Instant) -> Duration {
-    pacing::pacing_bound(&s.cfg, &s.paths, &s.relative_delays(), now, s.repair_room())
-}
-
 fn sender(kind: SchedulerKind, n: u8) -> Sender {
     let mut s = Sender::new(SenderConfig::default(), kind.build());
     for i in 0..n {
@@ -440,7 +435,7 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     assert!(s.pacing_rate(0).is_some());
     // Twice the 80 ms the far path is behind: EDPF can queue enough on the
     // near path to reach it.
-    let bound = bound_of(&s, Instant::from_millis(300));
+    let bound = s.pacing_bound_now(Instant::from_millis(300));
     assert!(bound >= Duration::from_millis(150), "{bound:?}");
 }
 
@@ -599,46 +594,6 @@ mod arq {
     }
 }
 
-/// A path not heard from since the connection first sent on it has a
-/// round trip at least that long: the near path may queue for it while it
-/// answers (issue 13), but a path that never answers stops counting.
-#[test]
-fn pacing_bound_waits_for_a_silent_path_for_a_while() {
-    let cfg = SenderConfig {
-        pacing: true,
-        ..Default::default()
-    };
-    let min = cfg.pacing_min_backlog;
-    let max = cfg.pacing_max_backlog;
-    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
-    s.add_path(PathId(0), PathParams::default());
-    s.add_path(PathId(1), PathParams::default());
-    s.set_usable(PathId(1), false);
-    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
-    s.set_path_silent_since(PathId(1), Some(Instant::ZERO));
-    // A later keepalive does not move the start.
-    s.set_path_silent_since(PathId(1), Some(Instant::from_millis(200)));
-    // 400 ms without an answer: at least 200 ms further one way.
-    assert_eq!(
-        bound_of(&s, Instant::from_millis(400)),
-        Duration::from_millis(400)
-    );
-    // Silent for longer than the cap: still counted (at the cap) while
-    // a path of that round trip could still be on its way to its first
-    // answer, which can take two round trips (address resolution first):
-    // `lab/geo.toml`'s 1.2 s path answered after 2.4 s.
-    assert_eq!(bound_of(&s, Instant::from_millis(2_400)), max);
-    assert_eq!(
-        bound_of(&s, Instant::ZERO + max * 2 - Duration::from_millis(1)),
-        max
-    );
-    // Never answering: no longer counted.
-    assert_eq!(bound_of(&s, Instant::ZERO + max * 2), min);
-    // Answered: the lower bound is gone.
-    s.set_path_silent_since(PathId(1), None);
-    assert_eq!(bound_of(&s, Instant::from_millis(400)), min);
-}
-
 /// The sender owns each queued packet's payload: the payload is asked
 /// for only when the packet is queued, comes back with its own header
 /// when released, and is dropped with its path.
@@ -694,55 +649,4 @@ fn queued_payloads_come_back_with_their_packets() {
         panic!("payload asked for a packet sent at once")
     });
     assert!(matches!(out, SendOutcome::Transmit(_)));
-}
-
-/// With repair on, a bond that loses packets (the peer reports 1 % on one
-/// path) gets one repair wait of room on top of its pacing bound, since
-/// the peer's resequencer holds the packets behind a gap while the
-/// repair travels and the inner TCP's window must cover them; a bond
-/// losing less than 0.1 %, or with repair off, gets none. The room never
-/// lifts the bound past its cap.
-#[test]
-fn pacing_bound_leaves_room_for_a_repair_while_a_path_loses_packets() {
-    use crate::repair::RepairMode;
-    use crate::wire::NackRate;
-    let t = Instant::from_millis(1000);
-    for (mode, loss, room) in [
-        (RepairMode::Arq, 0.01, true),
-        (RepairMode::Arq, 0.0005, false),
-        (RepairMode::Off, 0.05, false),
-    ] {
-        let mut cfg = SenderConfig {
-            pacing: true,
-            ..Default::default()
-        };
-        cfg.repair.mode = mode;
-        let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
-        for i in 0..2 {
-            s.add_path(PathId(i), PathParams::default());
-            s.on_path_rtt_sample(PathId(i), Duration::from_millis(50));
-        }
-        let before = bound_of(&s, t);
-        s.handle_nack(t, [], [NackRate::from_fraction(PathId(1), loss)]);
-        let after = bound_of(&s, t);
-        if room {
-            let wait = s.repair_wait().expect("repair on and paths measured");
-            assert!(wait > Duration::ZERO);
-            assert_eq!(after, before + wait, "{mode:?} at {loss}");
-        } else {
-            assert_eq!(after, before, "{mode:?} at {loss}");
-        }
-    }
-    // Capped.
-    let mut cfg = SenderConfig {
-        pacing: true,
-        pacing_max_backlog: Duration::from_millis(80),
-        ..Default::default()
-    };
-    cfg.repair.mode = RepairMode::Arq;
-    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
-    s.add_path(PathId(0), PathParams::default());
-    s.on_path_rtt_sample(PathId(0), Duration::from_millis(50));
-    s.handle_nack(t, [], [NackRate::from_fraction(PathId(0), 0.05)]);
-    assert_eq!(bound_of(&s, t), Duration::from_millis(80));
 }
