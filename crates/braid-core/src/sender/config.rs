@@ -96,8 +96,8 @@ pub struct SenderConfig {
     /// carried 8.1-8.3 of their 10 Mbit/s (simulated share 0.739 of the
     /// sum). With one repair wait of room (about 110 ms there) the window
     /// grows to 300-400 packets and the paths stay full: 0.900 with a
-    /// simulated TCP that floors its RTO as Linux does, and 0.855-0.890 in
-    /// three lab runs with kernel CUBIC (0.510-0.769 before). In
+    /// simulated TCP that floors its RTO as Linux does, and 0.789-0.890 in
+    /// four quiet lab runs with kernel CUBIC (0.510-0.769 before). In
     /// simulation `lossy` went from 0.864 to 0.906, `cellular` 0.890 to
     /// 0.897 and `satellite` 0.766 to 0.810; clean bonds are unchanged (no
     /// room without loss). 0.5 left `bursty` at 0.797; 2 gave the same as 1
