@@ -213,8 +213,9 @@ fn expected_sha(packets: u64, mss: u32, pattern: &[u8]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Runs seed `seed`; `Err` names the broken invariant.
-pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
+/// Seed `seed`'s drawn world, built: the tunnel world with its TCP
+/// transfer and the number of packets it carries.
+pub(crate) fn build(seed: u64) -> (SwarmWorld, TunnelWorld, u64) {
     let w = draw(seed);
     let mut conn = ConnConfig {
         scheduler: w.scheduler,
@@ -244,8 +245,6 @@ pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
         .enumerate()
         .map(|(i, p)| Link::new(p, seed ^ (2 * i as u64 + 2), Instant::ZERO))
         .collect();
-    let max_buffer = conn.receiver.reorder.max_buffer_bytes as u64;
-    let max_in_flight = conn.sender.max_in_flight as u32;
     let mut world = TunnelWorld::build(TunnelSetup {
         up,
         down,
@@ -261,6 +260,17 @@ pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
         },
     });
     world.check = Some(Check::new());
+    (w, world, packets)
+}
+
+/// Runs seed `seed`; `Err` names the broken invariant.
+pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
+    let (w, mut world, packets) = build(seed);
+    // `build` changes only the scheduler and session limits of the defaults.
+    let defaults = ConnConfig::default();
+    let max_buffer = defaults.receiver.reorder.max_buffer_bytes as u64;
+    let max_in_flight = defaults.sender.max_in_flight as u32;
+    let mss = world.mss;
     let step = Duration::from_millis(500);
     let mut t = Instant::ZERO;
     let mut max_buffered = 0u64;
@@ -322,7 +332,7 @@ pub fn run_seed(seed: u64) -> Result<SwarmOutcome, String> {
         ));
     }
     let got: [u8; 32] = check.hasher.finalize().into();
-    if got != expected_sha(packets, tcp.mss_bytes, &world.pattern) {
+    if got != expected_sha(packets, mss, &world.pattern) {
         return Err("SHA-256 of the received stream differs from the sent one".into());
     }
     // Stalls: gaps between progress, less twice the total-outage time in them.
@@ -376,6 +386,82 @@ mod tests {
         assert!(kinds.len() >= 5);
         assert!((0..200).any(|s| !draw(s).total_outages.is_empty()));
         assert!((0..200).any(|s| draw(s).paths.len() == 4));
+    }
+
+    /// A trace of one seed (diagnosis only):
+    /// `BRAID_SWARM_SEED=2015 BRAID_TRACE_STEP_MS=100 cargo test -p braid-sim --lib trace_seed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn trace_seed() {
+        let env = |k: &str, d: u64| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        let (w, mut world, packets) = build(env("BRAID_SWARM_SEED", 2015));
+        println!("{w:?}\n{packets} packets");
+        let step = Duration::from_millis(env("BRAID_TRACE_STEP_MS", 100));
+        let end = Instant::ZERO + Duration::from_secs(env("BRAID_TRACE_S", 20));
+        let mut t = Instant::ZERO;
+        while t < end && !world.tx.is_done() {
+            t += step;
+            world.run_until(t);
+            let c = world.client.status(world.now);
+            let s = world.server.status(world.now);
+            let Some(sp) = s.peers.first() else {
+                println!("t={:6.2} no peer", t.as_secs_f64());
+                continue;
+            };
+            let (cs, sr) = (&c.tunnel.sender, &sp.tunnel.reorder);
+            let hashed = world.check.as_ref().map_or(0, |k| k.hashed_upto);
+            println!(
+                "t={:6.2} hashed={hashed} una={} max={} cwnd={:.1} to={} rtx={} bo={} | \
+                 c: hs={} est={} age={:?} nopath={} pdrop={} paced={} sent={} acked={} lnack={} lto={} rep={} ab={} unm={} | \
+                 s: rx={} rel={} q={} late={} lt={} lc={} lpl={} filled={} buf={} hold={}ms est={} age={:?} \
+                 drops(auth={} replay={} exp={} stale={} nosess={}) | path c.up={:?} srtt={:?} infl={:?}",
+                t.as_secs_f64(),
+                world.tx.snd_una(),
+                world.tx.snd_max(),
+                world.tx.cwnd(),
+                world.tx.stats().timeouts,
+                world.tx.stats().retransmits,
+                world.tx.stats().backoff,
+                c.tunnel.counters.handshakes,
+                c.tunnel.established,
+                c.tunnel.session_age.map(|d| d.as_millis()),
+                cs.no_path,
+                cs.pacing_drops,
+                cs.paced,
+                cs.sent,
+                cs.acked,
+                cs.lost_nack,
+                cs.lost_timeout,
+                cs.repairs_sent,
+                cs.repairs_abandoned,
+                cs.feedback_unmatched,
+                sr.received,
+                sr.released,
+                sr.queued_packets,
+                sr.late,
+                sr.lost_timer,
+                sr.lost_comparison,
+                sr.lost_prev_link,
+                sr.gaps_filled,
+                sr.buffered_packets,
+                sr.hold_ns / 1_000_000,
+                sp.tunnel.established,
+                sp.tunnel.session_age.map(|d| d.as_millis()),
+                sp.tunnel.counters.drop_auth_failed,
+                sp.tunnel.counters.drop_replay,
+                sp.tunnel.counters.drop_expired,
+                sp.tunnel.counters.drop_stale,
+                sp.tunnel.counters.drop_no_session,
+                c.tunnel.paths.iter().map(|p| p.up).collect::<Vec<_>>(),
+                c.tunnel.paths.iter().map(|p| p.srtt.map(|d| d.as_millis())).collect::<Vec<_>>(),
+                c.tunnel.paths.iter().map(|p| p.in_flight_packets).collect::<Vec<_>>(),
+            );
+        }
     }
 
     #[test]

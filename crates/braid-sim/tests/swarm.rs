@@ -55,3 +55,30 @@ fn seed_704_a_loss_after_an_outage_is_repaired() {
     // next backed-off RTO.
     assert!(r.max_stall_s < 4.0, "{r:?}");
 }
+
+/// Seed 2015, with the inner TCP's Linux RTO floor (`SRTT + max(4 RTTVAR,
+/// 200 ms)`): one 20 Mbit/s path, 114 ms each way, 1.1 % loss. 182
+/// packets that had arrived within 0.4 s waited behind a gap the loss
+/// timer gave up; the resequencer paced them at half its smoothed
+/// inter-arrival gap, which the last few arrivals (the inner TCP's window
+/// was full) had lifted to tens of milliseconds, so they left at about 20
+/// a second, and the inner TCP's retransmissions queued behind them: 9.3 s
+/// without progress. A batch now leaves at least twice as fast as it
+/// arrived.
+#[test]
+fn seed_2015_a_released_batch_keeps_pace_with_its_arrivals() {
+    let r = braid_sim::swarm::run_seed(2015).expect("seed 2015 passes");
+    assert!(r.max_stall_s < 1.5, "{r:?}");
+}
+
+/// Seed 80, with the Linux RTO floor: a 20 Mbit/s path leaves at 3.5 s
+/// next to a 1 Mbit/s one. The packets it had in flight were repaired onto
+/// the slow path within 1.5 s (635 copies, 7 s of its rate, charged to its
+/// pacer), so every new packet met a pacing queue over its bound and was
+/// dropped: 12.5 s without progress. A copy whose path is booked past the
+/// pacing bound is now given up and announced to the receiver instead.
+#[test]
+fn seed_80_repairs_do_not_book_a_slow_path_for_seconds() {
+    let r = braid_sim::swarm::run_seed(80).expect("seed 80 passes");
+    assert!(r.max_stall_s < 3.0, "{r:?}");
+}

@@ -36,6 +36,10 @@
 //! first goes at once, each next one no earlier than `pace_fraction` x the
 //! smoothed inter-arrival gap after the previous release. (The paper paces
 //! ACKs; pacing the hand-over to TCP has the same effect, as V-B notes.)
+//! The spacing never exceeds `pace_fraction` x the mean arrival gap of
+//! the batch itself: a batch leaves within `pace_fraction` x the time it
+//! took to arrive, however slow the arrivals became while it waited (see
+//! `release`).
 //! Packets released because of a buffer overflow are not paced: memory
 //! wins over smoothness there.
 //!
@@ -117,12 +121,20 @@ pub struct Resequencer<P> {
     /// Lowest number neither received in order nor skipped: the head of
     /// the line. Everything below it is released (maybe still queued).
     next_expected: u64,
-    /// Out-of-order packets, all numbered above `next_expected`.
-    buf: BTreeMap<u64, (usize, PathId, P)>,
-    /// In-order packets awaiting `poll_release`: (seq, len, payload).
-    ready: VecDeque<(u64, usize, P)>,
+    /// Out-of-order packets, all numbered above `next_expected`:
+    /// (len, path, arrival time, payload).
+    buf: BTreeMap<u64, (usize, PathId, Instant, P)>,
+    /// In-order packets awaiting `poll_release`: (seq, len, arrival time,
+    /// payload).
+    ready: VecDeque<(u64, usize, Instant, P)>,
     /// When the head of `ready` may go (meaningful while non-empty).
     next_release_at: Instant,
+    /// The current release episode (the packets queued since `ready` was
+    /// last empty): how many, and their earliest and latest arrivals. Its
+    /// mean arrival gap bounds the pace (`episode_interval`).
+    episode_packets: u64,
+    episode_first_arrival: Instant,
+    episode_last_arrival: Instant,
     /// Queued packets numbered below this skip pacing (overflow flush).
     urgent_upto: u64,
     /// Numbers >= next_expected known lost via previous-on-path links.
@@ -172,6 +184,9 @@ impl<P> Resequencer<P> {
             buf: BTreeMap::new(),
             ready: VecDeque::new(),
             next_release_at: Instant::ZERO,
+            episode_packets: 0,
+            episode_first_arrival: Instant::ZERO,
+            episode_last_arrival: Instant::ZERO,
             urgent_upto: 0,
             known_lost: BTreeSet::new(),
             skipped: VecDeque::new(),
@@ -218,7 +233,7 @@ impl<P> Resequencer<P> {
             if seq >= self.next_expected {
                 self.next_expected = seq.saturating_add(1);
             }
-            self.push_ready(now, seq, len, payload);
+            self.push_ready(now, seq, len, now, payload);
             return;
         }
 
@@ -270,7 +285,7 @@ impl<P> Resequencer<P> {
         }
         if seq == self.next_expected {
             self.next_expected = seq.saturating_add(1);
-            self.push_ready(now, seq, len, payload);
+            self.push_ready(now, seq, len, now, payload);
         } else {
             self.insert_buffered(now, path, seq, len, payload);
         }

@@ -343,6 +343,40 @@ fn pacing_spaces_a_released_batch() {
 }
 
 #[test]
+fn a_batch_drains_as_fast_as_it_arrived_when_arrivals_slow_down() {
+    // 100 packets 1 ms apart wait behind a lost packet 0; the inner TCP's
+    // window then fills and four more trickle in 50-100 ms apart, which lifts
+    // the smoothed gap to about 38 ms. Paced at half that, the 104 packets the
+    // loss timer releases at 501 ms would take about 2 s; paced at half
+    // their own mean arrival gap (449 ms / 103) they take about 225 ms.
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            comparison: false,
+            ..ReorderConfig::default()
+        },
+        0,
+    );
+    for s in 1..=100u64 {
+        r.handle_packet(ms(s), P0, s, None, 1400, s);
+    }
+    for (k, s) in (101..=104u64).enumerate() {
+        r.handle_packet(ms(150 + 100 * k as u64), P0, s, None, 1400, s);
+    }
+    assert!(r.pace_interval() > Duration::from_millis(15));
+    r.handle_timeout(ms(501));
+    assert_eq!(r.stats().lost_timer, 1);
+    assert_eq!(
+        drain(&mut r, ms(501)).len(),
+        1,
+        "first of the batch goes at once"
+    );
+    let by_600 = 1 + drain(&mut r, ms(600)).len();
+    assert!(by_600 < 104, "still paced: {by_600} released by 600 ms");
+    assert_eq!(by_600 + drain(&mut r, ms(730)).len(), 104);
+    assert_eq!(r.stats().queued_packets, 0);
+}
+
+#[test]
 fn late_wake_ups_keep_the_release_rate() {
     // A batch of 1000 paced at 2 us (arrivals 4 us apart), polled only
     // every millisecond as a busy core or a coarse timer would: it drains

@@ -135,10 +135,14 @@ fn forged_or_duplicate_feedback_is_ignored() {
 
 /// A sender whose one path has a 10 Mbit/s estimate from a full-size pair.
 fn paced_sender() -> Sender {
-    let cfg = SenderConfig {
+    paced_sender_with(SenderConfig {
         pacing: true,
         ..Default::default()
-    };
+    })
+}
+
+/// One path, paced at about 9 Mbit/s from a first pair.
+fn paced_sender_with(cfg: SenderConfig) -> Sender {
     let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
     s.add_path(PathId(0), PathParams::default());
     // Without an estimate nothing is paced; the pair leaves together.
@@ -525,6 +529,51 @@ mod arq {
             }],
         );
         assert!(s.is_acked(2));
+    }
+
+    /// A repair copy is charged to its path's pacer; one whose path is
+    /// booked further ahead than the pacing bound is given up and
+    /// announced (a SKIP), not sent over the path's rate.
+    #[test]
+    fn a_repair_is_given_up_when_its_path_is_booked_past_the_pacing_bound() {
+        let mut cfg = SenderConfig {
+            pacing: true,
+            ..Default::default()
+        };
+        cfg.repair.mode = RepairMode::Arq;
+        let mut s = paced_sender_with(cfg);
+        let t = Instant::from_millis(60);
+        let seqs: Vec<u64> = (0..4)
+            .map(|_| match s.send_paced(t, &pkt(), || ()) {
+                SendOutcome::Queued { seq, .. } => seq,
+                SendOutcome::Transmit(tx) => tx.seq,
+                o => panic!("{o:?}"),
+            })
+            .collect();
+        while s.poll_transmit(Instant::from_millis(100)).is_some() {}
+        let nack = |s: &mut Sender, at: u64, lost: u64| {
+            s.handle_nack(
+                Instant::from_millis(at),
+                [NackRange {
+                    path: PathId(0),
+                    after: Some(lost as u32 - 1),
+                    upto: lost as u32,
+                }],
+                [],
+            )
+        };
+        // Pacer free: the copy goes.
+        nack(&mut s, 150, seqs[1]);
+        assert_eq!(s.next_repair(), Some(seqs[1]));
+        assert!(s.resend(Instant::from_millis(150), seqs[1]).is_some());
+        // Booked 10 s ahead (far past the bound): given up and announced.
+        s.charge_pacer(Instant::from_millis(150), PathId(0), 10_000_000);
+        nack(&mut s, 151, seqs[2]);
+        assert_eq!(s.next_repair(), Some(seqs[2]));
+        assert!(s.resend(Instant::from_millis(151), seqs[2]).is_none());
+        assert_eq!(s.take_unrepaired(), vec![seqs[2]]);
+        assert_eq!(s.stats().repairs_sent, 1);
+        assert_eq!(s.stats().repairs_abandoned, 1);
     }
 
     #[derive(Clone, Debug)]

@@ -68,11 +68,13 @@ pub struct TcpConfig {
     /// about 260 ms under RFC 6298's floor, but not before 450 ms in
     /// Linux, so a delay spike of 100-200 ms (a repair held in the
     /// tunnel's resequencer) is a spurious timeout in the one and nothing
-    /// in the other. Off in `TcpConfig::linux` for now: with it on, the
-    /// fault swarm's seed 2015 (one 20 Mbit/s path, 114 ms each way, 1.1 %
-    /// loss, rekey every 3 s) stalls 9.3 s behind four inner RTOs in a row
-    /// with only five retransmissions, a tunnel fault the shorter timeout
-    /// happens to step around, not yet found.
+    /// in the other. On in `TcpConfig::linux`. Turning it on found two
+    /// tunnel faults that RFC 6298's shorter timeout had stepped around
+    /// (the fault swarm's seeds 2015 and 80): a resequencer batch paced
+    /// at a rate its arrivals had long outrun
+    /// (`braid_core::reorder::Resequencer::episode_interval`), and repair
+    /// copies booking a slow path's pacer seconds ahead
+    /// (`braid_core::sender::Sender::resend`).
     #[serde(default)]
     pub min_rto_on_variation: bool,
     /// Ceiling on the backed-off RTO (ns-2 `maxrto_`, RFC 6298 Section 2.5).
@@ -170,9 +172,8 @@ impl TcpConfig {
     /// A Linux-like TCP as the lab's iperf3 runs it: CUBIC with HyStart,
     /// SACK, initial window 10 (RFC 6928), no max-burst (Linux does not
     /// pace without the fq qdisc), delayed ACKs with Linux's 40 ms minimum,
-    /// RTO 1 s initially and 200 ms at least (RFC 6298's floor on the whole
-    /// timeout; Linux floors the variation term instead, which
-    /// `min_rto_on_variation` models but leaves off here, see there),
+    /// RTO 1 s initially and `SRTT + max(4 RTTVAR, 200 ms)` after (Linux's
+    /// floor on the variation term, `min_rto_on_variation`),
     /// 1 ms clock, timestamps (52-byte headers) and a receive window of
     /// `rwnd_pkts` packets. `mss` is 1448 on a 1500-byte path and 1386
     /// through the tunnel (inner MTU 1438).
@@ -190,7 +191,7 @@ impl TcpConfig {
             sack: true,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
-            min_rto_on_variation: false,
+            min_rto_on_variation: true,
             max_rto: Duration::from_secs(120),
             tick: Duration::from_millis(1),
             max_backoff: 64,
