@@ -501,6 +501,10 @@ pub struct PathStatus {
     pub min_rtt: Option<Duration>,
     /// Packet-pair bandwidth estimate of this side's sending direction.
     pub bandwidth_bps: Option<f64>,
+    /// The rate the sender paces this path at (`SenderConfig::pacing`),
+    /// or `None` while it is not paced (no full-size pair measured yet,
+    /// or pacing off): then the path's backlog sits in its bottleneck.
+    pub pacing_rate_bps: Option<f64>,
     /// Smoothed loss rate of this side's sending direction, in [0, 1].
     pub loss_rate: f64,
     /// Data packets this side sent on the path and declared lost.

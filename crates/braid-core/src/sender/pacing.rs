@@ -128,6 +128,11 @@ impl<P> Sender<P> {
         self.stats.pacing_slip_ns += by.as_nanos() as u64;
     }
 
+    /// The rate `path` is paced at, `None` while it is not paced.
+    pub fn path_pacing_rate(&self, path: PathId) -> Option<f64> {
+        self.pacing_rate(slot(path))
+    }
+
     /// Packets waiting in pacing queues.
     pub fn paced_len(&self) -> usize {
         self.per_path.iter().map(|p| p.paced.len()).sum()

@@ -132,6 +132,9 @@ pub struct PathReport {
     pub rtt_ms: Option<f64>,
     pub min_rtt_ms: Option<f64>,
     pub bandwidth_bps: Option<f64>,
+    /// The rate the path is paced at; absent while it is not paced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate_bps: Option<f64>,
     pub loss_rate: f64,
     pub lost_packets: u64,
     pub in_flight_packets: u32,
@@ -167,6 +170,7 @@ impl PathReport {
             rtt_ms: None,
             min_rtt_ms: None,
             bandwidth_bps: None,
+            pacing_rate_bps: None,
             loss_rate: 0.0,
             lost_packets: 0,
             in_flight_packets: 0,
@@ -247,6 +251,7 @@ fn path_report(p: &PathStatus, names: &[String]) -> PathReport {
         rtt_ms: p.srtt.map(ms),
         min_rtt_ms: p.min_rtt.map(ms),
         bandwidth_bps: p.bandwidth_bps,
+        pacing_rate_bps: p.pacing_rate_bps,
         loss_rate: p.loss_rate,
         lost_packets: p.lost_packets,
         in_flight_packets: p.in_flight_packets,

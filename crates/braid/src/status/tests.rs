@@ -12,6 +12,7 @@ fn report() -> StatusReport {
         rtt_ms: Some(21.5),
         min_rtt_ms: Some(20.0),
         bandwidth_bps: Some(9.5e6),
+        pacing_rate_bps: None,
         loss_rate: 0.01,
         lost_packets: 3,
         in_flight_packets: 2,

@@ -22,6 +22,7 @@ impl Tunnel {
                     srtt: l.shown_rtt(now, sampled.map(|p| p.rtt.srtt())),
                     min_rtt: sampled.and_then(|p| p.rtt.min_rtt()),
                     bandwidth_bps: ps.and_then(|p| p.bw.estimate_bps()),
+                    pacing_rate_bps: self.sender.path_pacing_rate(l.id),
                     loss_rate: ps.map_or(0.0, |p| p.loss.rate()),
                     lost_packets: ps.map_or(0, |p| p.loss.lost()),
                     in_flight_packets: ps.map_or(0, |p| p.in_flight_packets),
