@@ -288,6 +288,27 @@ fn setup_mptcp(cfg: &LabConfig) -> anyhow::Result<ModeSetup> {
     })
 }
 
+/// Resets every TCP connection of the measurement port left in the client
+/// and server namespaces (`ss -K`), once a mode's measurement is over.
+///
+/// Why: iperf3 stops at the end of its test, but the kernel keeps sending
+/// what its socket still buffered. After `mptcp` on `lab/cellular.toml`
+/// an established socket with 630 kB unsent and its subflows still sent
+/// for about 2 s, through the next mode's first seconds: braid-pet's path
+/// a met that traffic in its bottleneck queue during the inner TCP's slow
+/// start, the drops were (rightly) taken for congestion, and the inner
+/// CUBIC, cut at a window of 53-170 packets, delivered 0.53-0.71 of the
+/// sum instead of 0.90 in four runs of seven (braid-pet alone: 0.898-0.900
+/// in five of five). What a connection sends after its test counts for no
+/// mode, so ending it costs no measurement.
+pub fn end_leftover_connections(port: u16) {
+    let filter = format!("( dport = :{port} or sport = :{port} )");
+    for ns in [topo::NS_CLI, topo::NS_SRV] {
+        // Best effort: a kernel without INET_DIAG_DESTROY leaves them.
+        let _ = ns_run(ns, &["ss", "-K", "-tnH", &filter]);
+    }
+}
+
 /// [`bench_with`] with default options (15 s upload per mode).
 pub fn bench(cfg: &LabConfig, modes: &[Mode]) -> anyhow::Result<BenchReport> {
     bench_with(cfg, modes, &BenchOptions::default())
@@ -376,6 +397,7 @@ pub fn bench_with(
         let dt = (after.uptime_s - before.uptime_s)
             .max(t0.elapsed().as_secs_f64() * 0.5)
             .max(1e-3);
+        end_leftover_connections(opts.port);
         drop(guard);
         let path_mbps = before
             .paths
