@@ -124,6 +124,7 @@ pub fn spec_for(sc: &MplotScenario, scheme: MplotScheme, x: f64, seed: u64) -> R
         theta: if m.sweep == "theta" { x } else { m.theta },
         sessions: m.sessions,
         tcp_per_path: m.tcp_per_path,
+        reverse_loss: m.reverse_loss,
         duration_s: m.duration_s,
         warmup_s: m.warmup_s,
         seed,

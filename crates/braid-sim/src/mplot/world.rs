@@ -62,6 +62,9 @@ pub struct RunSpec {
     /// ECN-capable TCP-SACK flows on every path besides the sessions
     /// (§IV-D, Fig 7).
     pub tcp_per_path: usize,
+    /// ACKs cross a lossy channel too (the forward loss model, its own
+    /// draws and states per path): see `MplotSpec::reverse_loss`.
+    pub reverse_loss: bool,
     pub duration_s: f64,
     pub warmup_s: f64,
     pub seed: u64,
@@ -136,6 +139,19 @@ struct Net {
     fwd: Vec<Link>,
     channel: CorrelatedLinks,
     rev: Vec<Link>,
+    /// The reverse paths' lossy channels (`RunSpec::reverse_loss`).
+    rev_channel: Vec<Link>,
+}
+
+impl Net {
+    /// An ACK of `bytes` sent back on path `g` at `now`: when it arrives.
+    fn ack(&mut self, g: usize, now: Instant, bytes: u64) -> Option<Instant> {
+        let at = self.rev[g].offer(now, bytes, false).delivered_at()?;
+        match self.rev_channel.get_mut(g) {
+            Some(ch) => ch.offer(at, bytes, false).delivered_at(),
+            None => Some(at),
+        }
+    }
 }
 
 fn params(spec: &RunSpec) -> (LinkParams, LinkParams, LinkParams) {
@@ -240,6 +256,19 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         rev: (0..m)
             .map(|j| Link::new(&rp, spec.seed * 1000 + 200 + j as u64, start))
             .collect(),
+        rev_channel: if spec.reverse_loss {
+            (0..m)
+                .map(|j| {
+                    let mut p = cp.clone();
+                    if let Some(mk) = p.markov.as_mut() {
+                        mk.initial = ((spec.seed as usize) + j * 7 + 1) % mk.states.len().min(2);
+                    }
+                    Link::new(&p, spec.seed * 1000 + 300 + j as u64, start)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let mut sessions = Vec::new();
     let mut flows: Vec<TcpFlow> = Vec::new();
@@ -379,7 +408,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                     if let Some(ack) = ack {
                         let g = flow.path;
                         let bytes = u64::from(ack.wire_bytes);
-                        if let Some(at) = net.rev[g].offer(now, bytes, false).delivered_at() {
+                        if let Some(at) = net.ack(g, now, bytes) {
                             push(&mut heap, &mut evs, at, Ev::TcpAck(f, ack));
                         }
                     }
@@ -438,7 +467,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                 let _ = sess.receiver.handle_data(now, ce, &view);
                 while let Some((rp, ack)) = sess.receiver.poll_ack() {
                     let g = sess.paths[rp];
-                    if let Some(at) = net.rev[g].offer(now, ACK_BYTES, false).delivered_at() {
+                    if let Some(at) = net.ack(g, now, ACK_BYTES) {
                         push(&mut heap, &mut evs, at, Ev::Ack(s, ack));
                     }
                 }
