@@ -32,6 +32,10 @@
 //! `⌊t / slot⌋` (or the next one its path has not used), so packets that
 //! cross their channels at the same moment are the correlated ones, as
 //! losses on a shared link or interfering channels would be.
+//!
+//! Correlated draws alone leave each path's loss *rate* (its Markov state)
+//! independent of the others'; [`CorrelatedLinks::with_states`] couples
+//! the states as well ([`crate::coupled`]).
 
 use std::collections::VecDeque;
 
@@ -39,7 +43,9 @@ use braid_core::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::link::{Link, Verdict};
+use crate::coupled::CoupledStates;
+use crate::link::{Drop, Link, Verdict};
+use crate::params::MarkovParams;
 
 /// How many loss vectors are kept for paths that lag behind.
 pub const MAX_LAG: usize = 4096;
@@ -56,6 +62,9 @@ pub struct CorrelatedLinks {
     next: Vec<u64>,
     /// Index vectors by time in slots of this length (see the module doc).
     slot: Option<Duration>,
+    /// Loss states coupled across paths; the links themselves are then
+    /// lossless and the loss is decided here.
+    states: Option<CoupledStates>,
 }
 
 impl CorrelatedLinks {
@@ -69,7 +78,21 @@ impl CorrelatedLinks {
             base: 0,
             next: vec![0; n],
             slot: None,
+            states: None,
         }
+    }
+
+    /// The paths' loss follows `params` with its states coupled across
+    /// paths by the same `θ` ([`CoupledStates`]) instead of each link's own
+    /// loss process, which should then be lossless.
+    pub fn with_states(mut self, params: &MarkovParams, seed: u64) -> Self {
+        self.states = Some(CoupledStates::new(
+            params,
+            self.links.len(),
+            self.theta,
+            seed,
+        ));
+        self
     }
 
     /// Vectors indexed by time slots of `slot` (at least 1 µs) rather than
@@ -123,6 +146,14 @@ impl CorrelatedLinks {
     /// Offers a packet to path `j` (see [`Link::offer`]).
     pub fn offer(&mut self, j: usize, now: Instant, ip_bytes: u64, ecn_capable: bool) -> Verdict {
         let u = self.uniform(j, now);
+        if let Some(states) = self.states.as_mut() {
+            if u < states.loss_at(j, now) {
+                let l = &mut self.links[j];
+                l.stats.offered += 1;
+                l.stats.drops_loss += 1;
+                return Verdict::Dropped(Drop::Loss);
+            }
+        }
         self.links[j].offer_with(now, ip_bytes, ecn_capable, Some(u))
     }
 }

@@ -46,6 +46,7 @@
 //! models the lab files do not have (`red`, `markov`, `cross`, trace `up`).
 
 pub mod correlated;
+pub mod coupled;
 pub mod cross;
 pub mod link;
 pub mod loss;
@@ -55,6 +56,7 @@ pub mod red;
 pub mod wfq;
 
 pub use correlated::CorrelatedLinks;
+pub use coupled::CoupledStates;
 pub use link::{Drop, Link, LinkStats, Verdict};
 pub use params::{
     GilbertParams, LinkParams, MarkovParams, MarkovState, ParetoOnOffParams, RedParams, TraceStep,

@@ -112,6 +112,17 @@ impl Markov {
         self.state
     }
 
+    /// When the current state's holding time ends (`None` before the first
+    /// call to [`Self::loss_at`]).
+    pub fn next_jump(&self) -> Option<Instant> {
+        self.until
+    }
+
+    /// The loss probability of state `i`.
+    pub fn loss_of(&self, i: usize) -> f64 {
+        self.params.states[i].loss
+    }
+
     fn holding(&self, rng: &mut ChaCha8Rng) -> Duration {
         // Exponential by inversion; 1 - u is in (0, 1].
         let u: f64 = rng.gen();

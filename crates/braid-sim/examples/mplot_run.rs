@@ -32,8 +32,8 @@ fn main() {
                     sc.mplot.first_seed,
                 ));
                 println!(
-                    "{:<9} x {:>5} goodput {:>7.3} thr {:>7.3} sent {} arrived {} dups {} rfec {} timeouts {}",
-                    scheme.name(), x, o.goodput_mbps, o.throughput_mbps, o.packets_sent, o.arrived, o.duplicates, o.rfec, o.timeouts
+                    "{:<9} x {:>5} goodput {:>7.3} thr {:>7.3} sent {:>7.3} Mb/s {} pkts arrived {} dups {} rfec {} timeouts {}",
+                    scheme.name(), x, o.goodput_mbps, o.throughput_mbps, o.sent_mbps, o.packets_sent, o.arrived, o.duplicates, o.rfec, o.timeouts
                 );
             }
         }
@@ -43,11 +43,12 @@ fn main() {
     println!("{}", r.name);
     for row in &r.rows {
         println!(
-            "{:<9} x {:>5} goodput {:>7.3} thr {:>7.3} tcp {:>6.3}/{:>6.3} delay {:>7.1} ±{:>7.1} to {:>7.0} pest_std {:.3} paths {:?}",
+            "{:<9} x {:>5} goodput {:>7.3} thr {:>7.3} sent {:>7.3} tcp {:>6.3}/{:>6.3} delay {:>7.1} ±{:>7.1} to {:>7.0} pest_std {:.3} paths {:?}",
             row.scheme,
             row.x,
             row.goodput_kbps / 1e3,
             row.throughput_kbps / 1e3,
+            row.sent_kbps / 1e3,
             row.tcp_throughput_kbps / 1e3,
             row.tcp_goodput_kbps / 1e3,
             row.delay_mean_ms,

@@ -30,6 +30,11 @@ pub struct MplotRow {
     /// All sessions together, kbit/s of data packets arriving (FEC included).
     pub throughput_kbps: f64,
     pub path_throughput_kbps: Vec<f64>,
+    /// All sessions together, kbit/s of data packets sent onto the paths
+    /// (the sending rate; Table III's throughput, see
+    /// [`world::RunOutput::sent_mbps`]).
+    pub sent_kbps: f64,
+    pub path_sent_kbps: Vec<f64>,
     pub delay_mean_ms: f64,
     pub delay_std_ms: f64,
     /// Standard deviation over time of the senders' aggregate loss
@@ -59,12 +64,13 @@ impl Rows<MplotRow> {
     /// A plain table.
     pub fn to_table(&self) -> String {
         let mut s = format!(
-            "{}\n{:<9} {:>6} {:>12} {:>14} {:>10} {:>10} {:>9} {:>10}\n",
+            "{}\n{:<9} {:>6} {:>12} {:>14} {:>10} {:>10} {:>10} {:>9} {:>10}\n",
             self.name,
             "scheme",
             "x",
             "goodput Mb/s",
             "throughput",
+            "sent",
             "delay ms",
             "delay std",
             "timeouts",
@@ -72,11 +78,12 @@ impl Rows<MplotRow> {
         );
         for r in &self.rows {
             s += &format!(
-                "{:<9} {:>6} {:>12.3} {:>14.3} {:>10.1} {:>10.1} {:>9.0} {:>10.3}\n",
+                "{:<9} {:>6} {:>12.3} {:>14.3} {:>10.3} {:>10.1} {:>10.1} {:>9.0} {:>10.3}\n",
                 r.scheme,
                 r.x,
                 r.goodput_kbps / 1e3,
                 r.throughput_kbps / 1e3,
+                r.sent_kbps / 1e3,
                 r.delay_mean_ms,
                 r.delay_std_ms,
                 r.timeouts,
@@ -117,6 +124,7 @@ pub fn spec_for(sc: &MplotScenario, scheme: MplotScheme, x: f64, seed: u64) -> R
         theta: if m.sweep == "theta" { x } else { m.theta },
         sessions: m.sessions,
         tcp_per_path: m.tcp_per_path,
+        reverse_loss: m.reverse_loss,
         duration_s: m.duration_s,
         warmup_s: m.warmup_s,
         seed,
@@ -180,6 +188,10 @@ pub fn run(sc: &MplotScenario, threads: usize) -> MplotReport {
             throughput_kbps: avg(&|r| r.throughput_mbps) * 1e3,
             path_throughput_kbps: (0..paths)
                 .map(|j| avg(&|r| r.path_throughput_mbps[j]) * 1e3)
+                .collect(),
+            sent_kbps: avg(&|r| r.sent_mbps) * 1e3,
+            path_sent_kbps: (0..paths)
+                .map(|j| avg(&|r| r.path_sent_mbps[j]) * 1e3)
                 .collect(),
             delay_mean_ms: avg(&|r| r.delay_mean_ms),
             delay_std_ms: avg(&|r| r.delay_std_ms),

@@ -17,6 +17,7 @@
 //! # loss_model = "two-state" | "down" (with p_down) | "bimodal" (lo, hi)
 //! sessions = 10
 //! tcp_per_path = 0           # ECN TCP-SACK flows on every path (Fig 7)
+//! reverse_loss = false       # ACKs cross the forward loss model too
 //! duration_s = 20
 //! warmup_s = 2
 //! seeds = 1
@@ -100,6 +101,13 @@ pub struct MplotSpec {
     /// (§IV-D, Fig 7: as many as MPLOT sources).
     #[serde(default)]
     pub tcp_per_path: usize,
+    /// ACKs cross a lossy channel with the forward paths' loss model too
+    /// (independent draws and states per path). The paper does not say
+    /// whether its reverse paths lose ACKs; its §IV-C argues that ACKs on
+    /// any path "reduce the number of timeouts", which only matters if
+    /// they can. Off: reverse paths are loss-free.
+    #[serde(default)]
+    pub reverse_loss: bool,
     #[serde(default = "d_duration")]
     pub duration_s: f64,
     #[serde(default = "d_warmup")]

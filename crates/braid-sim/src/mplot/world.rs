@@ -62,6 +62,9 @@ pub struct RunSpec {
     /// ECN-capable TCP-SACK flows on every path besides the sessions
     /// (§IV-D, Fig 7).
     pub tcp_per_path: usize,
+    /// ACKs cross a lossy channel too (the forward loss model, its own
+    /// draws and states per path): see `MplotSpec::reverse_loss`.
+    pub reverse_loss: bool,
     pub duration_s: f64,
     pub warmup_s: f64,
     pub seed: u64,
@@ -76,6 +79,14 @@ pub struct RunOutput {
     /// receivers, all sessions, Mbit/s.
     pub throughput_mbps: f64,
     pub path_throughput_mbps: Vec<f64>,
+    /// Bytes of data packets the sources put on the paths (packet size,
+    /// header budget included; FEC, resends and packets the queue or the
+    /// channel later lose all count), all sessions, Mbit/s: the sending
+    /// rate, Table III's "throughput" (its per-path figures, 16.83 of a
+    /// 16.67 Mbit/s path, exceed what could arrive after 5-15 % loss, so
+    /// they count packets before the loss, `SPECS.md` §2.8).
+    pub sent_mbps: f64,
+    pub path_sent_mbps: Vec<f64>,
     /// Per-session goodput, Mbit/s.
     pub session_goodput_mbps: Vec<f64>,
     /// Block delay, first send to in-order delivery: mean and standard
@@ -128,6 +139,19 @@ struct Net {
     fwd: Vec<Link>,
     channel: CorrelatedLinks,
     rev: Vec<Link>,
+    /// The reverse paths' lossy channels (`RunSpec::reverse_loss`).
+    rev_channel: Vec<Link>,
+}
+
+impl Net {
+    /// An ACK of `bytes` sent back on path `g` at `now`: when it arrives.
+    fn ack(&mut self, g: usize, now: Instant, bytes: u64) -> Option<Instant> {
+        let at = self.rev[g].offer(now, bytes, false).delivered_at()?;
+        match self.rev_channel.get_mut(g) {
+            Some(ch) => ch.offer(at, bytes, false).delivered_at(),
+            None => Some(at),
+        }
+    }
 }
 
 fn params(spec: &RunSpec) -> (LinkParams, LinkParams, LinkParams) {
@@ -177,12 +201,22 @@ fn correlation_slot(spec: &RunSpec) -> Duration {
     Duration::from_secs_f64(750.0 * 8.0 / (spec.path_rate_mbit * 1e6))
 }
 
-/// The paths' lossy channels, their draws indexed by time when correlated.
+/// The paths' lossy channels. When correlated (§IV-E), the draws are
+/// indexed by time and a Markov-modulated loss has its states coupled
+/// across paths by the same θ (`braid_net::coupled`): the paper's "correlated
+/// loss rates across the paths", as on a shared lossy link. Without the
+/// coupling the 25 %/75 % states switch independently per path, and θ,
+/// acting only on packets that cross their channels in the same slot (most
+/// of them another source's), left goodput flat within 3 % (2.75, 2.79,
+/// 2.88 Mbit/s at θ = 0.05, 0.5, 0.99).
 fn correlated(links: CorrelatedLinks, spec: &RunSpec) -> CorrelatedLinks {
-    if spec.theta > 0.0 {
-        links.with_slot(correlation_slot(spec))
-    } else {
-        links
+    if spec.theta <= 0.0 {
+        return links;
+    }
+    let links = links.with_slot(correlation_slot(spec));
+    match &spec.loss {
+        LossModel::Markov(mk) => links.with_states(mk, spec.seed),
+        LossModel::Iid(_) => links,
     }
 }
 
@@ -203,6 +237,10 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                 (0..m)
                     .map(|j| {
                         let mut p = cp.clone();
+                        // Coupled states decide the loss (`correlated`).
+                        if spec.theta > 0.0 && p.markov.is_some() {
+                            p.markov = None;
+                        }
                         // Markov chains start in a random state per path.
                         if let Some(mk) = p.markov.as_mut() {
                             mk.initial = ((spec.seed as usize) + j * 7) % mk.states.len().min(2);
@@ -218,6 +256,19 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         rev: (0..m)
             .map(|j| Link::new(&rp, spec.seed * 1000 + 200 + j as u64, start))
             .collect(),
+        rev_channel: if spec.reverse_loss {
+            (0..m)
+                .map(|j| {
+                    let mut p = cp.clone();
+                    if let Some(mk) = p.markov.as_mut() {
+                        mk.initial = ((spec.seed as usize) + j * 7 + 1) % mk.states.len().min(2);
+                    }
+                    Link::new(&p, spec.seed * 1000 + 300 + j as u64, start)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let mut sessions = Vec::new();
     let mut flows: Vec<TcpFlow> = Vec::new();
@@ -280,6 +331,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
     };
     let mut out = RunOutput {
         path_throughput_mbps: vec![0.0; m],
+        path_sent_mbps: vec![0.0; m],
         session_goodput_mbps: vec![0.0; spec.sessions],
         ..Default::default()
     };
@@ -356,7 +408,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                     if let Some(ack) = ack {
                         let g = flow.path;
                         let bytes = u64::from(ack.wire_bytes);
-                        if let Some(at) = net.rev[g].offer(now, bytes, false).delivered_at() {
+                        if let Some(at) = net.ack(g, now, bytes) {
                             push(&mut heap, &mut evs, at, Ev::TcpAck(f, ack));
                         }
                     }
@@ -415,7 +467,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
                 let _ = sess.receiver.handle_data(now, ce, &view);
                 while let Some((rp, ack)) = sess.receiver.poll_ack() {
                     let g = sess.paths[rp];
-                    if let Some(at) = net.rev[g].offer(now, ACK_BYTES, false).delivered_at() {
+                    if let Some(at) = net.ack(g, now, ACK_BYTES) {
                         push(&mut heap, &mut evs, at, Ev::Ack(s, ack));
                     }
                 }
@@ -441,6 +493,10 @@ pub fn run(spec: &RunSpec) -> RunOutput {
         while let Ok(Some(t)) = sess.sender.poll_transmit(now) {
             sess.first_sent.entry(t.header.block).or_insert(now);
             let g = sess.paths[t.path];
+            if now >= warm {
+                out.sent_mbps += t.size as f64 * 8.0;
+                out.path_sent_mbps[g] += t.size as f64 * 8.0;
+            }
             let v = net.fwd[g].offer(now, t.size as u64, true);
             if let Verdict::Deliver { at, ce } = v {
                 if let Some(at2) = net
@@ -472,11 +528,13 @@ pub fn run(spec: &RunSpec) -> RunOutput {
     let secs = spec.duration_s - spec.warmup_s;
     out.goodput_mbps /= secs * 1e6;
     out.throughput_mbps /= secs * 1e6;
+    out.sent_mbps /= secs * 1e6;
     out.tcp_throughput_mbps /= secs * 1e6;
     out.tcp_goodput_mbps /= secs * 1e6;
     for v in out
         .path_throughput_mbps
         .iter_mut()
+        .chain(out.path_sent_mbps.iter_mut())
         .chain(out.session_goodput_mbps.iter_mut())
     {
         *v /= secs * 1e6;
