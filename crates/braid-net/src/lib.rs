@@ -27,7 +27,10 @@
 //!    ECN marking ([`red`], Floyd and Jacobson 1993, RFC 3168), and the
 //!    lab's ECN step: an ECN-capable packet that finds more than
 //!    `ecn_mark_bytes` queued is marked CE;
-//! 4. serialization at the current rate and the current one-way delay.
+//! 4. serialization at the current rate and the current one-way delay;
+//! 5. optionally, a cellular link's link-layer retransmissions ([`rlc`],
+//!    PRISM Section 5): a packet's delivery is delayed by a random number
+//!    of TTIs and never overtakes the packet ahead of it.
 //!
 //! Pareto on/off cross traffic ([`cross`], PRISM Fig 12) shares the queue
 //! and the serializer; its packets are injected in time order before each
@@ -43,7 +46,8 @@
 //!
 //! Parameters ([`LinkParams`]) use the lab files' names (`rate_mbit`,
 //! `delay_ms`, `queue_bytes`, `ecn_mark_bytes`, `loss`, `gilbert`, `trace`) and add the
-//! models the lab files do not have (`red`, `markov`, `cross`, trace `up`).
+//! models the lab files do not have (`red`, `markov`, `cross`, `rlc`, trace
+//! `up`).
 
 pub mod correlated;
 pub mod coupled;
@@ -53,12 +57,14 @@ pub mod loss;
 pub mod params;
 pub mod queued;
 pub mod red;
+pub mod rlc;
 pub mod wfq;
 
 pub use correlated::CorrelatedLinks;
 pub use coupled::CoupledStates;
 pub use link::{Drop, Link, LinkStats, Verdict};
 pub use params::{
-    GilbertParams, LinkParams, MarkovParams, MarkovState, ParetoOnOffParams, RedParams, TraceStep,
+    GilbertParams, LinkParams, MarkovParams, MarkovState, ParetoOnOffParams, RedParams, RlcParams,
+    TraceStep,
 };
 pub use queued::{Discipline, QueuedLink, TxDone};

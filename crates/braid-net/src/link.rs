@@ -10,6 +10,7 @@ use crate::cross::ParetoOnOff;
 use crate::loss::LossProcess;
 use crate::params::{ms, LinkParams, TraceStep};
 use crate::red::{Red, RedVerdict};
+use crate::rlc::{Rlc, RlcParams};
 
 /// Why a packet did not get through.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -82,6 +83,9 @@ pub struct Link {
     aux_rng: ChaCha8Rng,
     red: Option<(Red, bool)>,
     cross: Option<ParetoOnOff>,
+    /// Link-layer retransmissions, on their own stream (seeded from the
+    /// params' seed and this link's).
+    rlc: Option<Rlc>,
     trace: Vec<TraceStep>,
     next_trace: usize,
     busy_until: Instant,
@@ -112,6 +116,12 @@ impl Link {
             aux_rng,
             red: p.red.map(|r| (Red::new(r), r.ecn)),
             cross,
+            rlc: p.rlc.map(|r| {
+                Rlc::new(&RlcParams {
+                    seed: r.seed ^ seed ^ 0x5eed_c0ff_ee00_0002,
+                    ..r
+                })
+            }),
             trace: p.trace.clone(),
             next_trace: 0,
             busy_until: start,
@@ -284,7 +294,11 @@ impl Link {
             }
         };
         let depart = self.enqueue(now, ip_bytes);
-        let at = (depart + self.delay).max(self.last_delivery);
+        let mut at = depart + self.delay;
+        if let Some(r) = &mut self.rlc {
+            at = r.deliver_at(at);
+        }
+        let at = at.max(self.last_delivery);
         self.last_delivery = at;
         self.stats.delivered += 1;
         self.stats.delivered_bytes += ip_bytes;

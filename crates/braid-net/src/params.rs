@@ -2,11 +2,13 @@
 //! (`lab/README.md`): a lab path's `rate_mbit`, `delay_ms`, `queue_bytes`,
 //! `ecn_mark_bytes`, `loss`, `gilbert` and `trace` mean the same here, so a lab file's
 //! resolved direction converts field by field. The models the lab files
-//! lack (`red`, `markov`, `cross`, trace `up`) are additions with the same
-//! units.
+//! lack (`red`, `markov`, `cross`, `rlc`, trace `up`) are additions with
+//! the same units.
 
 use braid_core::time::Duration;
 use serde::{Deserialize, Serialize};
+
+pub use crate::rlc::RlcParams;
 
 /// One direction of one path.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,6 +41,10 @@ pub struct LinkParams {
     pub trace: Vec<TraceStep>,
     /// Cross traffic sharing this direction's queue.
     pub cross: Option<ParetoOnOffParams>,
+    /// Link-layer retransmission delay with in-sequence delivery (a
+    /// cellular radio link's RLC, [`crate::rlc`]); absent, the one-way
+    /// delay is fixed.
+    pub rlc: Option<RlcParams>,
 }
 
 impl Default for LinkParams {
@@ -54,6 +60,7 @@ impl Default for LinkParams {
             red: None,
             trace: Vec::new(),
             cross: None,
+            rlc: None,
         }
     }
 }
@@ -97,6 +104,9 @@ impl LinkParams {
         }
         if let Some(c) = &self.cross {
             c.check()?;
+        }
+        if let Some(r) = &self.rlc {
+            r.check()?;
         }
         for w in self.trace.windows(2) {
             if w[1].at_s < w[0].at_s {

@@ -3,31 +3,33 @@
 //! the bounds of issue 14. Runs are shortened here (the duration given to
 //! [`load`]); `BRAID_FULL_REPRO=1` runs the files' own durations.
 //!
+//! Every member's downlink carries UMTS RLC retransmissions
+//! (`braid_net::rlc`, one reading for all files: BLER 0.1, 10 ms TTI, 4
+//! attempts, in-sequence delivery), the delay fluctuation PRISM Section 5
+//! names; with it WRR falls below the best member from N = 2 in Fig 10
+//! and ADAS beats WRR from d = 30 % in Fig 11, which fixed-delay links
+//! did not give.
+//!
 //! Bounds that do not hold, and the measured reason (the scenario files'
 //! notes and README.md give the figures):
 //!
-//! - Fig 10, WRR below the best member at N = 2: the 614 kbit/s member's
-//!   packets arrive early (100 against 140 ms), each makes one duplicate
-//!   ACK, and three rarely arrive before the hole fills: 15,113 duplicate
-//!   ACKs start 17 fast retransmits in 300 s. With the two delays swapped
-//!   (the paper gives none) WRR falls to 262 kbit/s.
-//! - Fig 11, ADAS >= WRR and RR for d >= 30 %: no queue ever overflows;
-//!   every loss TCP reacts to is reordering, and ADAS, which balances
-//!   packets in flight, gives the shortest-delay member the most packets
-//!   (94 / 67 / 161 kbit/s at d = 0) while RR alternates. ADAS beats
-//!   PRISM's WRR (rounds) from d = 50 % (asserted), not RR.
-//! - Fig 12, ADAS >= 1.1 x the next scheme: U-only is within 1 % of it in
-//!   either member order (ties to the shortest- or the longest-delay
-//!   member first): on fixed-delay links hRTT adds nothing U does not
-//!   already count.
+//! - Fig 11, ADAS >= RR for d >= 30 %: no queue ever overflows; every
+//!   loss TCP reacts to is reordering, and ADAS, which balances packets in
+//!   flight, gives the shortest-delay member the most packets while RR
+//!   alternates (RR 361-399 against ADAS 297-361 kbit/s in 300 s).
+//! - Fig 12, ADAS >= 1.1 x the next scheme: U-only is within 1 % of it
+//!   (1633 against 1638 kbit/s in 300 s; in reverse member order on
+//!   fixed-delay links U-only led): hRTT adds nothing U does not already
+//!   count, with or without the RLC delay swings.
 //! - Fig 14, ADAS >= 1.1 x WRR: on four near-equal links WRR's quanta are
 //!   one or two packets, and with the controller both carry 0.97 of the sum.
 //! - Fig 6, PRISM >= 0.9 x 2.4 Mbit/s: the slow-start overshoot into the
-//!   40-packet queues leaves TCP-PRISM at ~0.76 of the aggregate, and it
-//!   grows back one packet per 1-2 s round trip (0.97 from 80 s on).
-//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss: each loss cuts
-//!   the window to 0.875 x (Section 6.2.1's p for the 360 kbit/s member),
-//!   regained at one packet per 0.6 s round trip.
+//!   40-packet queues leaves TCP-PRISM well below the aggregate, and it
+//!   grows back one packet per 1-2 s round trip; the RLC retransmissions
+//!   add window cuts (0.70 at 0 ms in 120 s, 0.83 with fixed delays).
+//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss (0.86, 0.79,
+//!   0.77): each loss cuts the window to 0.875 x (Section 6.2.1's p for
+//!   the 360 kbit/s member), regained at one packet per 0.6 s round trip.
 //!
 //! The testbed's vanilla TCP (Figs 6-8) was Linux 2.4's TCP-SACK, which
 //! adapts its duplicate-ACK threshold to measured reordering and undoes
@@ -35,8 +37,8 @@
 //! threshold), `VANILLA-LINUX` models Linux's response. Against
 //! `VANILLA-LINUX`, PRISM's lead grows with loss as in Fig 7 (asserted);
 //! against `VANILLA`, PRISM keeps >= 2 x in Figs 6 and 8 (asserted), which
-//! `VANILLA-LINUX` does not allow (it reaches 0.54-0.9 of PRISM at
-//! 200-400 ms in Fig 6 and 0.7-0.75 in Fig 8).
+//! `VANILLA-LINUX` does not allow (it reaches 0.38-0.9 of PRISM at
+//! 200-500 ms in Fig 6 and 0.73 in Fig 8).
 
 use std::path::PathBuf;
 
@@ -83,9 +85,10 @@ fn all_x(r: &RatioReport) -> Vec<f64> {
 
 /// Fig 10: PRISM stays within 0.9 of the ideal sum from 2 to 5 members;
 /// WRR striping (PRISM's, in rounds) without ACK control falls below the
-/// best member alone from 3 members on. (With 2 members, 614 and 1805
-/// kbit/s, WRR's reordering stays under TCP's duplicate-ACK threshold and
-/// it beats the best member: the paper's "N >= 2" holds here from N = 3.)
+/// best member alone from 2 members on, and below the first member alone
+/// from 3 on. (With 2 members, 614 and 1805 kbit/s, the first member alone
+/// is the slow one; WRR falls below the best, 1805 kbit/s, only with the
+/// members' RLC retransmissions: on fixed-delay links it stayed above.)
 #[test]
 fn fig10_prism_scales_with_members_and_wrr_collapses() {
     let r = swept("prism-fig10", 60.0);
@@ -98,18 +101,20 @@ fn fig10_prism_scales_with_members_and_wrr_collapses() {
             ideal(&r, x)
         );
     }
-    for n in 3..=5 {
+    for n in 2..=5 {
         let x = f64::from(n);
         assert!(g(&r, "WRR", x) < g(&r, "HBI", x), "N {n}");
-        assert!(g(&r, "WRR", x) < g(&r, "NO-PROXY", x), "N {n}");
+        if n >= 3 {
+            assert!(g(&r, "WRR", x) < g(&r, "NO-PROXY", x), "N {n}");
+        }
     }
 }
 
 /// Fig 11: without the reverse-path controller every scheduler stays
 /// below half the ideal sum, ADAS does not fall as the disparity grows,
-/// and from d = 50 % it beats PRISM's WRR (rounds of each member's
+/// and from d = 30 % it beats PRISM's WRR (rounds of each member's
 /// quantum). (The paper's "ADAS >= WRR and RR for d >= 30 %" holds only
-/// against WRR from 50 %: RR stays ahead; module docs.)
+/// against WRR: RR stays ahead; module docs.)
 #[test]
 fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
     let r = swept("prism-fig11", 60.0);
@@ -117,7 +122,7 @@ fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
         for s in ["ADAS", "WRR", "RR"] {
             assert!(g(&r, s, x) < 0.5 * ideal(&r, x), "{s} at d = {x} %");
         }
-        if x >= 50.0 {
+        if x >= 30.0 {
             assert!(
                 g(&r, "ADAS", x) > g(&r, "WRR", x),
                 "d {x} %: ADAS {} WRR {}",
@@ -174,7 +179,7 @@ fn fig13_each_part_of_the_controller_counts() {
 
 /// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s,
 /// as much as PRISM's WRR (within 1 %), and WRR's mean re-sequencing
-/// buffer is at least 1.2 x ADAS's (1.46 x in 300 s; the paper: 1.5 x).
+/// buffer is at least 1.2 x ADAS's (1.52 x in 300 s; the paper: 1.5 x).
 /// (The paper's 1.1 x throughput margin is not reached: both carry 0.97 of
 /// the sum; module docs.)
 #[test]
@@ -199,8 +204,9 @@ fn fig14_adas_fills_the_four_members() {
 /// every delay disparity (the paper: from 200 ms on) and most of the
 /// aggregate while the disparity is small. (0.9 of 2.4 Mbit/s is not
 /// reached: after the slow-start overshoot TCP grows one packet per 1-2 s
-/// round trip; 0.83 in the full 120 s run. Linux's vanilla is not held to
-/// half of PRISM; module docs.)
+/// round trip; 0.70 in the full 120 s run, 0.57-0.68 in 60 s, where the
+/// ramp-up weighs twice. Linux's vanilla is not held to half of PRISM;
+/// module docs.)
 #[test]
 fn fig6_prism_survives_delay_disparity() {
     let r = swept("prism-fig6", 60.0);
@@ -210,8 +216,11 @@ fn fig6_prism_survives_delay_disparity() {
             "disparity {x} ms"
         );
     }
+    // 0.6 on fixed-delay links; the RLC retransmissions cost TCP-PRISM a
+    // few more window cuts (19 fast retransmits against 15 at 0 ms, 120 s).
+    let bound = if full_length() { 0.65 } else { 0.55 };
     for x in [0.0, 100.0] {
-        assert!(g(&r, "PRISM", x) >= 0.6 * 2400.0, "disparity {x} ms");
+        assert!(g(&r, "PRISM", x) >= bound * 2400.0, "disparity {x} ms");
     }
 }
 
@@ -245,9 +254,9 @@ fn fig7_prism_survives_loss_on_one_member() {
         let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
         assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
         if x <= 0.2 {
-            // 0.9 in the file's 120 s; 0.89 in 60 s, where the first
+            // 0.9 in the file's 120 s; 0.879 in 60 s, where the first
             // 20 s of ramp-up weigh twice as much.
-            let bound = if full_length() { 0.9 } else { 0.88 };
+            let bound = if full_length() { 0.9 } else { 0.87 };
             assert!(p >= bound * 1440.0, "loss {x} %: PRISM {p}");
         } else if x <= 0.8 {
             assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");

@@ -163,6 +163,12 @@ pub struct PathSpec {
     /// scheduled only in this interval of the run (PRISM Fig 8). Packets
     /// already in flight when it leaves still arrive.
     pub active_s: Option<[f64; 2]>,
+    /// Link-layer retransmissions on the wireless downlink (a UMTS
+    /// member's RLC, `braid_net::rlc`): each packet is delayed by a random
+    /// number of TTIs and delivered in sequence. `rlc = {}` takes the
+    /// defaults (10 % BLER, 10 ms per retransmission, 4 attempts); the
+    /// stream is seeded from the run's seed, the path and `seed`.
+    pub rlc: Option<braid_net::RlcParams>,
 }
 
 fn default_wired_rate() -> f64 {
@@ -550,6 +556,9 @@ impl Scenario {
             }
             if !(0.0..1.0).contains(&p.loss) {
                 return bad(&format!("path[{i}].loss"), "must be in [0, 1)");
+            }
+            if let Some(Err(e)) = p.rlc.as_ref().map(|r| r.check()) {
+                return bad(&format!("path[{i}].rlc"), &e);
             }
         }
         if let Some(c) = &self.cross {

@@ -9,7 +9,8 @@ use braid_core::rpc::{Rpc, RpcConfig};
 use braid_core::sched::SchedulerKind;
 use braid_core::sender::{Sender, SenderConfig};
 use braid_core::time::{Duration, Instant};
-use braid_net::{Discipline, LinkParams, QueuedLink};
+use braid_net::{Discipline, LinkParams, QueuedLink, RlcParams};
+use rand::Rng;
 
 use super::{Braid, Ev, Flow, FlowRole, World};
 use crate::cross::{self, CrossKind};
@@ -36,8 +37,21 @@ fn link(
     loss: f64,
     d: Discipline,
 ) -> QueuedLink<Packet> {
+    radio_link(rate_kbps, delay_ms, queue_bytes, loss, d, None)
+}
+
+/// [`link`] with the radio link's retransmissions (`rlc`), if any.
+fn radio_link(
+    rate_kbps: f64,
+    delay_ms: f64,
+    queue_bytes: u64,
+    loss: f64,
+    d: Discipline,
+    rlc: Option<RlcParams>,
+) -> QueuedLink<Packet> {
     let p = LinkParams {
         loss,
+        rlc,
         ..LinkParams::new(rate_kbps / 1000.0, delay_ms, queue_bytes)
     };
     QueuedLink::new(&p, d).unwrap_or_else(|e| panic!("{e} (Scenario::validate checks the files)"))
@@ -78,16 +92,23 @@ impl World {
         let (mut l_pb, mut l_bp, mut l_w, mut l_wu, mut l_xin, mut l_xout) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let cross_delay = sc.cross.as_ref().map_or(65.0, |c| c.delay_ms);
-        for p in &paths {
+        for (k, p) in paths.iter().enumerate() {
             l_pb.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
             l_bp.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
-            // The wireless bottleneck: the base station's fair queue.
-            l_w.push(add(link(
+            // The wireless bottleneck: the base station's fair queue, and
+            // the member's RLC retransmissions if the file gives them (on
+            // a stream of their own, so the other draws stay as they are).
+            let rlc = p.rlc.map(|r| RlcParams {
+                seed: r.seed ^ stream(seed, &[0x12, k as u64]).gen::<u64>(),
+                ..r
+            });
+            l_w.push(add(radio_link(
                 p.rate_kbps,
                 0.0,
                 p.queue_bytes,
                 p.loss,
                 Discipline::Wfq,
+                rlc,
             )));
             l_wu.push(add(fifo(p.uplink_rate_kbps.unwrap_or(p.rate_kbps), 0.0)));
             l_xin.push(add(fifo(10_000.0, cross_delay)));
