@@ -51,6 +51,27 @@ impl Drop for Teardown {
     }
 }
 
+/// A lab brought up from a test's own file, under the lab lock: torn
+/// down, then the lock released, when dropped (fields drop in order).
+struct TestLab {
+    _teardown: Teardown,
+    _lock: topo::LabLock,
+    cfg: LabConfig,
+}
+
+/// Takes the lab lock and brings up the lab `toml` describes.
+fn bring_up(toml: &str) -> TestLab {
+    let lock = topo::LabLock::acquire().unwrap();
+    let cfg = LabConfig::from_toml_str(toml, "test").unwrap();
+    let teardown = Teardown;
+    up(&cfg, &emu()).expect("up");
+    TestLab {
+        _teardown: teardown,
+        _lock: lock,
+        cfg,
+    }
+}
+
 /// Emulator counters once no path holds a backlog and nothing moved for
 /// 200 ms (at most 3 s).
 fn settled_stats() -> braid_lab::EmuStats {
@@ -289,8 +310,7 @@ fn libc_sigkill() -> i32 {
 #[ignore = "needs root, network namespaces, iperf3 and ping (bash .ci/run runs it as root)"]
 fn loss_and_trace_apply_end_to_end() {
     require_lab!();
-    let _l = topo::LabLock::acquire().unwrap();
-    let cfg = LabConfig::from_toml_str(
+    let _lab = bring_up(
         r#"
 name = "test-loss-trace"
 seed = 3
@@ -301,11 +321,7 @@ delay_ms = 5.0
 up_loss = 0.2
 trace = [ { at_s = 2.5, delay_ms = 25.0, loss = 0.0 } ]
 "#,
-        "test",
-    )
-    .unwrap();
-    let _t = Teardown;
-    up(&cfg, &emu()).expect("up");
+    );
     // Before the trace step: 20 % loss on the way up, RTT 10 ms.
     let s = ping(
         NS_CLI,
@@ -358,8 +374,7 @@ trace = [ { at_s = 2.5, delay_ms = 25.0, loss = 0.0 } ]
 fn bench_restarts_the_trace_per_mode_and_reports_goodput_from_a_second() {
     use braid_lab::{bench_with, BenchOptions, Mode};
     require_lab!();
-    let _l = topo::LabLock::acquire().unwrap();
-    let cfg = LabConfig::from_toml_str(
+    let lab = bring_up(
         r#"
 name = "test-trace-clock"
 seed = 5
@@ -369,11 +384,8 @@ rate_mbit = 10.0
 delay_ms = 5.0
 trace = [ { at_s = 3.0, rate_mbit = 2.0 } ]
 "#,
-        "test",
-    )
-    .unwrap();
-    let _t = Teardown;
-    up(&cfg, &emu()).expect("up");
+    );
+    let cfg = &lab.cfg;
     let opts = BenchOptions {
         duration_s: 5,
         omit_s: 0,
@@ -381,7 +393,7 @@ trace = [ { at_s = 3.0, rate_mbit = 2.0 } ]
         settle_s: 1.0,
         ..Default::default()
     };
-    let report = bench_with(&cfg, &[Mode::SingleBest, Mode::SingleBest], &opts).unwrap();
+    let report = bench_with(cfg, &[Mode::SingleBest, Mode::SingleBest], &opts).unwrap();
     assert_eq!(read_stats().unwrap().trace_restarts, 2);
     for r in &report.results {
         let from = r.goodput_from_mbps.expect("goodput_from_mbps with from_s");
@@ -410,7 +422,7 @@ trace = [ { at_s = 3.0, rate_mbit = 2.0 } ]
         from_s: Some(5),
         ..opts
     };
-    let e = bench_with(&cfg, &[Mode::SingleBest], &bad).unwrap_err();
+    let e = bench_with(cfg, &[Mode::SingleBest], &bad).unwrap_err();
     assert!(format!("{e:#}").contains("--from 5"), "{e:#}");
     down().unwrap();
 }
@@ -423,8 +435,7 @@ trace = [ { at_s = 3.0, rate_mbit = 2.0 } ]
 fn bench_leaves_no_connection_behind_for_the_next_mode() {
     use braid_lab::{bench_with, BenchOptions, Mode};
     require_lab!();
-    let _l = topo::LabLock::acquire().unwrap();
-    let cfg = LabConfig::from_toml_str(
+    let lab = bring_up(
         r#"
 name = "test-leftovers"
 seed = 6
@@ -438,18 +449,15 @@ rate_mbit = 1.0
 delay_ms = 60.0
 loss = 0.02
 "#,
-        "test",
-    )
-    .unwrap();
-    let _t = Teardown;
-    up(&cfg, &emu()).expect("up");
+    );
+    let cfg = &lab.cfg;
     let opts = BenchOptions {
         duration_s: 3,
         omit_s: 0,
         settle_s: 0.0,
         ..Default::default()
     };
-    bench_with(&cfg, &[Mode::Mptcp], &opts).unwrap();
+    bench_with(cfg, &[Mode::Mptcp], &opts).unwrap();
     for ns in [topo::NS_CLI, topo::NS_SRV] {
         let left =
             braid_lab::cmd::ns_run(ns, &["ss", "-tnH", "( dport = :5201 or sport = :5201 )"])
