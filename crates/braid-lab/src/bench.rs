@@ -302,8 +302,15 @@ fn setup_mptcp(cfg: &LabConfig) -> anyhow::Result<ModeSetup> {
 /// in five of five). What a connection sends after its test counts for no
 /// mode, so ending it costs no measurement.
 pub fn end_leftover_connections(port: u16) {
+    end_connections_in(&[topo::NS_CLI, topo::NS_SRV], port);
+}
+
+/// Resets every TCP connection from or to `port` in the namespaces `ns`
+/// (`ss -K`): what [`end_leftover_connections`] does in the lab's, for
+/// tests that build namespaces of their own.
+pub fn end_connections_in(ns: &[&str], port: u16) {
     let filter = format!("( dport = :{port} or sport = :{port} )");
-    for ns in [topo::NS_CLI, topo::NS_SRV] {
+    for ns in ns {
         // Best effort: a kernel without INET_DIAG_DESTROY leaves them.
         let _ = ns_run(ns, &["ss", "-K", "-tnH", &filter]);
     }

@@ -27,8 +27,8 @@ pub mod topo;
 pub const RUN_DIR: &str = "/run/braid-lab";
 
 pub use bench::{
-    bench, bench_with, BenchContext, BenchOptions, BenchReport, BenchResult, Mode, ModeSetup,
-    TransferFn, Transferred,
+    bench, bench_with, end_connections_in, end_leftover_connections, BenchContext, BenchOptions,
+    BenchReport, BenchResult, Mode, ModeSetup, TransferFn, Transferred,
 };
 pub use cmd::NsProcess;
 pub use config::{load_config, ConfigError, Direction, LabConfig, PathConfig};

@@ -418,18 +418,7 @@ impl Topology {
         }
         // What the upload's socket still buffered must not be sent into the
         // next round (`braid_lab::end_leftover_connections`): end it.
-        for ns in [&self.cli, &self.srv] {
-            let _ = sh(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "ss",
-                "-K",
-                "-tnH",
-                "( dport = :5201 or sport = :5201 )",
-            ]);
-        }
+        braid_lab::end_connections_in(&[&self.cli, &self.srv], 5201);
         // Stop this round's daemons (the Lab's drop would too, at the end).
         for c in self.lab.children.drain(start..).collect::<Vec<_>>() {
             let mut c = c;

@@ -67,7 +67,8 @@ impl<P> Resequencer<P> {
             .episode_last_arrival
             .saturating_since(self.episode_first_arrival);
         let f = self.cfg.pace_fraction;
-        (f.is_finite() && f > 0.0).then(|| (span / n as u32).mul_f64(f.min(1.0)))
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        (f.is_finite() && f > 0.0).then(|| (span / n).mul_f64(f.min(1.0)))
     }
 
     /// Smoothed inter-arrival gap (EWMA, gain 1/8) that pacing uses.

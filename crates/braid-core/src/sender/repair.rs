@@ -173,12 +173,11 @@ impl<P> Sender<P> {
             return None;
         }
         let delays = self.relative_delays();
+        let queues = self.send_queues(now);
         let booked = |p: &crate::path::PathState| {
-            let s = slot(p.id);
-            match (self.per_path[s].pacer_free, self.pacing_rate(s)) {
-                (Some(free), Some(_)) => free.saturating_since(now),
-                _ => Duration::ZERO,
-            }
+            queues
+                .free_at(p.id)
+                .map_or(Duration::ZERO, |t| t.saturating_since(now))
         };
         let cost = |p: &crate::path::PathState| {
             Self::delivery_cost(p, rec.len, &delays) + booked(p).as_secs_f64()
