@@ -416,3 +416,5 @@ mod tests;
 mod tests_bound;
 #[cfg(test)]
 mod tests_copies;
+#[cfg(test)]
+mod tests_repair;

@@ -4,7 +4,7 @@ use super::*;
 use crate::sched::{RoundRobin, SchedulerKind};
 use crate::wire::FeedbackEntry;
 
-fn pkt() -> PacketInfo {
+pub(super) fn pkt() -> PacketInfo {
     PacketInfo {
         len: 1500,
         retransmit: false,
@@ -142,7 +142,7 @@ fn paced_sender() -> Sender {
 }
 
 /// One path, paced at about 9 Mbit/s from a first pair.
-fn paced_sender_with(cfg: SenderConfig) -> Sender {
+pub(super) fn paced_sender_with(cfg: SenderConfig) -> Sender {
     let mut s = Sender::new(cfg, SchedulerKind::Pet.build());
     s.add_path(PathId(0), PathParams::default());
     // Without an estimate nothing is paced; the pair leaves together.
@@ -466,181 +466,6 @@ fn a_packet_in_the_pacing_queue_does_not_time_out() {
     assert_eq!(s.stats().lost_timeout, 2);
     s.handle_timeout(later + Duration::from_secs(5));
     assert_eq!(s.stats().lost_timeout, 10);
-}
-
-mod arq {
-    use super::*;
-    use crate::repair::RepairMode;
-    use crate::wire::NackRange;
-    use proptest::prelude::*;
-
-    fn arq_sender() -> Sender {
-        let mut cfg = SenderConfig::default();
-        cfg.repair.mode = RepairMode::Arq;
-        cfg.max_in_flight = 256;
-        let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
-        s.add_path(PathId(0), PathParams::default());
-        s.add_path(PathId(1), PathParams::default());
-        s
-    }
-
-    #[test]
-    fn a_nacked_packet_is_resent_on_the_other_path() {
-        let mut s = arq_sender();
-        let t0 = Instant::from_millis(0);
-        let sent: Vec<Transmit> = (0..6).map(|_| s.send(t0, &pkt()).unwrap()).collect();
-        // Path 0 carried 0, 2, 4; the receiver saw 0 and 4: 2 is lost.
-        assert_eq!(sent[2].path, PathId(0));
-        s.handle_nack(
-            Instant::from_millis(30),
-            [NackRange {
-                path: PathId(0),
-                after: Some(0),
-                upto: 2,
-            }],
-            [],
-        );
-        assert_eq!(s.stats().lost_nack, 1);
-        assert_eq!(s.next_repair(), Some(2));
-        let tx = s.resend(Instant::from_millis(30), 2).unwrap();
-        assert_eq!(tx.seq, 2);
-        assert!(tx.header.flags.has(DataFlags::REPAIR));
-        assert_eq!(tx.header.prev_delta, 0);
-        assert_eq!(s.next_repair(), None);
-        // The same NACK again (repeated on a second path) changes nothing.
-        s.handle_nack(
-            Instant::from_millis(31),
-            [NackRange {
-                path: PathId(0),
-                after: Some(0),
-                upto: 2,
-            }],
-            [],
-        );
-        assert_eq!(s.next_repair(), None);
-        assert_eq!(s.stats().repairs_sent, 1);
-        // The copy is acknowledged on the path it went on.
-        s.handle_feedback_on(
-            Instant::from_millis(60),
-            tx.path,
-            [FeedbackEntry {
-                seq: 2,
-                rx_time_ns: 55_000_000,
-            }],
-        );
-        assert!(s.is_acked(2));
-    }
-
-    /// A repair copy is charged to its path's pacer; one whose path is
-    /// booked further ahead than the pacing bound is given up and
-    /// announced (a SKIP), not sent over the path's rate.
-    #[test]
-    fn a_repair_is_given_up_when_its_path_is_booked_past_the_pacing_bound() {
-        let mut cfg = SenderConfig {
-            pacing: true,
-            ..Default::default()
-        };
-        cfg.repair.mode = RepairMode::Arq;
-        let mut s = paced_sender_with(cfg);
-        let t = Instant::from_millis(60);
-        let seqs: Vec<u64> = (0..4)
-            .map(|_| match s.send_paced(t, &pkt(), || ()) {
-                SendOutcome::Queued { seq, .. } => seq,
-                SendOutcome::Transmit(tx) => tx.seq,
-                o => panic!("{o:?}"),
-            })
-            .collect();
-        while s.poll_transmit(Instant::from_millis(100)).is_some() {}
-        let nack = |s: &mut Sender, at: u64, lost: u64| {
-            s.handle_nack(
-                Instant::from_millis(at),
-                [NackRange {
-                    path: PathId(0),
-                    after: Some(lost as u32 - 1),
-                    upto: lost as u32,
-                }],
-                [],
-            )
-        };
-        // Pacer free: the copy goes.
-        nack(&mut s, 150, seqs[1]);
-        assert_eq!(s.next_repair(), Some(seqs[1]));
-        assert!(s.resend(Instant::from_millis(150), seqs[1]).is_some());
-        // Booked 10 s ahead (far past the bound): given up and announced.
-        s.charge_pacer(Instant::from_millis(150), PathId(0), 10_000_000);
-        nack(&mut s, 151, seqs[2]);
-        assert_eq!(s.next_repair(), Some(seqs[2]));
-        assert!(s.resend(Instant::from_millis(151), seqs[2]).is_none());
-        assert_eq!(s.take_unrepaired(), vec![seqs[2]]);
-        assert_eq!(s.stats().repairs_sent, 1);
-        assert_eq!(s.stats().repairs_abandoned, 1);
-    }
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        Send,
-        Ack { path: u8, pick: u16 },
-        Nack { path: u8, pick: u16, len: u8 },
-        Tick { ms: u16 },
-        Repair,
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            4 => Just(Op::Send),
-            3 => (0u8..2, any::<u16>()).prop_map(|(path, pick)| Op::Ack { path, pick }),
-            1 => (0u8..2, any::<u16>(), any::<u8>()).prop_map(|(path, pick, len)| Op::Nack { path, pick, len }),
-            1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
-            2 => Just(Op::Repair),
-        ]
-    }
-
-    proptest! {
-        /// Under any pattern of reports, NACKs, timeouts and repairs the
-        /// sender never panics, never repairs a packet it was told
-        /// arrived, and its per-path in-flight counts match its records.
-        #[test]
-        fn any_loss_pattern_keeps_the_books(ops in proptest::collection::vec(op(), 1..400)) {
-            let mut s = arq_sender();
-            let mut now = Instant::ZERO;
-            for o in ops {
-                match o {
-                    Op::Send => { s.send(now, &pkt()); }
-                    Op::Ack { path, pick } => {
-                        let n = s.next_seq();
-                        if n > 0 {
-                            let seq = pick as u64 % n;
-                            s.handle_feedback_on(now, PathId(path), [FeedbackEntry { seq: seq as u32, rx_time_ns: now.as_nanos() }]);
-                        }
-                    }
-                    Op::Nack { path, pick, len } => {
-                        let n = s.next_seq();
-                        if n > 0 {
-                            let upto = pick as u64 % n;
-                            let after = upto.checked_sub(len as u64 + 1);
-                            s.handle_nack(now, [NackRange { path: PathId(path), after: after.map(|a| a as u32), upto: upto as u32 }], []);
-                        }
-                    }
-                    Op::Tick { ms } => {
-                        now += Duration::from_millis(ms as u64);
-                        s.handle_timeout(now);
-                    }
-                    Op::Repair => {
-                        while let Some(seq) = s.next_repair() {
-                            prop_assert!(!s.is_acked(seq), "{seq} repaired after its report");
-                            s.resend(now, seq);
-                        }
-                    }
-                }
-                prop_assert!(s.repair_queue.len() <= 1 << 14);
-                prop_assert!(s.unrepaired.len() <= 256);
-                for p in s.paths() {
-                    let in_flight = s.ring.iter().flatten().filter(|r| r.path == p.id && r.fate == Fate::InFlight).count();
-                    prop_assert_eq!(p.in_flight_packets as usize, in_flight, "path {:?}", p.id);
-                }
-            }
-        }
-    }
 }
 
 /// The sender owns each queued packet's payload: the payload is asked
