@@ -20,7 +20,10 @@ pub enum SimCmd {
         /// Scenario or lab TOML file.
         file: PathBuf,
         /// Lab files: modes to run, comma-separated: single-best, mptcp
-        /// (uncoupled subflows), braid-<scheduler> (braid-pet, braid-rr, ...).
+        /// (uncoupled subflows), braid-<scheduler> (braid-pet, braid-rr, ...),
+        /// braid-send (`braid send` of a file of --duration seconds at the
+        /// sum of the path rates, timed to its last byte; --omit does not
+        /// apply).
         #[arg(long, default_value = "single-best,braid-pet")]
         modes: String,
         /// Lab files: length of the transfer, seconds.

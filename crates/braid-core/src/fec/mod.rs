@@ -14,6 +14,8 @@
 //! packets of unequal length.
 
 mod block;
+mod cache;
 pub mod mplot;
 
 pub use block::{BlockCode, FecError, MAX_SHARDS};
+pub use cache::CodeCache;

@@ -4,7 +4,7 @@
 //! A block has `F` data packets, `k` PFEC packets (with the data, the
 //! p-block, sent first) and `K - k` reserve RFEC packets (the r-block, sent
 //! only when the p-block falls short). All parity is computed when the block
-//! is made, from [`BlockCode`]; positions `0..F` are data, `F..F+k` PFEC,
+//! is made, from a [`crate::fec::BlockCode`]; positions `0..F` are data, `F..F+k` PFEC,
 //! `F+k..F+K` RFEC.
 //!
 //! The RFEC trigger, which the paper leaves vague ("fast-retransmit-like at
@@ -18,7 +18,7 @@
 //! (never a copy of a packet still on its way).
 
 use crate::fec::mplot::BlockShape;
-use crate::fec::{BlockCode, FecError};
+use crate::fec::{CodeCache, FecError};
 use crate::time::Instant;
 
 /// A 256-bit set of block positions.
@@ -101,12 +101,12 @@ impl SendBlock {
         fin: bool,
         shape: BlockShape,
         shard_len: u16,
-        data: Option<&[u8]>,
+        data: Option<(&[u8], &mut CodeCache)>,
         paths: usize,
     ) -> Result<Self, FecError> {
         let shards = match data {
             None => Vec::new(),
-            Some(d) => {
+            Some((d, codes)) => {
                 let l = usize::from(shard_len);
                 let mut shards: Vec<Vec<u8>> = (0..shape.data)
                     .map(|i| {
@@ -117,8 +117,9 @@ impl SendBlock {
                         s
                     })
                     .collect();
-                let code = BlockCode::new(shape.data, shape.pfec + shape.reserve)?;
-                let parity = code.encode(&shards)?;
+                let parity = codes
+                    .get(shape.data, shape.pfec + shape.reserve)?
+                    .encode(&shards)?;
                 shards.extend(parity);
                 shards
             }
@@ -278,7 +279,7 @@ mod tests {
 
     #[test]
     fn p_block_first_then_rfec_then_wrap() {
-        let mut b = SendBlock::new(0, 0, 800, false, shape(), 200, Some(&[7u8; 800]), 2).unwrap();
+        let mut b = SendBlock::new(0, 0, 800, false, shape(), 200, Some((&[7u8; 800], &mut CodeCache::new(1))), 2).unwrap();
         assert_eq!(b.shards.len(), 10);
         assert_eq!(b.pending(), 6);
         let t = Instant::ZERO;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::fec::{BlockCode, FecError};
+use crate::fec::{CodeCache, FecError};
 use crate::mplot::block::PosSet;
 use crate::mplot::sender::Coding;
 use crate::mplot::wire::{Ack, DataView, MAX_PATHS};
@@ -59,7 +59,28 @@ impl ReceiverConfig {
             ack_on_arrival_path: false,
         }
     }
+
+    /// `braid recv`'s receiver (the counterpart of
+    /// [`SenderConfig::for_files`](crate::mplot::SenderConfig::for_files)).
+    /// Each path's ACKs come back on that path. The paper draws the
+    /// reverse path at random (§II-C), harmless on its equal paths; on a
+    /// 20 ms path next to a 100 ms one, half of the fast path's ACKs took
+    /// the slow way back, its window was clocked by the mixed RTT and it
+    /// carried 4-6 of its 10 Mbit/s in the lab (lab/fast-slow.toml).
+    pub fn for_files(paths: usize, seed: u64) -> Self {
+        ReceiverConfig {
+            ack_on_arrival_path: true,
+            ..ReceiverConfig::new(paths, seed)
+        }
+    }
 }
+
+/// Block shapes whose codes a receiver keeps ([`CodeCache`]). Each code
+/// also keeps up to 254 decoding matrices of `k²` bytes (the crate's LRU
+/// of loss patterns), so at most 4 x 254 x 256² bytes (66 MB) for blocks
+/// of the largest shape, whatever a sender does; MPLOT's blocks of about
+/// 80 data shards need 1.6 MB a code.
+pub const RECEIVER_CODES: usize = 4;
 
 /// Why a DATA frame was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,6 +151,8 @@ pub struct Receiver {
     out: VecDeque<Chunk>,
     fin_seen: bool,
     pub stats: ReceiverStats,
+    /// The Reed-Solomon codes of recent block shapes (real coding).
+    codes: CodeCache,
 }
 
 impl Receiver {
@@ -146,6 +169,7 @@ impl Receiver {
             out: VecDeque::new(),
             fin_seen: false,
             stats: ReceiverStats::default(),
+            codes: CodeCache::new(RECEIVER_CODES),
             cfg,
         }
     }
@@ -275,7 +299,9 @@ impl Receiver {
     fn decode(&mut self, id: u32) -> Result<(), RecvError> {
         let b = self.blocks.remove(&id).expect("decoding a buffered block");
         let data = if self.cfg.coding == Coding::Real {
-            let code = BlockCode::new(usize::from(b.data), usize::from(b.total - b.data))
+            let code = self
+                .codes
+                .get(usize::from(b.data), usize::from(b.total - b.data))
                 .map_err(|e| RecvError::Decode(id, e))?;
             let mut shards = b.shards;
             code.reconstruct(&mut shards)

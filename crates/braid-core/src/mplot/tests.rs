@@ -576,3 +576,78 @@ fn acks_on_their_own_path_shorten_the_reordering_window() {
     assert!(wb < Duration::from_millis(30), "{wb:?}");
     assert!(b.done_at < Instant::from_millis(5_000), "{:?}", b.done_at);
 }
+
+/// `max_block_data`: `braid send`'s blocks hold at most 64 data packets
+/// (rounded down to multiples of 8 when eq 12 asks for fewer), where eq 12
+/// alone would make blocks of up to 250 on these paths; the bytes still
+/// arrive intact through 2 % loss, so the capped blocks decode.
+#[test]
+fn capped_blocks_stay_small_and_decode() {
+    let lossy = PathSpec {
+        loss: 0.02,
+        ..CLEAN
+    };
+    let data = payload(3_000_000, 9);
+    let capped = SenderConfig::for_files(2, 26);
+    let cap = capped.max_block_data;
+    assert_eq!(capped.block_data(200), cap);
+    assert_eq!(capped.block_data(63), 56);
+    assert_eq!(capped.block_data(5), 5);
+    let mut uncapped = capped.clone();
+    uncapped.max_block_data = crate::fec::mplot::MAX_BLOCK_PACKETS;
+    assert_eq!(uncapped.block_data(200), 200);
+    let rcfg = ReceiverConfig::for_files(2, 9);
+    let a = run_both(capped, rcfg.clone(), &[lossy, lossy], &data, 9, 60);
+    let b = run_both(uncapped, rcfg, &[lossy, lossy], &data, 9, 60);
+    assert!(a.received == data, "capped: bytes differ");
+    assert!(b.received == data, "uncapped: bytes differ");
+    let shard = FILE_PACKET - (wire::DATA_HEADER_LEN + 26);
+    let (na, nb) = (a.sender.stats.blocks_made, b.sender.stats.blocks_made);
+    assert!(
+        na as usize >= data.len() / (cap * shard),
+        "{na} blocks of at most {cap} packets"
+    );
+    assert!(nb < na, "eq 12 alone makes larger blocks: {nb} against {na}");
+}
+
+/// `drain_standing_queue`: on a path that neither marks nor drops (an
+/// unbounded queue), a window driven by loss alone grows without limit
+/// and its queue with it; draining keeps the RTT near the path's own.
+#[test]
+fn a_standing_queue_is_drained_without_marks_or_loss() {
+    let deep = PathSpec {
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let data = payload(4_000_000, 11);
+    let with = |drain: bool| {
+        let mut cfg = SenderConfig::for_files(1, 26);
+        cfg.drain_standing_queue = drain;
+        let o = run_both(
+            cfg,
+            ReceiverConfig::for_files(1, 11),
+            &[deep],
+            &data,
+            11,
+            60,
+        );
+        assert!(o.received == data, "bytes differ (drain {drain})");
+        o
+    };
+    let (a, b) = (with(false), with(true));
+    let base = Duration::from_millis(40);
+    let (ra, rb) = (a.sender.path(0).srtt(), b.sender.path(0).srtt());
+    assert!(ra > base * 3, "undrained: {ra:?}");
+    let p = b.sender.path(0);
+    assert!(
+        rb < base + Duration::from_millis(15),
+        "drained: {rb:?}, {} drains, {} undone, window {}",
+        p.delay_cuts,
+        p.drains_undone,
+        p.window()
+    );
+    assert!(b.sender.path(0).delay_cuts > 0);
+    // Draining costs no rate: the path stays full.
+    let (ta, tb) = (a.done_at.as_secs_f64(), b.done_at.as_secs_f64());
+    assert!(tb < ta * 1.1, "drained {tb:.2} s, undrained {ta:.2} s");
+}

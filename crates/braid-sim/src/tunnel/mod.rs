@@ -23,6 +23,7 @@
 
 pub(crate) mod direct;
 pub(crate) mod inner;
+pub mod send;
 pub(crate) mod world;
 
 use braid_core::sched::SchedulerKind;
@@ -34,6 +35,7 @@ use crate::tcp::TcpConfig;
 
 pub use direct::run_direct;
 pub use inner::HEADER_BYTES;
+pub use send::run_send;
 pub use world::{run_tunnel, Outcome};
 
 /// A mode of `braid sim run lab/NAME.toml`.
@@ -43,6 +45,8 @@ pub enum LabMode {
     /// One uncoupled CUBIC subflow per path.
     Mptcp,
     Braid(SchedulerKind),
+    /// `braid send` of a file (MPLOT, [`send`]), no tunnel.
+    Send,
 }
 
 impl LabMode {
@@ -51,6 +55,7 @@ impl LabMode {
         match s {
             "single-best" => Ok(LabMode::SingleBest),
             "mptcp" => Ok(LabMode::Mptcp),
+            "braid-send" => Ok(LabMode::Send),
             _ => s
                 .strip_prefix("braid-")
                 .and_then(SchedulerKind::parse)
@@ -61,7 +66,7 @@ impl LabMode {
                         .map(|k| format!("braid-{}", k.as_str()))
                         .collect();
                     format!(
-                        "unknown mode `{s}`: use single-best, mptcp or one of {}",
+                        "unknown mode `{s}`: use single-best, mptcp, braid-send or one of {}",
                         names.join(", ")
                     )
                 }),
@@ -73,6 +78,7 @@ impl LabMode {
             LabMode::SingleBest => "single-best".into(),
             LabMode::Mptcp => "mptcp".into(),
             LabMode::Braid(k) => format!("braid-{}", k.as_str()),
+            LabMode::Send => "braid-send".into(),
         }
     }
 }
@@ -214,6 +220,7 @@ pub fn run_lab(cfg: &LabConfig, modes: &[LabMode], opts: &LabRunOptions) -> LabR
                     run_direct(cfg, &all, opts)
                 }
                 LabMode::Braid(kind) => run_tunnel(cfg, kind, opts),
+                LabMode::Send => run_send(cfg, opts),
             };
             out.into_result(m.name(), sum)
         })

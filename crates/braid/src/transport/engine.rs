@@ -77,12 +77,6 @@ pub struct Out {
     pub size: u64,
 }
 
-/// The largest MPLOT packet (UDP payload) `braid send` puts on a path:
-/// with 20 (IPv4) or 40 (IPv6) and 8 bytes of headers it fits a 1500-byte
-/// MTU with room for one layer of encapsulation (PPPoE, a VLAN, WireGuard
-/// below us).
-pub const LARGE_PACKET: usize = 1400;
-
 /// The sending half of either mode.
 pub enum SendEngine {
     Mplot(Box<mplot::Sender>),
@@ -93,41 +87,8 @@ impl SendEngine {
     pub fn new(mode: Mode, paths: usize) -> Result<SendEngine, String> {
         Ok(match mode {
             Mode::Mplot => {
-                let mut cfg = mplot::SenderConfig::new(paths);
-                cfg.header_bytes = mplot::wire::DATA_HEADER_LEN + OVERHEAD;
-                // The path sockets send ECT(0) and the receiver echoes CE
-                // (transport/ecn.rs), but a path whose queues do not mark
-                // shows congestion only as loss: there a loss halves the
-                // window as a mark would, until the path's first CE echo
-                // shows that its bottleneck marks; from then on an unmarked
-                // loss is random and left to FEC (§II-C).
-                cfg.halve_on_loss = true;
-                cfg.ecn_trust = true;
-                // A loss with (nearly) nothing queued is the path's own:
-                // it does not cut, so lossy paths still grow to the point
-                // where their queue marks (or, without marking, overflows).
-                cfg.random_loss_backlog = Some(3 * LARGE_PACKET);
-                // Full-size packets where the path allows: see `large_packet`.
-                cfg.large_packet = Some(LARGE_PACKET);
-                cfg.max_packet = LARGE_PACKET;
-                // Each path paced at 1.2 x window / SRTT (2 x in slow
-                // start): the lab's and a home router's queues are about
-                // one bandwidth-delay product, and windows sent in bursts
-                // overflow them (or cross their marking threshold) before
-                // the path is full.
-                cfg.pacing = Some(mplot::Pacing::default());
-                // `braid recv` ACKs each packet on the path it came on
-                // (`ack_on_arrival_path` below): the loss rule needs no
-                // allowance for ACKs of one path coming back on another.
-                cfg.acks_on_arrival_path = true;
-                // Windows keep the packets of decoded blocks until they are
-                // acknowledged or lost. Releasing them (the paper's
-                // cumulative ACK) gained nothing in the lab: `braid lab
-                // bench --modes braid-send --duration 10` on two-equal,
-                // bursty and cellular gave 0.851, 0.683 and 0.455 of the
-                // sum with it, 0.878, 0.683 and 0.457 without (one run
-                // each, 2026-11-26).
-                cfg.release_on_decode = false;
+                // Why each setting: `SenderConfig::for_files`.
+                let cfg = mplot::SenderConfig::for_files(paths, OVERHEAD);
                 SendEngine::Mplot(Box::new(
                     mplot::Sender::new(cfg).map_err(|e| format!("MPLOT sender: {e}"))?,
                 ))
@@ -221,6 +182,15 @@ impl SendEngine {
         }
     }
 
+    /// When [`handle_timeout`](Self::handle_timeout) is next due (a
+    /// retransmission timer, or a pacer's next slot).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            SendEngine::Mplot(s) => s.poll_timeout(),
+            SendEngine::Rmtp(s) => s.poll_timeout(),
+        }
+    }
+
     /// What the progress line shows of path `i` beyond its rate: MPLOT's
     /// window, RTT, window cuts and timeouts; R-MTP's paced rate, the
     /// packet-pair (ideal) rate and the congestion cuts.
@@ -229,10 +199,12 @@ impl SendEngine {
             SendEngine::Mplot(s) => {
                 let cc = s.path(i);
                 format!(
-                    " (window {:.0} kB, rtt {:.0} ms, {} cuts, {} RTOs)",
+                    " (window {:.0} kB, rtt {:.0} ms (min {:.0}), {} cuts, {} drains, {} RTOs)",
                     cc.window() / 1e3,
                     cc.srtt().as_secs_f64() * 1e3,
+                    cc.rtt().min_rtt().unwrap_or_default().as_secs_f64() * 1e3,
                     cc.ce_cuts,
+                    cc.delay_cuts,
                     cc.timeouts
                 )
             }
@@ -293,16 +265,7 @@ impl RecvEngine {
     pub fn for_kind(kind: Kind, paths: usize, seed: u64) -> Option<RecvEngine> {
         match kind {
             Kind::Mplot => Some(RecvEngine::Mplot(Box::new(mplot::Receiver::new(
-                mplot::ReceiverConfig {
-                    // Each path's ACKs come back on that path. The paper draws
-                    // the reverse path at random (§II-C), harmless on its
-                    // equal paths; on a 20 ms path next to a 100 ms one, half
-                    // of the fast path's ACKs took the slow way back, its
-                    // window was clocked by the mixed RTT and it carried 4-6
-                    // of its 10 Mbit/s in the lab (lab/fast-slow.toml).
-                    ack_on_arrival_path: true,
-                    ..mplot::ReceiverConfig::new(paths, seed)
-                },
+                mplot::ReceiverConfig::for_files(paths, seed),
             )))),
             Kind::Rmtp => {
                 let mut cfg = rmtp::ReceiverConfig::new();

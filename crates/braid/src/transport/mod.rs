@@ -182,6 +182,42 @@ impl Clock {
     }
 }
 
+/// Waits until one of `socks` has a datagram to read or `timeout` has
+/// passed (`ppoll(2)`, nanosecond timeout), so a send or receive loop
+/// wakes for an ACK or a data packet the moment it arrives, and for a
+/// pacer's slot on time. A loop that slept a fixed interval instead added
+/// that interval, and on a loaded host the scheduler's delay on top, to
+/// every RTT sample it took: MPLOT reads a standing queue from RTT
+/// samples (`mplot::PathCc::on_standing_queue`), and the host's delay read
+/// as a queue keeps the windows short.
+pub(crate) fn wait_readable(socks: &[std::net::UdpSocket], timeout: Duration) {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = socks
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that
+    // lives across the call, `ts` a valid timespec, and a null signal mask
+    // pointer means the mask is left as it is. An error (EINTR) only ends
+    // the wait early, which the callers' loops tolerate.
+    unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        );
+    }
+}
+
 /// Wall-clock TAI64N for the handshake's replay protection.
 pub(crate) fn tai64n_now() -> braid_core::crypto::Tai64n {
     braid_core::crypto::Tai64n::from_unix_nanos(
@@ -195,6 +231,13 @@ pub(crate) fn tai64n_now() -> braid_core::crypto::Tai64n {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The simulator's `braid-send` mode budgets the same bytes around a
+    /// frame as the real transport.
+    #[test]
+    fn the_simulator_counts_the_transports_overhead() {
+        assert_eq!(braid_sim::tunnel::send::TRANSPORT_OVERHEAD, OVERHEAD);
+    }
 
     #[test]
     fn offers_round_trip_and_refuse_garbage() {

@@ -324,7 +324,9 @@ impl Listener {
                 return Err(TransferError::Local(m));
             }
             if !busy {
-                std::thread::sleep(Duration::from_micros(200));
+                // Until the next datagram (the timeout only paces the
+                // idle and progress checks above).
+                super::wait_readable(std::slice::from_ref(&self.sock), Duration::from_millis(20));
             }
         }
     }

@@ -237,7 +237,6 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
     let started = std::time::Instant::now();
 
     loop {
-        let now = clock.now();
         let mut busy = false;
         // Keep a few MB queued in the sender; it copies what it is given.
         while !eof && sender.buffered() < 4 << 20 {
@@ -259,6 +258,10 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             sender.write(&chunk[..n]).map_err(|e| local(proto, e))?;
             read += n as u64;
         }
+        // The clock read again after the file: reading and coding it
+        // takes time, and a packet stamped before that would carry it
+        // into its RTT sample.
+        let now = clock.now();
         while let Some(t) = sender
             .poll_transmit(now, &mut frame)
             .map_err(TransferError::Local)?
@@ -390,10 +393,19 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             next_report += Duration::from_secs(1);
         }
         if !busy {
-            std::thread::sleep(Duration::from_micros(200));
+            // Until an ACK arrives or the engine's next deadline (at most
+            // IDLE_WAIT, for the FIN's resend, the progress line and the
+            // idle check).
+            let wait = sender
+                .poll_timeout()
+                .map_or(IDLE_WAIT, |t| t.saturating_since(clock.now()).min(IDLE_WAIT));
+            super::wait_readable(&socks, wait);
         }
     }
 }
+
+/// Longest wait for a datagram while nothing is due.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
 
 /// ABORT on every path (one of them may be down).
 fn abort_all(s: &mut Session, socks: &[UdpSocket], o: &SendOptions, why: &[u8], clock: &Clock) {

@@ -83,6 +83,16 @@ pub struct SenderConfig {
     /// window Reno's loss response allows, too small to ever fill a
     /// marking queue, so `ecn_trust` never starts. `None`: every loss counts.
     pub random_loss_backlog: Option<usize>,
+    /// With `random_loss_backlog`, a path whose queue stood at or above
+    /// that backlog for a whole round trip drains it
+    /// ([`PathCc::on_standing_queue`]): the window drops by the backlog,
+    /// once per RTT. Delay is then the path's congestion signal, ahead of
+    /// loss and of marks: the queue stays short, so the loss test above
+    /// reads losses right (a queue kept between empty and full by loss
+    /// alone is above three packets most of the time, and a random loss
+    /// there halves the window), and slow start ends before it overflows
+    /// a queue, as HyStart ends it.
+    pub drain_standing_queue: bool,
     /// A packet size tried before the paper's 750/550/250 bytes (eq 12
     /// still asks for five packets per block). On real sockets every
     /// packet also carries 28 bytes of IP/UDP and 60 of braid's own (DATA
@@ -121,6 +131,40 @@ pub struct SenderConfig {
     /// and backs off while it is needed. On in the paper's simulations;
     /// off in `braid send` until measured in the lab.
     pub release_on_decode: bool,
+    /// Most data packets in a block, below eq 12's budget when that is
+    /// larger. Decoding a block of `F` data packets inverts an `F x F`
+    /// matrix over GF(2^8) (the `reed-solomon-erasure` crate's decoder),
+    /// `O(F³)`, and building its code once more; eq 12 asks for up to
+    /// 250 packets a block on 27 Mbit/s of paths, where one block took
+    /// 10-40 ms to code and as long to decode: `braid recv` spent 60 % of
+    /// its time in that inversion (perf, lab/cellular), and the ACKs it
+    /// held back meanwhile read to the sender as queueing delay. Above
+    /// [`BLOCK_DATA_STEP`] the count is also rounded down to a multiple of
+    /// it, so blocks share a few shapes whose codes are kept
+    /// ([`crate::fec::CodeCache`]). `MAX_BLOCK_PACKETS` (no cap) in the
+    /// paper's simulations, whose coding is virtual.
+    pub max_block_data: usize,
+}
+
+/// Data packets per block above which [`SenderConfig::max_block_data`]
+/// rounds the count down to a multiple of this.
+pub const BLOCK_DATA_STEP: usize = 8;
+
+impl SenderConfig {
+    /// Data packets of a full block whose eq 12 shape has `data`:
+    /// [`max_block_data`](Self::max_block_data) and the rounding to
+    /// [`BLOCK_DATA_STEP`] applied when there is a cap.
+    pub fn block_data(&self, data: usize) -> usize {
+        if self.max_block_data >= crate::fec::mplot::MAX_BLOCK_PACKETS {
+            return data;
+        }
+        let d = data.min(self.max_block_data).max(1);
+        if d > BLOCK_DATA_STEP {
+            d - d % BLOCK_DATA_STEP
+        } else {
+            d
+        }
+    }
 }
 
 /// How MPLOT paces a path: at `gain x w_i / SRTT_i` (`slow_start_gain`
@@ -182,11 +226,68 @@ impl SenderConfig {
             halve_on_loss: false,
             ecn_trust: false,
             random_loss_backlog: None,
+            drain_standing_queue: false,
             large_packet: None,
             pacing: None,
             acks_on_arrival_path: false,
             release_on_decode: true,
+            max_block_data: crate::fec::mplot::MAX_BLOCK_PACKETS,
         }
+    }
+}
+
+/// The largest MPLOT packet (UDP payload) `braid send` puts on a path:
+/// with 20 (IPv4) or 40 (IPv6) and 8 bytes of headers it fits a 1500-byte
+/// MTU with room for one layer of encapsulation (PPPoE, a VLAN, WireGuard
+/// below us).
+pub const FILE_PACKET: usize = 1400;
+
+/// `braid send`'s [`SenderConfig::max_block_data`].
+pub const FILE_BLOCK_DATA: usize = 64;
+
+impl SenderConfig {
+    /// `braid send`'s sender over `paths` real paths, whose datagrams carry
+    /// `overhead` bytes of the transport's own (kind byte, nonce, AEAD tag)
+    /// besides the DATA header. The simulator's `braid-send` lab mode runs
+    /// this same configuration, so what it shows is what `braid send` does.
+    pub fn for_files(paths: usize, overhead: usize) -> Self {
+        let mut cfg = SenderConfig::new(paths);
+        cfg.header_bytes = crate::mplot::wire::DATA_HEADER_LEN + overhead;
+        // The path sockets send ECT(0) and the receiver echoes CE, but a
+        // path whose queues do not mark shows congestion only as loss:
+        // there a loss halves the window as a mark would, until the path's
+        // first CE echo shows that its bottleneck marks; from then on an
+        // unmarked loss is random and left to FEC (§II-C).
+        cfg.halve_on_loss = true;
+        cfg.ecn_trust = true;
+        // A loss with (nearly) nothing queued is the path's own: it does
+        // not cut, so lossy paths still grow to the point where their
+        // queue marks (or, without marking, overflows).
+        cfg.random_loss_backlog = Some(3 * FILE_PACKET);
+        cfg.drain_standing_queue = true;
+        // Full-size packets where the path allows: see `large_packet`.
+        cfg.large_packet = Some(FILE_PACKET);
+        cfg.max_packet = FILE_PACKET;
+        // Each path paced at 1.2 x window / SRTT (2 x in slow start): the
+        // lab's and a home router's queues are about one bandwidth-delay
+        // product, and windows sent in bursts overflow them (or cross
+        // their marking threshold) before the path is full.
+        cfg.pacing = Some(Pacing::default());
+        // `braid recv` ACKs each packet on the path it came on
+        // (`ReceiverConfig::for_files`): the loss rule needs no allowance
+        // for ACKs of one path coming back on another.
+        cfg.acks_on_arrival_path = true;
+        // Windows keep the packets of decoded blocks until they are
+        // acknowledged or lost. Releasing them (the paper's cumulative
+        // ACK) gained nothing in the lab: `braid lab bench --modes
+        // braid-send --duration 10` on two-equal, bursty and cellular gave
+        // 0.851, 0.683 and 0.455 of the sum with it, 0.878, 0.683 and
+        // 0.457 without (one run each, 2026-11-26).
+        cfg.release_on_decode = false;
+        // Real coding: blocks of at most 64 data packets (86 kB), whose
+        // inversion takes well under a millisecond.
+        cfg.max_block_data = FILE_BLOCK_DATA;
+        cfg
     }
 }
 

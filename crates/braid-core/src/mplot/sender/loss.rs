@@ -33,6 +33,11 @@ impl Sender {
                 } else {
                     self.cc[path].on_ack(rec.size as usize, Some(rtt));
                 }
+                if self.cc[path].on_round(now, rtt) && self.cfg.drain_standing_queue {
+                    if let Some(b) = self.cfg.random_loss_backlog {
+                        self.cc[path].on_standing_queue(now, b as f64);
+                    }
+                }
                 self.last_ack_at[path] = Some(now);
             }
             let la = &mut self.latest_acked[path];

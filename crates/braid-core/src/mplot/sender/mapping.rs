@@ -96,11 +96,12 @@ impl Sender {
         let mut shape = mplot::block_shape_from(&sizes, budget, x, self.cfg.max_packet)
             .ok_or(SenderError::PacketSize(self.cfg.max_packet))?;
         let shard_len = shape.packet_size - self.cfg.header_bytes;
-        let full = (shape.data * shard_len) as u64;
+        let full = (self.cfg.block_data(shape.data) * shard_len) as u64;
         let bytes = waiting.min(full);
-        if bytes < full {
-            // Not enough data for the block: send what there is, with PFEC
-            // per eq 9 on the smaller F.
+        if bytes < full || self.cfg.block_data(shape.data) < shape.data {
+            // Not enough data for the block, or a block capped for real
+            // coding (`SenderConfig::max_block_data`): send what there is,
+            // with PFEC per eq 9 on the smaller F.
             let data = (bytes.div_ceil(shard_len as u64) as usize).max(1);
             let pfec = if x > 0.0 {
                 ((x * data as f64).ceil() as usize).max(1)
@@ -137,7 +138,7 @@ impl Sender {
                     fin,
                     shape,
                     shard_len as u16,
-                    Some(&data),
+                    Some((&data, &mut self.codes)),
                     self.cfg.paths,
                 )?
             }

@@ -43,6 +43,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::fec::mplot::{self, LossStats};
+use crate::fec::CodeCache;
 use crate::mplot::block::SendBlock;
 use crate::mplot::cc::PathCc;
 use crate::mplot::wire::{DataHeader, MAX_PATHS};
@@ -54,7 +55,7 @@ mod loss;
 mod mapping;
 mod pacing;
 
-pub use config::{Coding, Mapping, Pacing, SenderConfig, SenderError};
+pub use config::{Coding, Mapping, Pacing, SenderConfig, SenderError, FILE_PACKET};
 
 /// One packet to put on a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +101,11 @@ pub struct SenderStats {
     pub released: u64,
 }
 
+/// Block shapes whose codes a sender keeps ([`CodeCache`]): eq 12's block
+/// size and eq 9's parity move with the windows and the loss estimate,
+/// but among few neighbouring values at a time.
+pub const SENDER_CODES: usize = 16;
+
 /// The sending half of a session.
 #[derive(Debug)]
 pub struct Sender {
@@ -137,6 +143,8 @@ pub struct Sender {
     /// for its window.
     pace_held: Vec<bool>,
     pub stats: SenderStats,
+    /// The Reed-Solomon codes of recent block shapes (real coding).
+    codes: CodeCache,
 }
 
 impl Sender {
@@ -171,6 +179,7 @@ impl Sender {
             pace_wake: vec![None; n],
             pace_held: vec![false; n],
             stats: SenderStats::default(),
+            codes: CodeCache::new(SENDER_CODES),
             cfg,
         })
     }
