@@ -7,7 +7,7 @@
 //! Measured (15 s-sized files, `braid sim run lab/NAME.toml --modes
 //! braid-send`): without draining standing queues, two-equal 0.915,
 //! fast-slow 0.898, three-paths 0.879, bursty 0.778, cellular 0.755; with
-//! it, 0.926, 0.913, 0.899, 0.880, 0.850. On the lossy files a random
+//! it, 0.926, 0.912, 0.899, 0.882, 0.847. On the lossy files a random
 //! loss had found a queue above three packets most of the time (the
 //! window grew until the drop-tail queue overflowed) and halved the
 //! window 15-17 times per path; now the queue stays under three packets
