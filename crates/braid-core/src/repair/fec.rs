@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::fec::BlockCode;
+use crate::fec::CodeCache;
 use crate::time::{Duration, Instant};
 use crate::wire::parity::{data_shard, packet_of_shard};
 use crate::wire::{self, ParityHeader};
@@ -85,7 +85,8 @@ pub struct FecDecoder {
     data_bytes: usize,
     /// Blocks by first number.
     blocks: BTreeMap<u64, RxBlock>,
-    code: Option<BlockCode>,
+    /// Codes of recent block shapes ([`CodeCache`]).
+    codes: CodeCache,
     pub stats: FecDecoderStats,
 }
 
@@ -98,7 +99,7 @@ impl FecDecoder {
             data: BTreeMap::new(),
             data_bytes: 0,
             blocks: BTreeMap::new(),
-            code: None,
+            codes: CodeCache::new(crate::sender::fec::TUNNEL_CODES),
             stats: FecDecoderStats::default(),
         }
     }
@@ -201,18 +202,9 @@ impl FecDecoder {
             return Vec::new();
         }
         shards.extend((0..m as u8).map(|i| b.shards.get(&i).cloned()));
-        let code = match &self.code {
-            Some(c) if c.data_shards() == k && c.parity_shards() == m => c.clone(),
-            _ => match BlockCode::new(k, m) {
-                Ok(c) => {
-                    self.code = Some(c.clone());
-                    c
-                }
-                Err(_) => {
-                    self.finish(first, false);
-                    return Vec::new();
-                }
-            },
+        let Ok(code) = self.codes.get(k, m) else {
+            self.finish(first, false);
+            return Vec::new();
         };
         if code.reconstruct(&mut shards).is_err() {
             self.finish(first, false);

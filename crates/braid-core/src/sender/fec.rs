@@ -29,9 +29,14 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::fec::{mplot, BlockCode, MAX_SHARDS};
+use crate::fec::{mplot, CodeCache, MAX_SHARDS};
 use crate::time::{Duration, Instant};
 use crate::wire::parity::{data_shard, SHARD_PREFIX};
+
+/// Block shapes whose codes the tunnel's encoder and decoder keep
+/// ([`CodeCache`]): a block closes at `F` packets or on its wait, so a
+/// few shapes recur.
+pub const TUNNEL_CODES: usize = 4;
 
 /// Most packets waiting for their block to close.
 const MAX_PENDING: usize = 1024;
@@ -124,8 +129,8 @@ pub struct FecEncoder {
     pending: BTreeMap<u64, (Instant, Vec<u8>)>,
     blocks: VecDeque<SentBlock>,
     bytes: usize,
-    /// The last code built, reused while the shape stays.
-    code: Option<BlockCode>,
+    /// Codes of recent block shapes ([`CodeCache`]).
+    codes: CodeCache,
     pub stats: FecEncoderStats,
 }
 
@@ -137,7 +142,7 @@ impl FecEncoder {
             pending: BTreeMap::new(),
             blocks: VecDeque::new(),
             bytes: 0,
-            code: None,
+            codes: CodeCache::new(TUNNEL_CODES),
             stats: FecEncoderStats::default(),
         }
     }
@@ -228,14 +233,10 @@ impl FecEncoder {
             .iter()
             .map(|p| data_shard(p, shard_len).expect("sized to the longest"))
             .collect();
-        let code = match &self.code {
-            Some(c) if c.data_shards() == n && c.parity_shards() == total => c.clone(),
-            _ => {
-                let c = BlockCode::new(n, total).expect("1 <= n, n + total <= 256");
-                self.code = Some(c.clone());
-                c
-            }
-        };
+        let code = self
+            .codes
+            .get(n, total)
+            .expect("1 <= n, n + total <= 256");
         let parity = code.encode(&shards).expect("equal, non-empty shards");
         self.stats.blocks += 1;
         self.stats.protected += n as u64;
