@@ -35,11 +35,7 @@ fn braid_send_fills_clean_and_lossy_paths() {
         ("bursty", 0.85),
         ("cellular", 0.82),
     ] {
-        let r = run_lab(
-            &lab(name),
-            &[LabMode::SingleBest, LabMode::Send],
-            &opts,
-        );
+        let r = run_lab(&lab(name), &[LabMode::SingleBest, LabMode::Send], &opts);
         let (single, send) = (&r.results[0], &r.results[1]);
         eprintln!(
             "{name}: braid-send {:.3} {:?}, single-best {:.3}",

@@ -279,7 +279,17 @@ mod tests {
 
     #[test]
     fn p_block_first_then_rfec_then_wrap() {
-        let mut b = SendBlock::new(0, 0, 800, false, shape(), 200, Some((&[7u8; 800], &mut CodeCache::new(1))), 2).unwrap();
+        let mut b = SendBlock::new(
+            0,
+            0,
+            800,
+            false,
+            shape(),
+            200,
+            Some((&[7u8; 800], &mut CodeCache::new(1))),
+            2,
+        )
+        .unwrap();
         assert_eq!(b.shards.len(), 10);
         assert_eq!(b.pending(), 6);
         let t = Instant::ZERO;

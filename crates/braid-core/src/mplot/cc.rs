@@ -516,7 +516,10 @@ mod tests {
         let w = cc.window();
         let backlog = cc.backlog();
         assert!(backlog > 0.05 * w && backlog < 0.15 * w, "{backlog} of {w}");
-        assert!(!cc.on_standing_queue(t, backlog * 2.0), "below the threshold");
+        assert!(
+            !cc.on_standing_queue(t, backlog * 2.0),
+            "below the threshold"
+        );
         assert!(cc.on_standing_queue(t, 1000.0));
         assert!((cc.window() - (w - backlog)).abs() < 1e-6);
         assert!(!cc.in_slow_start(), "a drain ends slow start");

@@ -607,7 +607,10 @@ fn capped_blocks_stay_small_and_decode() {
         na as usize >= data.len() / (cap * shard),
         "{na} blocks of at most {cap} packets"
     );
-    assert!(nb < na, "eq 12 alone makes larger blocks: {nb} against {na}");
+    assert!(
+        nb < na,
+        "eq 12 alone makes larger blocks: {nb} against {na}"
+    );
 }
 
 /// `drain_standing_queue`: on a path that neither marks nor drops (an

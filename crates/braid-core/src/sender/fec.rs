@@ -233,10 +233,7 @@ impl FecEncoder {
             .iter()
             .map(|p| data_shard(p, shard_len).expect("sized to the longest"))
             .collect();
-        let code = self
-            .codes
-            .get(n, total)
-            .expect("1 <= n, n + total <= 256");
+        let code = self.codes.get(n, total).expect("1 <= n, n + total <= 256");
         let parity = code.encode(&shards).expect("equal, non-empty shards");
         self.stats.blocks += 1;
         self.stats.protected += n as u64;

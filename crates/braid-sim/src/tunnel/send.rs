@@ -70,7 +70,8 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
         // Feed the file, then send what the windows and pacers allow.
         while written < file && tx.buffered() < READ_AHEAD {
             let n = (file - written).min(READ_AHEAD);
-            tx.write_virtual(n).expect("virtual writes to a virtual sender");
+            tx.write_virtual(n)
+                .expect("virtual writes to a virtual sender");
             written += n;
             if written == file {
                 tx.finish();

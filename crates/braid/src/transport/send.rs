@@ -396,9 +396,9 @@ pub fn send_file(file: &std::path::Path, o: &SendOptions) -> Result<Sent, Transf
             // Until an ACK arrives or the engine's next deadline (at most
             // IDLE_WAIT, for the FIN's resend, the progress line and the
             // idle check).
-            let wait = sender
-                .poll_timeout()
-                .map_or(IDLE_WAIT, |t| t.saturating_since(clock.now()).min(IDLE_WAIT));
+            let wait = sender.poll_timeout().map_or(IDLE_WAIT, |t| {
+                t.saturating_since(clock.now()).min(IDLE_WAIT)
+            });
             super::wait_readable(&socks, wait);
         }
     }
