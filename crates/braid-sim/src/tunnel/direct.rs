@@ -6,7 +6,7 @@ use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Link;
 
-use super::world::{links, secs, Outcome};
+use super::world::{link_drops, links, secs, Outcome};
 use super::{lab_tcp, LabRunOptions};
 use crate::event::EventQueue;
 use crate::tcp::{Segment, TcpReceiver, TcpSender, TcpSenderStats};
@@ -139,12 +139,7 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         segments_arrived: arrived,
         segments_outstanding: tx.iter().map(|t| t.snd_max() - t.snd_una()).sum(),
         tcp: stats,
-        link_drops: up
-            .iter()
-            .map(|l| {
-                l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red
-            })
-            .sum(),
+        link_drops: link_drops(&up),
         packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: end.as_secs_f64(),

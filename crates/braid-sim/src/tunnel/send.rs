@@ -18,7 +18,7 @@ use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Verdict;
 
-use super::world::{links, secs, Outcome};
+use super::world::{link_drops, links, secs, Outcome};
 use super::LabRunOptions;
 use crate::event::EventQueue;
 use crate::tcp::TcpSenderStats;
@@ -150,12 +150,7 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
         segments_sent: st.packets_sent,
         segments_arrived: arrived,
         segments_outstanding: 0,
-        link_drops: up
-            .iter()
-            .map(|l| {
-                l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red
-            })
-            .sum(),
+        link_drops: link_drops(&up),
         packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: now.as_secs_f64(),

@@ -494,6 +494,14 @@ impl TunnelWorld {
     }
 }
 
+/// Packets `links` dropped for any reason (loss, queue, down, RED).
+pub(super) fn link_drops(links: &[Link]) -> u64 {
+    links
+        .iter()
+        .map(|l| l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red)
+        .sum()
+}
+
 pub(super) fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s.max(0.0))
 }
@@ -556,13 +564,7 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
         segments_arrived: w.arrived,
         segments_outstanding: w.tx.snd_max() - w.tx.snd_una(),
         tcp,
-        link_drops: w
-            .up
-            .iter()
-            .map(|l| {
-                l.stats.drops_loss + l.stats.drops_queue + l.stats.drops_down + l.stats.drops_red
-            })
-            .sum(),
+        link_drops: link_drops(&w.up),
         packets: w.packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: end.as_secs_f64(),
