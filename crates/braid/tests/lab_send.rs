@@ -32,16 +32,24 @@ const BYTES: u64 = 25_000_000;
 /// path, while the release build carried 0.847 and 0.853 of the sum in
 /// the same session (`braid lab bench lab/two-equal.toml --modes
 /// braid-send --duration 10`), so what sits near 0.55 is the build, not
-/// the protocol. The floor is therefore 0.45, below every test-build
-/// figure measured, and the share target itself is judged with the
-/// release build's bench.
-const MIN_SHARE: f64 = 0.45;
+/// the protocol. That cost was found later the same day: every block
+/// built its own Reed-Solomon code, inverting a 120-250 square matrix,
+/// which the unoptimised test build does several times slower still.
+/// With codes kept by shape and blocks of at most 64 data packets
+/// (`SenderConfig::max_block_data`) and queues drained
+/// (`drain_standing_queue`), the test build carried 0.90 (18.0 Mbit/s,
+/// 0 cuts, 66 and 63 drains); the floor is 0.75.
+const MIN_SHARE: f64 = 0.75;
 
 /// The least share of bursty-ecn's 20 Mbit/s sum accepted. Measured
 /// (release build, machine at load 11-15): 0.65-0.68 with marking, and
 /// 0.35 on the plain `lab/bursty.toml`, where every burst of loss halved a
-/// window; 0.5 fails unless the marks are read and trusted.
-const MIN_SHARE_ECN: f64 = 0.5;
+/// window. Since braid send drains standing queues (2026-11-26) the
+/// plain file reaches 0.85-0.89 too, so the share no longer tells whether
+/// marks are read (the CE count the test also checks does); the test
+/// build carried 0.83 (16.6 Mbit/s, 2 cuts per path), and the floor is
+/// 0.65.
+const MIN_SHARE_ECN: f64 = 0.65;
 
 /// The least share of the sum accepted of R-MTP (`--transport rmtp`, the
 /// `braid-send-rmtp` mode). Measured with the release build on the same
