@@ -77,6 +77,11 @@ pub struct PathCc {
     pub ce_seen: bool,
     /// Number of timeouts so far.
     pub timeouts: u64,
+    /// Timeouts undone because a packet sent before them was acknowledged.
+    pub spurious_timeouts: u64,
+    /// The window before the first of the latest run of timeouts, until a
+    /// packet sent after it is acknowledged ([`PathCc::on_late_ack`]).
+    timeout_undo: Option<TimeoutUndo>,
     /// Number of drains for a standing queue ([`PathCc::on_round`]).
     pub delay_cuts: u64,
     /// The current round: when it began and its smallest RTT sample.
@@ -94,6 +99,15 @@ pub struct PathCc {
     drain_check: Option<DrainCheck>,
     /// Drains undone because the delay stayed (the path's own delay rose).
     pub drains_undone: u64,
+}
+
+/// What a timeout took, kept until it is known whether the timeout was
+/// spurious.
+#[derive(Clone, Copy, Debug)]
+struct TimeoutUndo {
+    at: Instant,
+    cwnd: f64,
+    ssthresh: f64,
 }
 
 /// How long the smallest RTT sample stands for the path's base RTT
@@ -142,6 +156,8 @@ impl PathCc {
             ce_seen: false,
             timeouts: 0,
             delay_cuts: 0,
+            spurious_timeouts: 0,
+            timeout_undo: None,
             round_start: None,
             round_min: None,
             last_round_min: None,
@@ -372,12 +388,53 @@ impl PathCc {
     /// The path's retransmission timer fired: TCP's response (window to one
     /// packet, `ssthresh` to half the window, slow start, doubled RTO).
     /// Everything in flight is deemed lost by the caller.
-    pub fn on_timeout(&mut self) {
+    pub fn on_timeout(&mut self, now: Instant) {
+        if self.timeout_undo.is_none() {
+            self.timeout_undo = Some(TimeoutUndo {
+                at: now,
+                cwnd: self.cwnd,
+                ssthresh: self.ssthresh,
+            });
+        }
         self.ssthresh = (self.cwnd / 2.0).max((2 * self.cfg.mss) as f64);
         self.cwnd = self.cfg.mss as f64;
         self.backoff = (self.backoff + 1).min(16);
         self.in_flight = 0;
         self.timeouts += 1;
+    }
+
+    /// A packet sent at `sent_at`, which a timeout had deemed lost, was
+    /// acknowledged after `rtt`. Sequence numbers are never reused, so
+    /// this is the packet itself, late, not a resend: if it left before
+    /// the timeout, the timeout was spurious, and the window and
+    /// threshold it took are given back (Eifel, RFC 3522 and RFC 4015's
+    /// response), the backoff cleared and the sample kept. Without this
+    /// a path farther than the first RTO (1 s before any sample: a
+    /// geostationary satellite's 1.2 s) timed out on its first window and
+    /// went on from two packets in congestion avoidance, one packet per
+    /// 1.2 s round trip (lab/geo in simulation: the far path carried
+    /// 0.2-0.5 of its 10 Mbit/s over 60 s).
+    pub fn on_late_ack(&mut self, sent_at: Instant, rtt: Duration) {
+        let Some(u) = self.timeout_undo else {
+            return;
+        };
+        if sent_at >= u.at {
+            return;
+        }
+        self.timeout_undo = None;
+        self.rtt.update(rtt);
+        self.backoff = 0;
+        self.cwnd = self.cwnd.max(u.cwnd);
+        self.ssthresh = self.ssthresh.max(u.ssthresh);
+        self.spurious_timeouts += 1;
+    }
+
+    /// A packet sent at `sent_at` was acknowledged in time: once one sent
+    /// after the last timeout is, that timeout stands.
+    pub fn settle_timeout(&mut self, sent_at: Instant) {
+        if self.timeout_undo.is_some_and(|u| sent_at >= u.at) {
+            self.timeout_undo = None;
+        }
     }
 }
 
@@ -593,20 +650,54 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_is_undone_when_a_packet_sent_before_it_is_acknowledged() {
+        let mut cc = PathCc::new(CcConfig::default());
+        for _ in 0..20 {
+            cc.on_sent(750);
+            cc.on_ack(750, Some(Duration::from_millis(40)));
+        }
+        let (w, t) = (cc.window(), Instant::from_millis(1000));
+        cc.on_timeout(t);
+        cc.on_timeout(t + Duration::from_millis(400));
+        assert_eq!(cc.window(), 750.0);
+        // A packet sent after the first timeout says nothing about it.
+        cc.on_late_ack(t + Duration::from_millis(1), Duration::from_millis(900));
+        assert_eq!(cc.spurious_timeouts, 0);
+        // One sent before it: the timeouts were spurious.
+        cc.on_late_ack(t - Duration::from_millis(5), Duration::from_millis(1200));
+        assert_eq!(cc.spurious_timeouts, 1);
+        assert_eq!(cc.window(), w);
+        assert!(cc.in_slow_start());
+        assert_eq!(cc.rtt().latest(), Some(Duration::from_millis(1200)));
+        assert!(
+            cc.rto() < Duration::from_secs(4),
+            "backoff cleared: {:?}",
+            cc.rto()
+        );
+        // A timeout confirmed by an acknowledgement of a later packet
+        // stays.
+        cc.on_timeout(t + Duration::from_secs(5));
+        cc.settle_timeout(t + Duration::from_secs(6));
+        cc.on_late_ack(t, Duration::from_secs(6));
+        assert_eq!(cc.spurious_timeouts, 1);
+        assert_eq!(cc.window(), 750.0);
+    }
+
+    #[test]
     fn timeout_is_tcps_with_backoff() {
         let mut cc = PathCc::new(CcConfig::default());
         cc.on_ack(750, Some(Duration::from_millis(40)));
         let rto = cc.rto();
         assert_eq!(rto, Duration::from_millis(200));
-        cc.on_timeout();
+        cc.on_timeout(Instant::ZERO);
         assert_eq!(cc.window(), 750.0);
         assert_eq!(cc.rto(), rto * 2);
-        cc.on_timeout();
+        cc.on_timeout(Instant::ZERO);
         assert_eq!(cc.rto(), rto * 4);
         cc.on_ack(750, None);
         assert_eq!(cc.rto(), rto);
         for _ in 0..40 {
-            cc.on_timeout();
+            cc.on_timeout(Instant::ZERO);
         }
         assert_eq!(cc.rto(), Duration::from_secs(60));
     }

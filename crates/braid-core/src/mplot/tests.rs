@@ -654,3 +654,33 @@ fn a_standing_queue_is_drained_without_marks_or_loss() {
     let (ta, tb) = (a.done_at.as_secs_f64(), b.done_at.as_secs_f64());
     assert!(tb < ta * 1.1, "drained {tb:.2} s, undrained {ta:.2} s");
 }
+
+/// A path farther than the first RTO (1 s before any sample): its first
+/// window times out before its ACKs can come back (1.2 s), and those late
+/// ACKs undo the timeout, so the path goes on in slow start instead of
+/// from two packets in congestion avoidance.
+#[test]
+fn a_geostationary_path_undoes_its_first_spurious_timeout() {
+    let geo = PathSpec {
+        delay_ms: 600,
+        ce_above_ms: 1_000_000,
+        ..CLEAN
+    };
+    let data = payload(6_000_000, 13);
+    let o = run_both(
+        SenderConfig::for_files(1, 26),
+        ReceiverConfig::for_files(1, 13),
+        &[geo],
+        &data,
+        13,
+        120,
+    );
+    assert!(o.received == data, "bytes differ");
+    let p = o.sender.path(0);
+    assert!(p.timeouts >= 1, "the first RTO fires before 1.2 s");
+    assert_eq!(p.spurious_timeouts, p.timeouts);
+    // 48 Mbit at 10 Mbit/s: slow start from the restored window reaches
+    // the 1.5 MB bandwidth-delay product in a few round trips; from two
+    // packets in congestion avoidance it would take minutes.
+    assert!(o.done_at < Instant::from_millis(20_000), "{:?}", o.done_at);
+}
