@@ -6,7 +6,7 @@
 //! and [`Receiver::poll_read`] (the stream's bytes, in order).
 //!
 //! A block is buffered until any `F` distinct packets of it have arrived,
-//! then rebuilt with [`BlockCode::reconstruct`] and delivered once every
+//! then rebuilt with [`crate::fec::BlockCode::reconstruct`] and delivered once every
 //! earlier block has been. Memory is bounded: only blocks within
 //! `max_blocks_ahead` of the oldest undecoded one are accepted, shards are
 //! at most `max_shard_len` bytes, and a packet whose block fields disagree

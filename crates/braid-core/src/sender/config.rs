@@ -133,7 +133,7 @@ pub struct SenderConfig {
     /// that has no bandwidth estimate yet for its partner (up to
     /// `pair_hold`), as `pair_hold` does with pacing. Off by default (the
     /// papers' open-loop PET sends at once); the caller must then use
-    /// [`Sender::send_paced`] and [`Sender::poll_transmit`]. The
+    /// [`crate::sender::Sender::send_paced`] and [`crate::sender::Sender::poll_transmit`]. The
     /// simulator's worlds turn it on for PET: Phatak et al.'s Fig 4
     /// (a TCP flow clocked at the slower path's rate hands over its packets
     /// one slower-path service time apart) otherwise never measured the

@@ -76,7 +76,7 @@ pub struct SenderConfig {
     /// TCP's response to loss. For sockets that send ECT(0) and read CE.
     pub ecn_trust: bool,
     /// With `halve_on_loss`, a loss found while the path's estimated
-    /// bottleneck backlog ([`PathCc::backlog`]) is below this many bytes
+    /// bottleneck backlog ([`crate::mplot::PathCc::backlog`]) is below this many bytes
     /// does not cut the window: the queue was nearly empty, so the loss was
     /// the path's own, not an overflow (TCP Veno's test, which uses three
     /// packets). Without it a path with 1-3 % random loss stays at the
@@ -85,7 +85,7 @@ pub struct SenderConfig {
     pub random_loss_backlog: Option<usize>,
     /// With `random_loss_backlog`, a path whose queue stood at or above
     /// that backlog for a whole round trip drains it
-    /// ([`PathCc::on_standing_queue`]): the window drops by the backlog,
+    /// ([`crate::mplot::PathCc::on_standing_queue`]): the window drops by the backlog,
     /// once per RTT. Delay is then the path's congestion signal, ahead of
     /// loss and of marks: the queue stays short, so the loss test above
     /// reads losses right (a queue kept between empty and full by loss

@@ -55,7 +55,10 @@ mod loss;
 mod mapping;
 mod pacing;
 
-pub use config::{Coding, Mapping, Pacing, SenderConfig, SenderError, FILE_PACKET};
+pub use config::{
+    Coding, Mapping, Pacing, SenderConfig, SenderError, BLOCK_DATA_STEP, FILE_BLOCK_DATA,
+    FILE_PACKET,
+};
 
 /// One packet to put on a path.
 #[derive(Clone, Debug, PartialEq, Eq)]

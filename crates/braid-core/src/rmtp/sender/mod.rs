@@ -16,7 +16,7 @@
 //! - **Reliability window.** Frames are numbered across channels; no frame
 //!   at or past `cum + window` is sent, `cum` being the receiver's
 //!   cumulative acknowledgement. The window is sized once
-//!   ([`window::window_frames`]: the smallest multiple of 32 above
+//!   ([`crate::rmtp::window::window_frames`]: the smallest multiple of 32 above
 //!   `max(2·ΣBDP, MWS)`) when every channel has finished its first probe
 //!   (or a probe timeout after the start), and fixed thereafter, but for
 //!   growing when a channel it was not sized from comes up; until then
