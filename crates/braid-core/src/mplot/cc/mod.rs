@@ -300,13 +300,20 @@ impl PathCc {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ce_halves_once_per_rtt() {
+    /// A path whose first `packets` 750-byte packets were acknowledged at
+    /// 40 ms.
+    fn warmed(packets: usize) -> PathCc {
         let mut cc = PathCc::new(CcConfig::default());
-        for _ in 0..40 {
+        for _ in 0..packets {
             cc.on_sent(750);
             cc.on_ack(750, Some(Duration::from_millis(40)));
         }
+        cc
+    }
+
+    #[test]
+    fn ce_halves_once_per_rtt() {
+        let mut cc = warmed(40);
         let w = cc.window();
         let t0 = Instant::from_millis(1000);
         assert!(cc.on_ce(t0));
@@ -320,11 +327,7 @@ mod tests {
 
     #[test]
     fn a_loss_sent_before_the_last_cut_does_not_cut_again() {
-        let mut cc = PathCc::new(CcConfig::default());
-        for _ in 0..40 {
-            cc.on_sent(750);
-            cc.on_ack(750, Some(Duration::from_millis(40)));
-        }
+        let mut cc = warmed(40);
         let w = cc.window();
         let t0 = Instant::from_millis(1000);
         assert!(cc.on_loss(t0, t0 - Duration::from_millis(30)));
@@ -364,11 +367,7 @@ mod tests {
 
     #[test]
     fn a_timeout_is_undone_when_a_packet_sent_before_it_is_acknowledged() {
-        let mut cc = PathCc::new(CcConfig::default());
-        for _ in 0..20 {
-            cc.on_sent(750);
-            cc.on_ack(750, Some(Duration::from_millis(40)));
-        }
+        let mut cc = warmed(20);
         let (w, t) = (cc.window(), Instant::from_millis(1000));
         cc.on_timeout(t);
         cc.on_timeout(t + Duration::from_millis(400));
