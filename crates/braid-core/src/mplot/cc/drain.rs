@@ -124,15 +124,11 @@ impl PathCc {
         if backlog < threshold {
             return false;
         }
-        if let Some(t) = self.last_cut {
-            if now.saturating_since(t) < self.srtt() {
-                return false;
-            }
-        }
-        let floor = (2 * self.cfg.mss) as f64;
         let before = self.cwnd;
         let undoable = !self.in_slow_start();
-        self.cwnd = (self.cwnd - backlog).max(self.cwnd / 2.0).max(floor);
+        if !self.reduce(now, (self.cwnd - backlog).max(self.cwnd / 2.0)) {
+            return false;
+        }
         // The RTT the drain is judged against: the latest sample when it
         // is above the round's minimum, as in slow start, where a round's
         // minimum is from its start and the queue has grown since.
@@ -147,8 +143,6 @@ impl PathCc {
                 undoable,
             });
         }
-        self.ssthresh = self.cwnd;
-        self.last_cut = Some(now);
         self.delay_cuts += 1;
         true
     }
@@ -157,16 +151,13 @@ impl PathCc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mplot::cc::tests::warmed;
     use crate::mplot::cc::CcConfig;
 
     #[test]
     fn backlog_is_the_windows_excess_over_the_base_rtt() {
-        let mut cc = PathCc::new(CcConfig::default());
-        assert_eq!(cc.backlog(), 0.0);
-        for _ in 0..20 {
-            cc.on_sent(750);
-            cc.on_ack(750, Some(Duration::from_millis(40)));
-        }
+        assert_eq!(PathCc::new(CcConfig::default()).backlog(), 0.0);
+        let mut cc = warmed(20);
         // At the base RTT nothing is queued.
         assert!(cc.backlog() < 1.0, "{}", cc.backlog());
         for _ in 0..60 {
@@ -192,6 +183,16 @@ mod tests {
         t
     }
 
+    /// A path at `base` out of slow start (a loss cut it; a drain in slow
+    /// start is never undone), a few rounds on; returns it and the time.
+    fn avoiding_congestion(base: Duration) -> (PathCc, Instant) {
+        let mut cc = PathCc::new(CcConfig::default());
+        let t = rounds(&mut cc, Instant::from_millis(0), base, 4);
+        assert!(cc.on_loss(t, t));
+        let t = rounds(&mut cc, t, base, 2);
+        (cc, t)
+    }
+
     #[test]
     fn backlog_reads_the_rounds_smallest_sample_not_a_spike() {
         let mut cc = PathCc::new(CcConfig::default());
@@ -212,10 +213,9 @@ mod tests {
         assert!(cc.srtt() > base);
         assert!(cc.backlog() < 1.0, "{}", cc.backlog());
         // A queue that stands through a round raises every sample of it.
-        let t = rounds(&mut cc, t, base * 2, 3);
+        rounds(&mut cc, t, base * 2, 3);
         let b = cc.backlog() / cc.window();
         assert!((0.45..0.55).contains(&b), "{b}");
-        let _ = t;
     }
 
     #[test]
@@ -251,12 +251,8 @@ mod tests {
 
     #[test]
     fn a_drain_that_empties_nothing_is_undone_and_the_base_moves_up() {
-        let mut cc = PathCc::new(CcConfig::default());
         let base = Duration::from_millis(40);
-        let t = rounds(&mut cc, Instant::from_millis(0), base, 4);
-        // Out of slow start (a drain there is never undone).
-        assert!(cc.on_loss(t, t));
-        let mut t = rounds(&mut cc, t, base, 2);
+        let (mut cc, mut t) = avoiding_congestion(base);
         // The route gets 40 ms longer for good: every round reads as a
         // standing queue of half the window until a drain shows it is not.
         let w = cc.window();
@@ -279,11 +275,8 @@ mod tests {
 
     #[test]
     fn the_base_rtt_follows_a_small_lasting_rise_within_its_window() {
-        let mut cc = PathCc::new(CcConfig::default());
         let base = Duration::from_millis(40);
-        let t = rounds(&mut cc, Instant::from_millis(0), base, 4);
-        assert!(cc.on_loss(t, t));
-        let mut t = rounds(&mut cc, t, base, 2);
+        let (mut cc, mut t) = avoiding_congestion(base);
         // 4 ms more for good: too little for a drain to be judged, so
         // drains go on until the old base leaves its window.
         let rise = base + Duration::from_millis(4);

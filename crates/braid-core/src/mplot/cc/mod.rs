@@ -220,15 +220,25 @@ impl PathCc {
 
     /// Halve the window unless it was halved less than one smoothed RTT ago.
     fn cut(&mut self, now: Instant) -> bool {
+        let cut = self.reduce(now, self.cwnd / 2.0);
+        self.ce_cuts += u64::from(cut);
+        cut
+    }
+
+    /// Lowers the window to `to` (at least two packets) and ends slow
+    /// start there, unless the window was lowered less than one smoothed
+    /// RTT ago: the rule every reduction shares, halvings for marks or
+    /// losses and drains ([`on_standing_queue`](Self::on_standing_queue)).
+    /// Returns whether it lowered.
+    fn reduce(&mut self, now: Instant, to: f64) -> bool {
         if let Some(t) = self.last_cut {
             if now.saturating_since(t) < self.srtt() {
                 return false;
             }
         }
-        self.cwnd = (self.cwnd / 2.0).max((2 * self.cfg.mss) as f64);
+        self.cwnd = to.max((2 * self.cfg.mss) as f64);
         self.ssthresh = self.cwnd;
         self.last_cut = Some(now);
-        self.ce_cuts += 1;
         true
     }
 
@@ -302,7 +312,7 @@ mod tests {
 
     /// A path whose first `packets` 750-byte packets were acknowledged at
     /// 40 ms.
-    fn warmed(packets: usize) -> PathCc {
+    pub(super) fn warmed(packets: usize) -> PathCc {
         let mut cc = PathCc::new(CcConfig::default());
         for _ in 0..packets {
             cc.on_sent(750);

@@ -26,12 +26,11 @@ impl Sender {
         }
         if let Some(rec) = self.records.remove(&ack.seq) {
             let path = usize::from(rec.path);
+            let rtt = now.saturating_since(rec.sent_at);
             if rec.lost {
-                let rtt = now.saturating_since(rec.sent_at);
                 self.cc[path].on_late_ack(rec.sent_at, rtt);
             } else {
                 self.cc[path].settle_timeout(rec.sent_at);
-                let rtt = now.saturating_since(rec.sent_at);
                 if rec.released {
                     self.cc[path].on_delivered(rec.size as usize, Some(rtt));
                 } else {

@@ -96,9 +96,10 @@ impl Sender {
         let mut shape = mplot::block_shape_from(&sizes, budget, x, self.cfg.max_packet)
             .ok_or(SenderError::PacketSize(self.cfg.max_packet))?;
         let shard_len = shape.packet_size - self.cfg.header_bytes;
-        let full = (self.cfg.block_data(shape.data) * shard_len) as u64;
+        let capped = self.cfg.block_data(shape.data);
+        let full = (capped * shard_len) as u64;
         let bytes = waiting.min(full);
-        if bytes < full || self.cfg.block_data(shape.data) < shape.data {
+        if bytes < full || capped < shape.data {
             // Not enough data for the block, or a block capped for real
             // coding (`SenderConfig::max_block_data`): send what there is,
             // with PFEC per eq 9 on the smaller F.
