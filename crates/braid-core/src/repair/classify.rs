@@ -44,9 +44,9 @@ const MIN_STANDING: Duration = Duration::from_millis(10);
 /// What a loss was taken for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LossKind {
-    /// No delay trend: a random (transmission) loss, to be repaired.
+    /// No delay trend: a random (transmission) loss; the path's rate stays.
     Random,
-    /// A rising or standing queue: congestion.
+    /// A rising or standing queue: congestion; the path's rate is lowered.
     Congestion,
 }
 

@@ -32,9 +32,9 @@ pub struct SenderStats {
     pub lost_nack: u64,
     /// Repair copies sent (ARQ).
     pub repairs_sent: u64,
-    /// Lost packets not repaired because the loss came with a rising
-    /// delay trend (congestion: the inner transport must see it).
-    pub repairs_skipped_congestion: u64,
+    /// Path losses that came with a rising or standing queue (congestion,
+    /// R-MTP §3.2), repaired like any other.
+    pub losses_congestion: u64,
     /// Lost packets given up: too old, too many attempts, or their payload
     /// was no longer retained.
     pub repairs_abandoned: u64,

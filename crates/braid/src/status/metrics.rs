@@ -232,10 +232,10 @@ fn tunnel_repair_metrics(m: &mut Metrics, peer: &str, r: &TunnelRepairReport) {
         r.repairs_sent as f64,
     );
     m.counter(
-        "braid_repairs_skipped_congestion_total",
-        "Losses taken for congestion and left to the inner traffic.",
+        "braid_congestion_losses_total",
+        "Path losses taken for congestion (repaired all the same).",
         peer,
-        r.skipped_congestion as f64,
+        r.congestion_losses as f64,
     );
     m.gauge(
         "braid_reorder_hold_seconds",

@@ -194,8 +194,8 @@ impl PathReport {
 pub struct TunnelRepairReport {
     /// Repair copies this side sent (ARQ).
     pub repairs_sent: u64,
-    /// Losses this side took for congestion and did not repair.
-    pub skipped_congestion: u64,
+    /// Path losses this side took for congestion (repaired all the same).
+    pub congestion_losses: u64,
     /// Losses given up (too old, too many attempts, payload no longer kept).
     pub abandoned: u64,
     /// Gaps of the receiving direction that filled while held.
@@ -299,7 +299,7 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         pacing_slip_ms: t.sender.pacing_slip_ns as f64 / 1e6,
         repair: TunnelRepairReport {
             repairs_sent: t.sender.repairs_sent,
-            skipped_congestion: t.sender.repairs_skipped_congestion,
+            congestion_losses: t.sender.losses_congestion,
             abandoned: t.sender.repairs_abandoned,
             gaps_filled: r.gaps_filled,
             hold_ms: r.hold_ns as f64 / 1e6,

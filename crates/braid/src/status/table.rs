@@ -158,8 +158,8 @@ impl StatusReport {
 fn repair_lines(t: &TunnelReport) -> String {
     let r = &t.repair;
     let mut o = format!(
-        "repair: {} copies sent, {} losses left for congestion, {} given up; gaps filled {}, hold {:.0} ms\n",
-        r.repairs_sent, r.skipped_congestion, r.abandoned, r.gaps_filled, r.hold_ms
+        "repair: {} copies sent, {} losses taken for congestion, {} given up; gaps filled {}, hold {:.0} ms\n",
+        r.repairs_sent, r.congestion_losses, r.abandoned, r.gaps_filled, r.hold_ms
     );
     let copies = t.counters.get("redundant_copies").copied().unwrap_or(0);
     let copy_bytes = t.counters.get("redundant_bytes").copied().unwrap_or(0);

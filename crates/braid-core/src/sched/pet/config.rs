@@ -6,7 +6,8 @@ use crate::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct PetConfig {
-    /// A usable path not sent on for this long gets the next pair.
+    /// A usable path that has not had a pair for this long gets the next
+    /// one (packets sent unpaired, such as repair copies, measure nothing).
     pub probe_interval: Duration,
     /// Round-robin pairs a path gets in the initial phase before PET gives
     /// up waiting for its estimate and only probes it periodically. The

@@ -219,13 +219,17 @@ fn feedback_corrects_the_virtual_queue() {
     assert_eq!(pet.queues.free_at(&paths[0]), Instant::from_millis(112));
 }
 
+/// A path EDPF leaves idle gets a probe pair every `probe_interval`,
+/// counted from its last pair: unpaired packets on it (the tunnel's
+/// repair copies, which go to the path whose queue is shortest) measure
+/// nothing and do not put the probe off.
 #[test]
 fn probes_a_path_left_idle() {
     // Path 0 is slow enough that EDPF never picks it under light load,
     // yet a probe on it arrives within the slack (4.8 ms later).
     let mut paths = with_estimates(&[2e6, 10e6]);
     let mut pet = Pet::new(PetConfig::default());
-    let mut probed_at = None;
+    let mut probes = Vec::new();
     let mut now = Instant::ZERO;
     for _ in 0..200 {
         now += Duration::from_millis(20);
@@ -234,15 +238,25 @@ fn probes_a_path_left_idle() {
             .unwrap();
         paths[d.index].last_sent = Some(now);
         if d.index == 0 && d.probe {
-            probed_at = Some(now);
-            break;
+            probes.push(now);
         }
+        // A repair copy on path 0 every 20 ms.
+        paths[0].last_sent = Some(now);
     }
-    let t = probed_at.expect("idle path was never probed");
-    assert!(
-        t >= Instant::from_secs_f64(1.0) && t <= Instant::from_secs_f64(1.05),
-        "probe at {t:?}"
+    // Never paired by this scheduler: probed at once, then once a second.
+    assert_eq!(
+        probes.first(),
+        Some(&Instant::from_millis(20)),
+        "{probes:?}"
     );
+    assert!(probes.len() >= 3, "probes at {probes:?}");
+    for w in probes.windows(2) {
+        let gap = w[1].saturating_since(w[0]);
+        assert!(
+            gap >= Duration::from_secs(1) && gap <= Duration::from_millis(1050),
+            "probes at {probes:?}"
+        );
+    }
 }
 
 /// Keepalives make a path's delay known before it carries data: its

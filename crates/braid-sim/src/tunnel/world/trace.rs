@@ -2,14 +2,26 @@ use super::*;
 
 /// A start-up trace of a lab file (diagnosis only):
 /// `BRAID_TRACE=three-paths cargo test -p braid-sim --lib trace -- --ignored --nocapture`.
+/// `BRAID_TRACE` may also be a path to a lab file; `BRAID_TRACE_SEED`
+/// replaces the file's seed (the links' loss draws).
 #[test]
 #[ignore]
 fn trace_lab_start() {
     let name = std::env::var("BRAID_TRACE").unwrap_or_else(|_| "three-paths".into());
-    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
+    let p = if name.ends_with(".toml") {
+        std::path::PathBuf::from(&name)
+    } else {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../lab")
+            .join(format!("{name}.toml"))
+    };
     let mut cfg = braid_lab::load_config(&p).unwrap();
+    if let Some(seed) = std::env::var("BRAID_TRACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        cfg.seed = Some(seed);
+    }
     // BRAID_TRACE_LOSS=1:0.3 sets path 1's loss to 30 % each way.
     if let Some((i, l)) = std::env::var("BRAID_TRACE_LOSS")
         .ok()
