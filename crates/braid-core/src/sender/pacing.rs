@@ -148,7 +148,7 @@ impl<P> Sender<P> {
         if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        Some(self.per_path[s].pair_samples.median? * self.cfg.pacing_gain.max(0.01))
+        Some(self.per_path[s].pair_samples.rate()? * self.cfg.pacing_gain.max(0.01))
     }
 }
 
@@ -276,28 +276,59 @@ const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 const PACING_SAMPLES: usize = 9;
 
 /// The latest full-size pair samples of one path (bit/s) and their median,
-/// computed when a sample arrives rather than for every packet sent.
-#[derive(Copy, Clone, Debug, Default)]
+/// computed when a sample arrives rather than for every packet sent, and
+/// the cut a congestion loss put on it.
+#[derive(Copy, Clone, Debug)]
 pub(super) struct PairSamples {
     /// Newest at `[count % PACING_SAMPLES]`.
     samples: [f64; PACING_SAMPLES],
     count: usize,
     median: Option<f64>,
+    /// Factor on the median after a loss taken for congestion (1: none).
+    cut: f64,
+    /// New samples still to come before the cut is lifted.
+    cut_left: usize,
+}
+
+impl Default for PairSamples {
+    fn default() -> Self {
+        PairSamples {
+            samples: [0.0; PACING_SAMPLES],
+            count: 0,
+            median: None,
+            cut: 1.0,
+            cut_left: 0,
+        }
+    }
 }
 
 impl PairSamples {
-    /// Multiplies every sample (and the median) by `factor`: a loss the
-    /// classifier takes for congestion lowers the path's rate (R-MTP §3.2).
-    pub(super) fn scale(&mut self, factor: f64) {
+    /// A loss the classifier takes for congestion lowers the path's rate
+    /// (R-MTP §3.2) by `factor`, until a whole window of new samples has
+    /// measured the path again.
+    ///
+    /// Cuts do not compound: another congestion loss while a cut stands
+    /// renews it at the same depth. Scaling the samples themselves at
+    /// every such loss (once per round trip) took a path whose buffer
+    /// held a standing queue, and whose datagrams were 4 % corrupted,
+    /// towards no rate at all: the fault swarm's seed 122 made no
+    /// progress for 32 s. The samples measure the path; the cut is only
+    /// the response to its congestion.
+    pub(super) fn cut(&mut self, factor: f64) {
         let f = if factor.is_finite() {
             factor.clamp(0.1, 1.0)
         } else {
             1.0
         };
-        for v in &mut self.samples {
-            *v *= f;
+        if f < 1.0 {
+            self.cut = self.cut.min(f);
+            self.cut_left = PACING_SAMPLES;
         }
-        self.median = self.median.map(|m| m * f);
+    }
+
+    /// The median with the standing cut applied; `None` before any sample.
+    pub(super) fn rate(&self) -> Option<f64> {
+        self.median.map(|m| m * self.cut)
     }
 
     pub(super) fn push(&mut self, sample: f64) {
@@ -308,5 +339,41 @@ impl PairSamples {
         let v = &mut v[..n];
         v.sort_by(|a, b| a.total_cmp(b));
         self.median = Some(v[n / 2]);
+        if self.cut_left > 0 {
+            self.cut_left -= 1;
+            if self.cut_left == 0 {
+                self.cut = 1.0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    /// A cut lowers the rate by its factor, does not compound, and is
+    /// lifted once a window of new samples has come in.
+    #[test]
+    fn a_congestion_cut_holds_for_a_window_of_samples_and_never_compounds() {
+        let mut p = PairSamples::default();
+        assert_eq!(p.rate(), None);
+        for _ in 0..PACING_SAMPLES {
+            p.push(10e6);
+        }
+        assert_eq!(p.rate(), Some(10e6));
+        for _ in 0..100 {
+            p.cut(0.9);
+        }
+        assert_eq!(p.rate(), Some(9e6), "a hundred cuts are one");
+        for _ in 0..PACING_SAMPLES - 1 {
+            p.push(10e6);
+        }
+        assert_eq!(p.rate(), Some(9e6));
+        p.push(10e6);
+        assert_eq!(p.rate(), Some(10e6), "lifted after a window of samples");
+        p.cut(1.0);
+        p.cut(f64::NAN);
+        assert_eq!(p.rate(), Some(10e6), "no cut from 1 or NaN");
     }
 }

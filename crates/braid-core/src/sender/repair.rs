@@ -14,8 +14,8 @@
 //! - A lost packet is queued for repair unless it was first sent more
 //!   than `RepairConfig::max_age` ago or has had `max_attempts` copies.
 //!   A loss that looks like congestion (R-MTP §3.2,
-//!   [`crate::repair::LossClassifier`]) is counted, and repaired too (see
-//!   [`Sender::consider_repair`] for why). The
+//!   [`crate::repair::LossClassifier`]) lowers the path's rate estimate,
+//!   and is repaired too (see [`Sender::consider_repair`] for why). The
 //!   tunnel's own pacing-queue drops never get here: they are dropped
 //!   before they are numbered, so the inner TCP still sees the tunnel's
 //!   congestion.
@@ -41,8 +41,8 @@ impl<P> Sender<P> {
     /// Queues a just-lost packet for repair if the configuration allows.
     ///
     /// A loss taken for congestion is counted, lowers the path's rate
-    /// estimate by `RepairConfig::congestion_rate_factor` (R-MTP §3.2; 1,
-    /// no cut, by default) at most once per round trip, and is repaired. Leaving it unrepaired, so that the
+    /// estimate by `RepairConfig::congestion_rate_factor` (R-MTP §3.2;
+    /// 0.9, not compounding), and is repaired. Leaving it unrepaired, so that the
     /// inner TCP saw it, was tried first: with the delay trend of a
     /// filling queue the classifier cannot tell a random loss from an
     /// overflow, and while the inner TCP ramps up every path's delay
@@ -78,7 +78,7 @@ impl<P> Sender<P> {
             if self.per_path[s].classifier.cut_at(now) {
                 self.per_path[s]
                     .pair_samples
-                    .scale(self.cfg.repair.congestion_rate_factor);
+                    .cut(self.cfg.repair.congestion_rate_factor);
             }
         }
         let idx = (seq as usize) & (self.ring.len() - 1);

@@ -33,7 +33,8 @@ pub struct SenderStats {
     /// Repair copies sent (ARQ).
     pub repairs_sent: u64,
     /// Path losses that came with a rising or standing queue (congestion,
-    /// R-MTP §3.2), repaired like any other.
+    /// R-MTP §3.2): each lowered the path's rate estimate (not compounding)
+    /// and was repaired like any other.
     pub losses_congestion: u64,
     /// Lost packets given up: too old, too many attempts, or their payload
     /// was no longer retained.

@@ -67,6 +67,51 @@ fn a_nacked_packet_is_resent_on_the_other_path() {
     assert!(s.is_acked(2));
 }
 
+/// A loss that comes with a rising queue is taken for congestion and
+/// counted, and repaired all the same: while the inner TCP ramps up every
+/// path's queue rises, and a random loss left unrepaired then cut the
+/// inner CUBIC's window far below the paths' (README, "The worst runs,
+/// reproduced by seed").
+#[test]
+fn a_loss_taken_for_congestion_is_repaired_and_counted() {
+    let mut s = arq_sender();
+    // Path 0's packets (even numbers, round robin) meet a queue that grows
+    // by 2 ms a packet; every one is reported but number 40.
+    let mut lost = None;
+    for k in 0..42u64 {
+        let at = Instant::from_millis(k);
+        let tx = s.send(at, &pkt()).unwrap();
+        if tx.path != PathId(0) {
+            continue;
+        }
+        if tx.seq == 40 {
+            lost = Some(tx.seq);
+            continue;
+        }
+        let owd_ms = 20 + 2 * k / 2;
+        s.handle_feedback_on(
+            Instant::from_millis(k + owd_ms + 20),
+            tx.path,
+            [FeedbackEntry {
+                seq: tx.seq as u32,
+                rx_time_ns: (k + owd_ms) * 1_000_000,
+            }],
+        );
+    }
+    let lost = lost.expect("number 40 went on path 0");
+    s.handle_nack(
+        Instant::from_millis(120),
+        [NackRange {
+            path: PathId(0),
+            after: Some(38),
+            upto: lost as u32,
+        }],
+        [],
+    );
+    assert_eq!(s.stats().losses_congestion, 1, "{:?}", s.stats());
+    assert_eq!(s.next_repair(), Some(lost));
+}
+
 /// A repair copy is charged to its path's pacer; one whose path is
 /// booked further ahead than the pacing bound is given up and
 /// announced (a SKIP), not sent over the path's rate.
