@@ -31,6 +31,7 @@ mod tests;
 pub use cc::{CcConfig, PathCc};
 pub use receiver::{Chunk, Receiver, ReceiverConfig, RecvError};
 pub use sender::{
-    Coding, Mapping, Pacing, Sender, SenderConfig, SenderError, Transmit, FILE_PACKET,
+    Coding, Mapping, Pacing, Sender, SenderConfig, SenderError, Transmit, FILE_OVERHEAD,
+    FILE_PACKET,
 };
 pub use wire::{Ack, DataHeader, DataView, Frame, FrameError};

@@ -13,6 +13,7 @@
 
 use braid_core::mplot::{
     wire::ACK_LEN, Coding, DataHeader, DataView, Receiver, ReceiverConfig, Sender, SenderConfig,
+    FILE_OVERHEAD,
 };
 use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
@@ -22,11 +23,6 @@ use super::world::{link_drops, links, secs, Outcome};
 use super::LabRunOptions;
 use crate::event::EventQueue;
 use crate::tcp::TcpSenderStats;
-
-/// Bytes of `braid send`'s transport packet around an MPLOT frame: kind
-/// byte, 9-byte packet header, 16-byte AEAD tag (`braid`'s
-/// `transport::OVERHEAD`; a test there checks the two agree).
-pub const TRANSPORT_OVERHEAD: usize = 1 + 9 + 16;
 
 /// IPv4 and UDP headers of every datagram.
 const IP_UDP: u64 = 28;
@@ -48,7 +44,7 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
     let mut up = links(cfg, Direction::Up);
     let mut down = links(cfg, Direction::Down);
     let file = (cfg.sum_rate_mbit(Direction::Up) * 1e6 / 8.0 * opts.duration_s) as u64;
-    let mut sc = SenderConfig::for_files(paths, TRANSPORT_OVERHEAD);
+    let mut sc = SenderConfig::for_files(paths, FILE_OVERHEAD);
     sc.coding = Coding::Virtual;
     let mut tx = Sender::new(sc).expect("braid send's configuration is valid");
     let mut rc = ReceiverConfig::for_files(paths, opts.seed);
@@ -104,7 +100,7 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
                     let _ = rx.handle_data(now, ce, &view);
                     while let Some((p, ack)) = rx.poll_ack() {
                         packets += 1;
-                        let bytes = (ACK_LEN + TRANSPORT_OVERHEAD) as u64 + IP_UDP;
+                        let bytes = (ACK_LEN + FILE_OVERHEAD) as u64 + IP_UDP;
                         if let Some(at) = down[p].offer(now, bytes, false).delivered_at() {
                             q.push(at, Ev::Ack(ack));
                         }

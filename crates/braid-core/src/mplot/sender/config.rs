@@ -242,6 +242,14 @@ impl SenderConfig {
 /// below us).
 pub const FILE_PACKET: usize = 1400;
 
+/// Bytes around the MPLOT frame in a `braid send` datagram: the kind byte
+/// that says what the transport packet carries, and the transport
+/// packet's header and AEAD tag (`crate::crypto`). The sender's packet
+/// budget ([`SenderConfig::for_files`]) and the simulator's `braid-send`
+/// mode both count them.
+pub const FILE_OVERHEAD: usize =
+    1 + crate::crypto::packet::TRANSPORT_HEADER_LEN + crate::crypto::packet::TAG_LEN;
+
 /// `braid send`'s [`SenderConfig::max_block_data`].
 pub const FILE_BLOCK_DATA: usize = 64;
 

@@ -57,7 +57,7 @@ mod pacing;
 
 pub use config::{
     Coding, Mapping, Pacing, SenderConfig, SenderError, BLOCK_DATA_STEP, FILE_BLOCK_DATA,
-    FILE_PACKET,
+    FILE_OVERHEAD, FILE_PACKET,
 };
 
 /// One packet to put on a path.
