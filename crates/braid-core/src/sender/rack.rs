@@ -91,16 +91,7 @@ impl<P> Sender<P> {
         if self.rack_sent_at.is_none_or(|t| t <= sent_at) {
             return None;
         }
-        let (srtt, rttvar) = if p.rtt.has_samples() {
-            (p.rtt.srtt(), p.rtt.rttvar())
-        } else {
-            // Only keepalives measured the path: RFC 6298 2.2's start
-            // (SRTT = R, RTTVAR = R / 2).
-            let h = p.rtt_hint?;
-            (h, h / 2)
-        };
-        let window = (srtt / 4).max(rttvar * 2).max(MIN_WINDOW);
-        Some(sent_at + srtt + window)
+        Some(sent_at + overdue_after(p)?)
     }
 
     /// How long the peer's resequencer should hold a gap at least, for the
@@ -123,18 +114,24 @@ impl<P> Sender<P> {
         self.paths
             .iter()
             .filter(|p| p.usable)
-            .filter_map(|p| {
-                let (srtt, rttvar) = if p.rtt.has_samples() {
-                    (p.rtt.srtt(), p.rtt.rttvar())
-                } else {
-                    let h = p.rtt_hint?;
-                    (h, h / 2)
-                };
-                Some(srtt + (srtt / 4).max(rttvar * 2).max(MIN_WINDOW))
-            })
+            .filter_map(overdue_after)
             .max()
             .map(|w| w.mul_f64(HOLD_FACTOR) + HOLD_MARGIN)
     }
+}
+
+/// How long after it left a packet on `p` counts as lost by the rule:
+/// the path's SRTT plus the reordering window `max(srtt / 4, 2 rttvar,
+/// 50 ms)`. A path that only keepalives measured starts as RFC 6298 2.2
+/// does (SRTT = R, RTTVAR = R / 2); `None` for a path not measured at all.
+fn overdue_after(p: &PathState) -> Option<Duration> {
+    let (srtt, rttvar) = if p.rtt.has_samples() {
+        (p.rtt.srtt(), p.rtt.rttvar())
+    } else {
+        let h = p.rtt_hint?;
+        (h, h / 2)
+    };
+    Some(srtt + (srtt / 4).max(rttvar * 2).max(MIN_WINDOW))
 }
 
 /// Headroom of [`Sender::repair_wait`] over the expected wait, as the
