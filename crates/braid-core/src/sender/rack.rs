@@ -50,6 +50,7 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// (`tests/conn_lossy.rs`, 30 % on the other path): each cost a copy.
 /// On a clean path the FIFO rule and NACKs find every loss but the last
 /// of a burst anyway.
+///
 /// On a path that loses less, the rule still applies to the path's last
 /// packet in flight (nothing sent or queued on the path after it): no
 /// later packet on the path will reveal its loss, so only the path's
