@@ -232,18 +232,24 @@ fn retrans_segs(ns: &str) -> u64 {
     values.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
+/// `braid status --json` of the lab tunnel's daemon `sock` ("client" or
+/// "server") in namespace `ns`.
+fn braid_status(exe: &std::path::Path, ns: &str, sock: &str) -> std::process::Output {
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["status", "--json", "--socket"])
+        .arg(format!("{}/{sock}.sock", braid::labtunnel::WORK_DIR))
+        .output()
+        .expect("braid status")
+}
+
 /// Prints both daemons' nonzero loss and repair counters and returns the
 /// client's `braid status --json`.
 fn print_statuses(exe: &std::path::Path) -> serde_json::Value {
     let mut client_status = serde_json::Value::Null;
     for (ns, sock) in [(NS_CLI, "client"), (NS_SRV, "server")] {
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(exe)
-            .args(["status", "--json", "--socket"])
-            .arg(format!("{}/{sock}.sock", braid::labtunnel::WORK_DIR))
-            .output()
-            .expect("braid status");
+        let out = braid_status(exe, ns, sock);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             eprintln!(
                 "{sock} status: {e}: {} {}",
@@ -412,13 +418,7 @@ fn run_rpc_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let sent = source.output();
     let got = sink.output();
     let secs = t0.elapsed().as_secs_f64();
-    let status = Command::new("ip")
-        .args(["netns", "exec", NS_CLI])
-        .arg(exe)
-        .args(["status", "--json", "--socket"])
-        .arg(format!("{}/client.sock", braid::labtunnel::WORK_DIR))
-        .output()
-        .expect("braid status");
+    let status = braid_status(exe, NS_CLI, "client");
     drop(daemons);
     teardown();
     eprintln!(

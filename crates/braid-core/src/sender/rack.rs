@@ -198,7 +198,10 @@ mod tests {
     /// timeout (RTO 200 ms + 30 ms, at 331 ms); and its repair is queued.
     #[test]
     fn a_later_report_on_another_path_finds_a_loss_in_one_rtt() {
-        let mut s = one_unreported(0.3);
+        lost_at_221_ms_and_repaired(one_unreported(0.3));
+    }
+
+    fn lost_at_221_ms_and_repaired(mut s: Sender) {
         assert_eq!(s.poll_timeout(), Some(ms(221)));
         s.handle_timeout(ms(220));
         assert_eq!(s.stats().lost_timeout, 0);
@@ -226,11 +229,7 @@ mod tests {
     /// reveal its loss: the rule applies to it as on a lossy path.
     #[test]
     fn a_clean_paths_last_packet_is_found_in_one_rtt() {
-        let mut s = one_unreported(0.0);
-        assert_eq!(s.poll_timeout(), Some(ms(221)));
-        s.handle_timeout(ms(221));
-        assert_eq!(s.stats().lost_timeout, 1);
-        assert_eq!(s.next_repair(), Some(3));
+        lost_at_221_ms_and_repaired(one_unreported(0.0));
     }
 
     /// A path with no data report yet but a keepalive round trip of 60 ms
