@@ -31,7 +31,7 @@ pub use bench::{
     BenchReport, BenchResult, Mode, ModeSetup, TransferFn, Transferred,
 };
 pub use cmd::NsProcess;
-pub use config::{load_config, ConfigError, Direction, LabConfig, PathConfig};
+pub use config::{load_config, shipped, ConfigError, Direction, LabConfig, PathConfig};
 pub use emulator::run_emulator;
 pub use iperf::{ping, run_iperf3, IperfResult, IperfSpec, PingStats};
 pub use stats::{read_stats, EmuStats};

@@ -9,16 +9,11 @@
 //! (580 ms further) >= 0.70 whole and >= 0.85 from 20 s. The far path
 //! must carry data and braid must never fall below the near path alone.
 
-use std::path::PathBuf;
-
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabReport, LabRunOptions};
 
 fn lab(name: &str) -> braid_lab::LabConfig {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
-    braid_lab::load_config(&p).unwrap()
+    braid_lab::shipped(name).unwrap()
 }
 
 fn run(name: &str) -> LabReport {

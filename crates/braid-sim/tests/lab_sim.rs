@@ -11,16 +11,11 @@
 //! that rule took until 6.7 s and measured 0.854 on three-paths (lab
 //! 0.900-0.902), 0.885 on fast-slow (lab 0.908-0.917).
 
-use std::path::PathBuf;
-
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabReport, LabRunOptions};
 
 fn lab(name: &str) -> braid_lab::LabConfig {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
-    braid_lab::load_config(&p).unwrap()
+    braid_lab::shipped(name).unwrap()
 }
 
 fn run(name: &str, modes: &[LabMode]) -> LabReport {

@@ -38,14 +38,11 @@
 //! the inner window is small, each repair on the lossy path stalls the
 //! stream a round trip, which costs more than the path adds.
 
-use std::path::PathBuf;
-
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabRunOptions};
 
 fn lossy(loss: f64) -> braid_lab::LabConfig {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/lossy.toml");
-    let mut cfg = braid_lab::load_config(&p).unwrap();
+    let mut cfg = braid_lab::shipped("lossy").unwrap();
     cfg.paths[1].loss = Some(loss);
     cfg
 }

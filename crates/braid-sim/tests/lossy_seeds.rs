@@ -24,8 +24,6 @@
 //! Seeds 1-10 by default (about 15 s); `BRAID_LOSSY_SEEDS=30` for the
 //! README's 30.
 
-use std::path::PathBuf;
-
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabResult, LabRunOptions};
 
@@ -37,10 +35,7 @@ fn seeds() -> u64 {
 }
 
 fn run(name: &str, seed: u64) -> (LabResult, LabResult) {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
-    let mut cfg = braid_lab::load_config(&p).unwrap();
+    let mut cfg = braid_lab::shipped(name).unwrap();
     cfg.seed = Some(seed);
     let opts = LabRunOptions::default();
     let report = run_lab(

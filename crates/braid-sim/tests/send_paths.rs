@@ -13,40 +13,45 @@
 //! window 15-17 times per path; now the queue stays under three packets
 //! and random losses are left to FEC.
 
-use std::path::PathBuf;
-
-use braid_sim::tunnel::{run_lab, LabMode, LabRunOptions};
+use braid_sim::tunnel::{run_lab, LabMode, LabResult, LabRunOptions};
 
 fn lab(name: &str) -> braid_lab::LabConfig {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
-    braid_lab::load_config(&p).unwrap()
+    braid_lab::shipped(name).unwrap()
+}
+
+/// `braid send` over lab file `name` (15 s): its share of the sum is at
+/// least `floor` and its goodput above TCP on the best path alone.
+fn send_above_single(name: &str, floor: f64) -> LabResult {
+    let r = run_lab(
+        &lab(name),
+        &[LabMode::SingleBest, LabMode::Send],
+        &LabRunOptions::default(),
+    );
+    let (single, send) = (&r.results[0], &r.results[1]);
+    eprintln!(
+        "{name}: braid-send {:.3} {:?}, single-best {:.3}",
+        send.share_of_sum, send.path_mbps, single.share_of_sum
+    );
+    assert!(
+        send.share_of_sum >= floor,
+        "{name}: braid send carried {:.3} of the sum, floor {floor}",
+        send.share_of_sum
+    );
+    assert!(send.goodput_mbps > single.goodput_mbps, "{name}");
+    send.clone()
 }
 
 /// Each file's share of the sum, and that `braid send` is above TCP on
 /// the best path alone. Floors sit 0.02-0.03 under the measured figures.
 #[test]
 fn braid_send_fills_clean_and_lossy_paths() {
-    let opts = LabRunOptions::default();
     for (name, floor) in [
         ("two-equal", 0.90),
         ("three-paths", 0.87),
         ("bursty", 0.85),
         ("cellular", 0.82),
     ] {
-        let r = run_lab(&lab(name), &[LabMode::SingleBest, LabMode::Send], &opts);
-        let (single, send) = (&r.results[0], &r.results[1]);
-        eprintln!(
-            "{name}: braid-send {:.3} {:?}, single-best {:.3}",
-            send.share_of_sum, send.path_mbps, single.share_of_sum
-        );
-        assert!(
-            send.share_of_sum >= floor,
-            "{name}: braid send carried {:.3} of the sum, floor {floor}",
-            send.share_of_sum
-        );
-        assert!(send.goodput_mbps > single.goodput_mbps, "{name}");
+        let send = send_above_single(name, floor);
         // Every path carries at least 80 % of its rate.
         let cfg = lab(name);
         for (i, mbps) in send.path_mbps.iter().enumerate() {
@@ -65,24 +70,12 @@ fn braid_send_fills_clean_and_lossy_paths() {
 /// Measured (15 s): far 0.795, satellite 0.827, geo 0.693.
 #[test]
 fn braid_send_uses_far_paths() {
-    let opts = LabRunOptions::default();
     for (name, floor, far_mbps) in [
         ("far", 0.75, 5.0),
         ("satellite", 0.78, 5.0),
         ("geo", 0.62, 3.0),
     ] {
-        let r = run_lab(&lab(name), &[LabMode::SingleBest, LabMode::Send], &opts);
-        let (single, send) = (&r.results[0], &r.results[1]);
-        eprintln!(
-            "{name}: braid-send {:.3} {:?}, single-best {:.3}",
-            send.share_of_sum, send.path_mbps, single.share_of_sum
-        );
-        assert!(send.goodput_mbps > single.goodput_mbps, "{name}");
-        assert!(
-            send.share_of_sum >= floor,
-            "{name}: {:.3}",
-            send.share_of_sum
-        );
+        let send = send_above_single(name, floor);
         assert!(
             send.path_mbps[1] >= far_mbps,
             "{name}: {:?}",

@@ -39,8 +39,7 @@ fn a_relay_carries_twenty_megabytes_in_the_lab() {
         purpose: "the test's data source and sink",
     }]);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/two-equal.toml");
-    let cfg = braid_lab::load_config(&file).unwrap();
+    let cfg = braid_lab::shipped("two-equal").unwrap();
     let _lock = topo::LabLock::acquire().unwrap();
     braid_lab::up(
         &cfg,

@@ -72,8 +72,7 @@ fn send_over(
         panic!("the lab cannot run here: {why} (run as root; `bash .ci/run` installs the tools)");
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../lab/{name}.toml"));
-    let cfg: LabConfig = braid_lab::load_config(&file).unwrap();
+    let cfg: LabConfig = braid_lab::shipped(name).unwrap();
     let _lock = topo::LabLock::acquire().unwrap();
     braid_lab::up(
         &cfg,

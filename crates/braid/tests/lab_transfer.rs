@@ -145,8 +145,7 @@ fn fifty_megabytes_over_a_far_path() {
     }];
     ns_util::require_lab(&extra);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab/far.toml");
-    let cfg = braid_lab::load_config(&file).unwrap();
+    let cfg = braid_lab::shipped("far").unwrap();
     in_lab(&cfg, &exe, run_far_transfer);
 }
 

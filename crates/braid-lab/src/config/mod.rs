@@ -326,6 +326,17 @@ pub fn load_config(path: impl AsRef<Path>) -> Result<LabConfig, ConfigError> {
     LabConfig::from_toml_str(&text, &path.display().to_string())
 }
 
+/// Load and validate `lab/NAME.toml` of this source tree: the shipped lab
+/// files, for the workspace's tests and diagnostics (which run from the
+/// tree, not from an installation).
+pub fn shipped(name: &str) -> Result<LabConfig, ConfigError> {
+    load_config(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../lab")
+            .join(format!("{name}.toml")),
+    )
+}
+
 /// Bandwidth-delay product in bytes for `rate_mbit` and round trip `rtt_ms`.
 pub fn bdp_bytes(rate_mbit: f64, rtt_ms: f64) -> u64 {
     (rate_mbit * 1e6 / 8.0 * rtt_ms / 1e3).round() as u64

@@ -256,10 +256,7 @@ mod tests {
     }
 
     fn lab(name: &str) -> LabConfig {
-        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../lab")
-            .join(format!("{name}.toml"));
-        braid_lab::load_config(&p).unwrap()
+        braid_lab::shipped(name).unwrap()
     }
 
     /// The simulated paths of `lab/bursty-ecn.toml` mark as the emulator's

@@ -1,10 +1,7 @@
 use super::*;
 
 fn lab(name: &str) -> LabConfig {
-    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../lab")
-        .join(format!("{name}.toml"));
-    braid_lab::load_config(&p).unwrap()
+    braid_lab::shipped(name).unwrap()
 }
 
 /// Runs until `delivered` grows past `before`; the time it took.

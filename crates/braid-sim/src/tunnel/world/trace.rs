@@ -8,14 +8,12 @@ use super::*;
 #[ignore]
 fn trace_lab_start() {
     let name = std::env::var("BRAID_TRACE").unwrap_or_else(|_| "three-paths".into());
-    let p = if name.ends_with(".toml") {
-        std::path::PathBuf::from(&name)
+    let mut cfg = if name.ends_with(".toml") {
+        braid_lab::load_config(&name)
     } else {
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../lab")
-            .join(format!("{name}.toml"))
-    };
-    let mut cfg = braid_lab::load_config(&p).unwrap();
+        braid_lab::shipped(&name)
+    }
+    .unwrap();
     if let Some(seed) = std::env::var("BRAID_TRACE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
