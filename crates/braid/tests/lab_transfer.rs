@@ -7,7 +7,9 @@
 //!
 //! A second test moves 50 MB over `lab/far.toml` (10 Mbit/20 ms next to
 //! 10 Mbit/300 ms): the far path must carry at least a third of the
-//! bytes, and the SHA-256 must match.
+//! bytes, and the SHA-256 must match; before and after it, a ping
+//! through the idle bond must see the near path's round trip (within
+//! 5 ms).
 //!
 //! Needs root, network namespaces, python3, nft and iperf3, so it is
 //! `#[ignore]`d (reported as ignored by a plain `cargo test`); `.ci/run`
@@ -149,8 +151,40 @@ fn fifty_megabytes_over_a_far_path() {
     in_lab(&cfg, &exe, run_far_transfer);
 }
 
+/// Round trip of an idle bond against its near path (issue 13: "a ping
+/// through an idle bond sees the near path's RTT, not the far path's"):
+/// the mean of ten pings from the client's tunnel address to the server
+/// host, and of ten over path 0 alone (client end to proxy end), after
+/// one warm-up each (ARP, and the tunnel's first packet after a pause).
+/// Returns (bond, near path) in milliseconds.
+fn idle_round_trips() -> (f64, f64) {
+    let every = Duration::from_millis(200);
+    let ping = |src, dst| {
+        braid_lab::ping(NS_CLI, Some(src), dst, 1, every).unwrap();
+        braid_lab::ping(NS_CLI, Some(src), dst, 10, every).unwrap()
+    };
+    let bond = ping(braid::labtunnel::CLIENT_TUNNEL_ADDR, topo::SRV_ADDR);
+    let near = ping(topo::cli_addr(0), topo::prx_addr(0));
+    eprintln!(
+        "idle ping: bond {:.1} ms (min {:.1}, max {:.1}), near path {:.1} ms",
+        bond.avg_ms, bond.min_ms, bond.max_ms, near.avg_ms
+    );
+    assert_eq!(bond.received, bond.sent, "pings lost through the idle bond");
+    (bond.avg_ms, near.avg_ms)
+}
+
+/// The idle bond's round trip is within 5 ms of the near path's.
+fn assert_idle_rtt_near(when: &str) {
+    let (bond, near) = idle_round_trips();
+    assert!(
+        (bond - near).abs() <= 5.0,
+        "{when}: an idle bond pings at {bond:.1} ms, the near path at {near:.1} ms"
+    );
+}
+
 fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let (daemons, teardown) = braid::labtunnel::start(cfg, SchedulerKind::Pet, exe).unwrap();
+    assert_idle_rtt_near("before the transfer");
     let sink = start_sink(PORT);
     let before = [tx_bytes(0), tx_bytes(1)];
     let t0 = Instant::now();
@@ -164,6 +198,9 @@ fn run_far_transfer(cfg: &LabConfig, exe: &std::path::Path) {
     let near = tx_bytes(0) - before[0];
     let far = tx_bytes(1) - before[1];
     let client_status = print_statuses(exe);
+    // The far path carried a third of the transfer a moment ago; an idle
+    // bond must still answer at the near path's round trip.
+    assert_idle_rtt_near("after the transfer");
     drop(daemons);
     teardown();
     // Repair on clean paths costs at most 1 % of the traffic (issue 12):
