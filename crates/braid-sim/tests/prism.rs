@@ -135,9 +135,10 @@ fn fig11_without_ack_control_every_scheduler_stays_below_half_of_ideal() {
 }
 
 /// Fig 12: at the largest burst time ADAS is the best scheduler, U-only
-/// lies between 0.8 and 1.0 of it and hRTT-only is the worst. (The paper's
-/// margin of 1.1 x over the next scheme is not reached: U-only is within
-/// 1-3 % of ADAS here; notes.)
+/// lies between 0.8 and 1.0 of it and hRTT-only is the worst. The paper's
+/// margin of 1.1 x holds over every scheme that is not ADAS's own U-only
+/// ablation (WRR 1.21 x in 60 s, 1.22 x in 300 s); over U-only it is not
+/// reached: U-only is within 1-3 % of ADAS here (notes).
 #[test]
 fn fig12_adas_leads_under_bursty_background() {
     let r = swept("prism-fig12", 60.0);
@@ -145,6 +146,10 @@ fn fig12_adas_leads_under_bursty_background() {
     let adas = g(&r, "ADAS", x);
     for s in ["WRR", "RANDOM", "HRTT-ONLY", "U-ONLY"] {
         assert!(adas >= g(&r, s, x), "{s} beats ADAS at burst {x} s");
+    }
+    for s in ["WRR", "RANDOM", "HRTT-ONLY"] {
+        let lead = adas / g(&r, s, x);
+        assert!(lead >= 1.1, "ADAS leads {s} by {lead:.3} x at burst {x} s");
     }
     let u = g(&r, "U-ONLY", x) / adas;
     assert!((0.8..=1.0).contains(&u), "U-only / ADAS = {u}");
