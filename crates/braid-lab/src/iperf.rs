@@ -262,13 +262,12 @@ pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
             format!("{}K", (r * 1000.0).round() as u64),
             "-l".into(),
             spec.udp_len.to_string(),
-            // 4 MB socket buffers (the kernel caps them at rmem_max and
-            // wmem_max): a receiver that a busy machine leaves unscheduled
-            // for a few hundred milliseconds would otherwise overflow the
-            // default 208 KiB and report datagrams the path delivered as
-            // lost (9.33 of 9.80 Mbit/s once, with the emulator's rate exact).
+            // Socket buffers of up to 4 MB: a receiver that a busy machine
+            // leaves unscheduled for a few hundred milliseconds would
+            // otherwise overflow a 208 KiB buffer and report datagrams the
+            // path delivered as lost.
             "-w".into(),
-            "4M".into(),
+            udp_socket_buffer().to_string(),
         ]);
     }
     let argv = wrap(spec.mptcp, argv);
@@ -317,6 +316,22 @@ pub fn run_iperf3(spec: &IperfSpec) -> anyhow::Result<IperfResult> {
         }
     }
     Ok(r)
+}
+
+/// The UDP socket buffer to ask iperf3 for: 4 MB, or less where the
+/// kernel caps buffers lower (`net.core.rmem_max`/`wmem_max`, 208 KiB on
+/// many kernels). iperf3 refuses to run at all when it gets less than it
+/// asked for ("socket buffer size not set correctly").
+fn udp_socket_buffer() -> u64 {
+    let cap = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    [cap("rmem_max"), cap("wmem_max")]
+        .into_iter()
+        .flatten()
+        .fold(4 << 20, u64::min)
 }
 
 /// Summary of a ping run (milliseconds).

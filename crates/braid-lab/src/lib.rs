@@ -8,6 +8,7 @@
 //!
 //! * [`preflight`]: the programs the lab starts, checked (and installed as
 //!   root) before anything is created; [`probe`]: in-process reachability.
+//! * [`snmp`]: a namespace's kernel counters (socket drops, retransmissions).
 //!
 //! Everything needs root; see [`preflight::lab_preflight`].
 
@@ -20,6 +21,7 @@ pub mod link;
 pub mod preflight;
 pub mod probe;
 pub mod rawsock;
+pub mod snmp;
 pub mod stats;
 pub mod topo;
 

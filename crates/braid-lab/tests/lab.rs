@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use braid_lab::iperf::{ping, run_iperf3, IperfSpec};
+use braid_lab::snmp;
 use braid_lab::topo::{self, cli_addr, prx_addr, NS_CLI};
 use braid_lab::{down, read_stats, up, EmulatorCommand, LabConfig};
 
@@ -171,16 +172,31 @@ fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
         // The previous path's overload must have drained first, or its
         // backlog counts as traffic on that path during this run.
         let before = settled_stats();
-        // Emulator-side steady-state rate: two stats snapshots 3 s apart
-        // while the queue is saturated (each snapshot carries its own time).
+        let srv = snmp::Watch::new(topo::NS_SRV).unwrap();
+        let rcvbuf_before = srv.counter("Udp", "RcvbufErrors").unwrap();
+        // Steady-state rates while the queue is saturated, from two
+        // snapshots 3 s apart: the emulator's (each snapshot carries its
+        // own time), and the receiving kernel's, datagrams that reached
+        // the receiver's socket (taken in or dropped for want of room).
+        // The kernel's count does not depend on when the machine gets
+        // round to running the iperf3 process that reads them.
         let sampler = std::thread::spawn(move || {
+            let delivered = || {
+                let t = std::time::Instant::now();
+                let n = srv.counter("Udp", "InDatagrams").unwrap()
+                    + srv.counter("Udp", "RcvbufErrors").unwrap();
+                (t, n)
+            };
             std::thread::sleep(Duration::from_millis(1200));
-            let a = read_stats().unwrap();
+            let (a, ka) = (read_stats().unwrap(), delivered());
             std::thread::sleep(Duration::from_millis(3000));
-            let b = read_stats().unwrap();
-            (b.paths[i].up.tx_bytes - a.paths[i].up.tx_bytes) as f64 * 8.0
+            let (b, kb) = (read_stats().unwrap(), delivered());
+            let emu = (b.paths[i].up.tx_bytes - a.paths[i].up.tx_bytes) as f64 * 8.0
                 / (b.uptime_s - a.uptime_s)
-                / 1e6
+                / 1e6;
+            let kernel =
+                (kb.1 - ka.1) as f64 * 1400.0 * 8.0 / kb.0.duration_since(ka.0).as_secs_f64() / 1e6;
+            (emu, kernel, srv)
         });
         let r = run_iperf3(&IperfSpec {
             bind: Some(cli_addr(i)),
@@ -192,7 +208,11 @@ fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
         })
         .expect("iperf3");
         let after = read_stats().unwrap();
-        let emu_rate = sampler.join().unwrap();
+        let (emu_rate, kernel_rate, srv) = sampler.join().unwrap();
+        // Datagrams the path delivered but the receiving socket had no room
+        // for: a receiver the machine left unscheduled for longer than its
+        // buffer lasts.
+        let rcvbuf_drops = srv.counter("Udp", "RcvbufErrors").unwrap() - rcvbuf_before;
         let emu_err = (emu_rate - rate) / rate;
         eprintln!(
             "path {i}: emulator steady-state IP rate {emu_rate:.4} Mbit/s ({:+.2} % of {rate})",
@@ -203,25 +223,36 @@ fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
             "path {i}: emulator rate {emu_rate} vs {rate}"
         );
         let expect = rate * 1400.0 / 1428.0;
-        // The receiver's goodput from 1 s on: the whole-test figure also
+        // iperf3's receiver goodput from 1 s on: the whole-test figure also
         // counts the first second, in which the queue fills, and a sender
-        // that a busy machine starts late, so it reads a few per cent low
-        // without saying anything about the emulated rate.
+        // that a busy machine starts late.
         let steady = r
             .goodput_from_mbps(1.0)
             .expect("iperf3 reported receiver intervals");
         let err = (steady - expect) / expect;
+        let kernel_err = (kernel_rate - expect) / expect;
         let emu_bytes = after.paths[i].up.tx_bytes - before.paths[i].up.tx_bytes;
         eprintln!(
-            "path {i}: configured {rate} Mbit/s, expected goodput {expect:.3}, iperf3 receiver from 1 s {steady:.3} Mbit/s ({:+.2} %, whole test {:.3}), emulator sent {emu_bytes} IP bytes, late mean {:.1} us max {:.0} us",
+            "path {i}: configured {rate} Mbit/s, expected goodput {expect:.3}, receiving kernel {kernel_rate:.3} ({:+.2} %), iperf3 receiver from 1 s {steady:.3} Mbit/s ({:+.2} %, whole test {:.3}), emulator sent {emu_bytes} IP bytes, late mean {:.1} us max {:.0} us, {rcvbuf_drops} datagrams dropped by the receiver's full socket buffer",
+            kernel_err * 100.0,
             err * 100.0,
             r.received_mbps,
             after.paths[i].up.late_us_mean,
             after.paths[i].up.late_us_max
         );
+        // The rate the path delivers, as the receiving host's kernel counts
+        // it: this is the figure the emulator must get right.
         assert!(
-            err.abs() < 0.03,
-            "path {i}: goodput from 1 s {steady} vs {expect}"
+            kernel_err.abs() < 0.02,
+            "path {i}: the receiving kernel took in {kernel_rate} Mbit/s of payload vs {expect}"
+        );
+        // What the application reads: the same, unless the machine leaves
+        // the reading process unscheduled (once 9.33 on a loaded CI
+        // machine, with the emulator's rate exact), so a looser bound that
+        // still catches a path that is wrong for the application.
+        assert!(
+            err > -0.08 && err < 0.03,
+            "path {i}: iperf3 goodput from 1 s {steady} vs {expect} (the receiving kernel: {kernel_rate}; {rcvbuf_drops} datagrams dropped by the receiver's socket buffer)"
         );
         assert!(
             after.paths[i].up.drops_queue > 0,

@@ -254,18 +254,7 @@ loss = 0.05
 /// (`Tcp: RetransSegs` of its /proc/net/snmp). The tunnel itself speaks
 /// UDP, so in the client namespace this counts the inner TCP only.
 fn retrans_segs(ns: &str) -> u64 {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
-        .output()
-        .expect("reading /proc/net/snmp");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
-    let i = names
-        .split_whitespace()
-        .position(|n| n == "RetransSegs")
-        .expect("RetransSegs in /proc/net/snmp");
-    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+    braid_lab::snmp::counter(ns, "Tcp", "RetransSegs").unwrap()
 }
 
 /// `braid status --json` of the lab tunnel's daemon `sock` ("client" or

@@ -77,17 +77,9 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 /// The kernel's UDP error counters in namespace `ns` (`/proc/net/snmp`).
 fn udp_errors(ns: &str) -> Vec<(String, u64)> {
-    let snmp = ok(&["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"]);
-    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
-    let [names, values] = udp[..] else {
-        return Vec::new();
-    };
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .filter(|(k, _)| k.ends_with("Errors"))
-        .map(|(k, v)| (k.to_string(), v.parse().unwrap_or(0)))
-        .collect()
+    let mut udp = braid_lab::snmp::counters(ns, "Udp").unwrap();
+    udp.retain(|(k, _)| k.ends_with("Errors"));
+    udp
 }
 
 /// Packets each device in namespace `ns` dropped so far, sent and received.
