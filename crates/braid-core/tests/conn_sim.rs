@@ -106,11 +106,11 @@ mod conn {
         let c = p.client.status(p.now);
         let s = p.server.status(p.now);
         for path in &c.tunnel.paths {
-            assert!(path.data_tx_packets > 0, "uplink unused path {:?}", path);
+            assert!(path.data_tx_packets > 0, "uplink unused path {path:?}");
             assert!(path.srtt.is_some());
         }
         for path in &s.peers[0].tunnel.paths {
-            assert!(path.data_tx_packets > 0, "downlink unused path {:?}", path);
+            assert!(path.data_tx_packets > 0, "downlink unused path {path:?}");
         }
         assert_eq!(s.peers[0].tunnel.counters.packets_delivered, n);
         assert_eq!(c.tunnel.counters.packets_delivered, n);

@@ -325,7 +325,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             if !quiet {
                 let events: u64 = out.report.results.iter().map(|r| r.events).sum();
-                eprintln!("{} events in {wall:.2} s wall time", events);
+                eprintln!("{events} events in {wall:.2} s wall time");
             }
             if let Some(dir) = plot {
                 let files = braid_sim::plot::write_all(&out, &dir)

@@ -143,8 +143,8 @@ bind = "127.0.0.3"
     let packets = TOTAL.div_ceil(CHUNK) as u64;
     let c = status(&client_sock).await;
     for p in &c.tunnels[0].paths {
-        assert!(p.data_tx_packets >= packets / 4, "uplink on {:?}", p);
-        assert!(p.data_rx_packets >= packets / 4, "downlink on {:?}", p);
+        assert!(p.data_tx_packets >= packets / 4, "uplink on {p:?}");
+        assert!(p.data_rx_packets >= packets / 4, "downlink on {p:?}");
         assert!(p.rtt_ms.is_some());
     }
     assert_eq!(c.counters["packets_delivered"], packets);

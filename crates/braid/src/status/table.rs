@@ -96,7 +96,7 @@ impl StatusReport {
                         human_bytes(p.reorder_buffered_bytes)
                     ),
                     p.last_rx_ago_ms
-                        .map_or("-".into(), |v| format!("{:.0} ms", v)),
+                        .map_or("-".into(), |v| format!("{v:.0} ms")),
                 ]);
             }
             o.push_str(&render_rows(&rows));

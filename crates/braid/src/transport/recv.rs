@@ -478,5 +478,8 @@ fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
+    // The field types differ between targets (u32 on some 32-bit ones), so
+    // the casts are needed even where they are u64 already.
+    #[allow(clippy::unnecessary_cast)]
     Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
