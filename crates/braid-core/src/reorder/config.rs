@@ -27,7 +27,7 @@ pub struct ReorderConfig {
     /// packets at 2.4 Gbit/s), shorter than the wake-up that would honour
     /// it, and each paced packet cost the daemon a timer wake-up: with two
     /// paths reordering nearly every packet, one wake-up per packet
-    /// (`tests/conn_fast_paths.rs`). Such a burst is no burst to TCP: it
+    /// (`tests/conn/conn_fast_paths.rs`). Such a burst is no burst to TCP: it
     /// arrived that fast.
     pub min_pace_interval: Duration,
     /// Bound on buffered payload bytes.

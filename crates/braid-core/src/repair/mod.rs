@@ -138,7 +138,7 @@ impl FecConfig {
     /// much that repeated rounds exceed the budget: 30 % loss on a 60 ms
     /// path (86 ms) stays with ARQ, which sends only what was lost,
     /// while parity at eq 9's rate would take the bandwidth of the other
-    /// paths (measured in `tests/conn_lossy.rs`: goodput fell below the
+    /// paths (measured in `tests/conn/conn_lossy.rs`: goodput fell below the
     /// clean path alone when that path's losses were left to FEC).
     pub fn fec_serves(&self, srtt: crate::time::Duration, loss: f64) -> bool {
         let rounds = 1.0 / (1.0 - loss.clamp(0.0, 0.99));

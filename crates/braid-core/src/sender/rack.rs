@@ -35,9 +35,9 @@ use crate::time::{Duration, Instant};
 /// feedback batching (`feedback_max_delay_small`, 40 ms for reports of
 /// small packets only), so that a report held in a batch is not taken
 /// for a loss. Without a floor, paths with round trips of microseconds
-/// (two CPU-bound striped paths, `tests/conn_fast_paths.rs`) lost 40 % of
+/// (two CPU-bound striped paths, `tests/conn/conn_fast_paths.rs`) lost 40 % of
 /// their delivery rate to spurious repairs, and a floor of 10 ms still
-/// made FEC measure loss on clean paths (`tests/conn_fec.rs`). RFC 8985
+/// made FEC measure loss on clean paths (`tests/conn/conn_fec.rs`). RFC 8985
 /// §6.2 likewise keeps its window above the timer's granularity.
 const MIN_WINDOW: Duration = Duration::from_millis(50);
 
@@ -47,7 +47,7 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// to a lossy one had its reports delayed now and then beyond any window
 /// (feedback carried back on the lossy path, lost and repeated), and
 /// the rule declared 677 of its 4737 packets lost that were not
-/// (`tests/conn_lossy.rs`, 30 % on the other path): each cost a copy.
+/// (`tests/conn/conn_lossy.rs`, 30 % on the other path): each cost a copy.
 /// On a clean path the FIFO rule and NACKs find every loss but the last
 /// of a burst anyway.
 ///

@@ -17,7 +17,7 @@
 //! filled the release queue the window drained at one packet per wake-up
 //! (`braid bench tunnel`: two paths 0.034 against one path's 0.128 Gbit/s).
 
-mod conn_util;
+use crate::conn_util;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -17,7 +17,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use tokio::sync::oneshot;
 
-mod daemon_util;
+use crate::daemon_util;
 use daemon_util::{status, tempdir, TempDir};
 
 /// Polls `socket`'s status until `f` holds (or panics after `secs`).

@@ -5,7 +5,7 @@
 //!
 //! Tests live in `mod conn` so `cargo test -p braid-core conn` selects them.
 
-mod conn_util;
+use crate::conn_util;
 
 mod conn {
     use std::net::Ipv4Addr;

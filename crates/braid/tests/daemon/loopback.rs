@@ -22,7 +22,7 @@ use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-mod daemon_util;
+use crate::daemon_util;
 use daemon_util::*;
 
 #[tokio::test(flavor = "current_thread")]

@@ -4,7 +4,7 @@
 //! session with the other, and each names the other's version for the
 //! operator instead of failing without a reason.
 
-mod conn_util;
+use crate::conn_util;
 
 mod version {
     use super::conn_util::*;

@@ -5,7 +5,7 @@
 //! traffic for want of a session it threw away: the tunnel keeps
 //! carrying data across every rotation.
 
-mod conn_util;
+use crate::conn_util;
 
 use braid_core::conn::ConnConfig;
 use braid_core::crypto::SessionLimits;

@@ -2,7 +2,7 @@
 //! packets never panic either end, never deliver anything, and never
 //! disturb an established tunnel.
 
-mod conn_util;
+use crate::conn_util;
 
 mod conn {
     use super::conn_util::*;

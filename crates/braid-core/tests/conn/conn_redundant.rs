@@ -5,7 +5,7 @@
 //! lost and nothing waits for a repair; without it the packets on the cut
 //! path are lost (repair off) or arrive a loss timeout late (ARQ).
 
-mod conn_util;
+use crate::conn_util;
 
 use braid_core::conn::ConnConfig;
 use braid_core::redundancy::RedundancyConfig;

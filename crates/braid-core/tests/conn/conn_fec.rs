@@ -5,7 +5,7 @@
 //!
 //! The inner source is constant-rate (the harness has no TCP model).
 
-mod conn_util;
+use crate::conn_util;
 
 use braid_core::conn::{ConnConfig, Counters};
 use braid_core::repair::RepairMode;

@@ -3,7 +3,7 @@
 //! client's immediate retry with MAC2, and the per-address rate limit
 //! (WireGuard paper Section 5.3). Scripted on `conn_util::Pair`.
 
-mod conn_util;
+use crate::conn_util;
 
 mod cookies {
     use std::net::SocketAddr;

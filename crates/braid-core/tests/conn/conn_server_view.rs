@@ -2,7 +2,7 @@
 //! the names the client gave them, and an idle path's round trip measured
 //! without the feedback batching delay.
 
-mod conn_util;
+use crate::conn_util;
 
 use braid_core::path::PathId;
 use braid_core::time::Duration;

@@ -5,7 +5,7 @@
 //! The inner source is constant-rate (the harness has no TCP model):
 //! these tests check residual loss and goodput, not a TCP's response.
 
-mod conn_util;
+use crate::conn_util;
 
 use braid_core::conn::ConnConfig;
 use braid_core::repair::RepairMode;
