@@ -13,11 +13,7 @@ mod cookies {
     use braid_core::conn::{ConnConfig, Event};
     use braid_core::crypto::packet::TYPE_HANDSHAKE_INIT;
     use braid_core::crypto::COOKIE_REPLY_LEN;
-    use braid_core::time::{Duration, Instant};
-
-    fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
-    }
+    use braid_core::time::Instant;
 
     fn established_at(p: &Pair, after: Instant) -> Option<Instant> {
         p.client_events

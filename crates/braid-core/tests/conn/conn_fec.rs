@@ -9,20 +9,7 @@ use crate::conn_util;
 
 use braid_core::conn::{ConnConfig, Counters};
 use braid_core::repair::RepairMode;
-use braid_core::time::Duration;
 use conn_util::*;
-
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
-
-/// Fraction of `0..n` missing from `got`, and whether `got` is strictly
-/// increasing (in order, no duplicates).
-fn residual(got: &[u64], n: u64) -> (f64, bool) {
-    let increasing = got.windows(2).all(|w| w[1] > w[0]);
-    let have = got.iter().filter(|&&x| x < n).count() as f64;
-    (1.0 - have / n as f64, increasing)
-}
 
 fn mode(m: RepairMode) -> ConnConfig {
     ConnConfig {

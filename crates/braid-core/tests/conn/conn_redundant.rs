@@ -13,10 +13,6 @@ use braid_core::repair::RepairMode;
 use braid_core::time::{Duration, Instant};
 use conn_util::*;
 
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
-
 /// 10 Mbit/s with 10 ms, and 8 Mbit/s with 15 ms one way: the second
 /// survives the cut.
 fn two_links() -> Vec<LinkSpec> {

@@ -14,10 +14,6 @@ use conn_util::*;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
-
 /// Rotation every `rekey` with the swarm's margin (sessions refused after
 /// three times that).
 fn rekeying(rekey: Duration) -> ConnConfig {

@@ -18,10 +18,6 @@ mod conn {
     use braid_core::sched::SchedulerKind;
     use braid_core::time::{Duration, Instant};
 
-    fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
-    }
-
     /// Asserts `got` is exactly `0..n` (every packet once, in order).
     fn assert_all_in_order(got: &[u64], n: u64, what: &str) {
         let want: Vec<u64> = (0..n).collect();

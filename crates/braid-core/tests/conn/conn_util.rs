@@ -535,3 +535,16 @@ pub fn number(p: &[u8]) -> u64 {
 pub fn numbers(ps: &[Vec<u8>]) -> Vec<u64> {
     ps.iter().map(|p| number(p)).collect()
 }
+
+/// `v` milliseconds of simulated time.
+pub fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// Fraction of `0..n` missing from `got`, and whether `got` is strictly
+/// increasing (in order, no duplicates).
+pub fn residual(got: &[u64], n: u64) -> (f64, bool) {
+    let increasing = got.windows(2).all(|w| w[1] > w[0]);
+    let have = got.iter().filter(|&&x| x < n).count() as f64;
+    (1.0 - have / n as f64, increasing)
+}
