@@ -5,12 +5,21 @@
 // Each test file uses the part it needs.
 #![allow(dead_code)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use braid::daemon::tun::ChannelTunPeer;
+use braid::config::{load_client, load_server};
+use braid::daemon::client::ClientDaemon;
+use braid::daemon::server::ServerDaemon;
+use braid::daemon::tun::{channel_tun, ChannelTunFactory, ChannelTunPeer};
+use braid::keygen::write_private_key;
 use braid::status::{query, StatusReport};
+use braid_core::crypto::PrivateKey;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
 
 /// Payload bytes per inner packet (plus a 20-byte IPv4 header).
 pub const CHUNK: usize = 1000;
@@ -99,4 +108,129 @@ pub async fn exchange(
         }
     }
     (up_got, down_got)
+}
+
+/// A running daemon: its TUN device's host side, a stopper and its task.
+pub struct Running {
+    pub host: ChannelTunPeer,
+    pub stop: oneshot::Sender<()>,
+    pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Stops the daemon and waits for it to finish cleanly.
+    pub async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// A server started from `toml` (written to `d/server.toml`, so relative
+/// key paths resolve in `d`), with a TUN queue of `queue` packets.
+pub struct StartedServer {
+    pub port: u16,
+    pub metrics: Option<SocketAddr>,
+    pub daemon: Running,
+}
+
+pub async fn run_server(d: &Path, toml: &str, queue: usize) -> StartedServer {
+    std::fs::write(d.join("server.toml"), toml).unwrap();
+    let settings = load_server(&d.join("server.toml")).unwrap();
+    let (tun, host) = channel_tun(queue);
+    let server = ServerDaemon::start(settings, tun).await.unwrap();
+    let (port, metrics) = (server.local_addr().port(), server.metrics_addr());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    StartedServer {
+        port,
+        metrics,
+        daemon: Running { host, stop, task },
+    }
+}
+
+/// A client started from `toml` (written to `d/client.toml`), with a TUN
+/// queue of `queue` packets.
+pub async fn run_client(d: &Path, toml: &str, queue: usize) -> Running {
+    std::fs::write(d.join("client.toml"), toml).unwrap();
+    let settings = load_client(&d.join("client.toml")).unwrap();
+    let (tun, host) = channel_tun(queue);
+    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(tun)))
+        .await
+        .unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(client.run(async {
+        let _ = stopped.await;
+    }));
+    Running { host, stop, task }
+}
+
+/// Waits (20 ms a look, `looks` at most) until the client on control
+/// socket `sock` has its tunnel established with `paths` paths, all up.
+pub async fn wait_paths_up(sock: &Path, paths: usize, looks: u32) {
+    for _ in 0..looks {
+        let r = status(sock).await;
+        let t = &r.tunnels[0];
+        if t.established && t.paths.len() == paths && t.paths.iter().all(|p| p.up) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("tunnel not up: {:?}", status(sock).await);
+}
+
+/// [`TOTAL`] random bytes each way between the client's TUN host (inner
+/// address `me`) and the server's, through the tunnel; both must arrive
+/// intact (SHA-256).
+pub async fn exchange_random(
+    rng: &mut impl RngCore,
+    client: &mut Running,
+    server: &mut Running,
+    me: Ipv4Addr,
+) {
+    let mut up = vec![0u8; TOTAL];
+    let mut down = vec![0u8; TOTAL];
+    rng.fill_bytes(&mut up);
+    rng.fill_bytes(&mut down);
+    let t0 = std::time::Instant::now();
+    let (up_got, down_got) = exchange(&up, &down, &mut client.host, &mut server.host, me).await;
+    eprintln!("exchange took {:?}", t0.elapsed());
+    assert_eq!(
+        Sha256::digest(&up_got),
+        Sha256::digest(&up),
+        "uplink data differs"
+    );
+    assert_eq!(
+        Sha256::digest(&down_got),
+        Sha256::digest(&down),
+        "downlink data differs"
+    );
+}
+
+/// A temporary directory with a server's and a client's private key
+/// (`server.key`, `client.key`), and the seeded generator that made them,
+/// for whatever else the test draws.
+pub struct Setup {
+    pub dir: TempDir,
+    pub server_key: PrivateKey,
+    pub client_key: PrivateKey,
+    pub rng: ChaCha20Rng,
+}
+
+pub fn setup(tag: &str, seed: u64) -> Setup {
+    let dir = tempdir(tag);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let (server_key, client_key) = (
+        PrivateKey::generate(&mut rng),
+        PrivateKey::generate(&mut rng),
+    );
+    write_private_key(&dir.0.join("server.key"), &server_key, false).unwrap();
+    write_private_key(&dir.0.join("client.key"), &client_key, false).unwrap();
+    Setup {
+        dir,
+        server_key,
+        client_key,
+        rng,
+    }
 }

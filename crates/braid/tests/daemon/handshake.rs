@@ -6,19 +6,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use braid::config::{load_client, load_server};
-use braid::daemon::client::ClientDaemon;
-use braid::daemon::server::ServerDaemon;
-use braid::daemon::tun::{channel_tun, ChannelTunFactory, ChannelTunPeer};
-use braid::keygen::write_private_key;
 use braid::status::StatusReport;
 use braid_core::crypto::PrivateKey;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use tokio::sync::oneshot;
 
 use crate::daemon_util;
-use daemon_util::{status, tempdir, TempDir};
+use daemon_util::{run_client, run_server, setup, status, Running};
 
 /// Polls `socket`'s status until `f` holds (or panics after `secs`).
 async fn wait_status(
@@ -40,43 +34,6 @@ async fn wait_status(
     }
 }
 
-/// Keys and configuration files for one server and one client.
-struct Setup {
-    dir: TempDir,
-    server_key: PrivateKey,
-    client_key: PrivateKey,
-}
-
-fn setup(tag: &str, seed: u64) -> Setup {
-    let dir = tempdir(tag);
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let (server_key, client_key) = (
-        PrivateKey::generate(&mut rng),
-        PrivateKey::generate(&mut rng),
-    );
-    write_private_key(&dir.0.join("server.key"), &server_key, false).unwrap();
-    write_private_key(&dir.0.join("client.key"), &client_key, false).unwrap();
-    Setup {
-        dir,
-        server_key,
-        client_key,
-    }
-}
-
-/// A running daemon: its TUN device's host side, a stopper and its task.
-struct Running {
-    host: ChannelTunPeer,
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.task.await.unwrap().unwrap();
-    }
-}
-
 /// Starts a server on `listen` admitting `admitted`; returns its port.
 async fn start_server(d: &Path, listen: &str, admitted: &str) -> (u16, Running) {
     let toml = format!(
@@ -85,16 +42,8 @@ async fn start_server(d: &Path, listen: &str, admitted: &str) -> (u16, Running) 
          [[client]]\nname = \"laptop\"\npublic_key = \"{admitted}\"\n",
         sock = d.join("server.sock").display(),
     );
-    std::fs::write(d.join("server.toml"), toml).unwrap();
-    let settings = load_server(&d.join("server.toml")).unwrap();
-    let (tun, host) = channel_tun(64);
-    let server = ServerDaemon::start(settings, tun).await.unwrap();
-    let port = server.local_addr().port();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
-    (port, Running { host, stop, task })
+    let server = run_server(d, &toml, 64).await;
+    (server.port, server.daemon)
 }
 
 /// Starts a client of `server` trusting `server_key`, one path bound to 127.0.0.1.
@@ -105,17 +54,7 @@ async fn start_client(d: &Path, server: &str, server_key: &str) -> Running {
          [[path]]\nname = \"wired\"\nbind = \"127.0.0.1\"\n",
         sock = d.join("client.sock").display(),
     );
-    std::fs::write(d.join("client.toml"), toml).unwrap();
-    let settings = load_client(&d.join("client.toml")).unwrap();
-    let (tun, host) = channel_tun(64);
-    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(tun)))
-        .await
-        .unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(client.run(async {
-        let _ = stopped.await;
-    }));
-    Running { host, stop, task }
+    run_client(d, &toml, 64).await
 }
 
 /// A server on the wildcard address with more than one address of its

@@ -11,31 +11,18 @@ use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use braid::config::{load_client, load_server};
-use braid::daemon::client::ClientDaemon;
-use braid::daemon::server::ServerDaemon;
-use braid::daemon::tun::{channel_tun, ChannelTunFactory};
-use braid::keygen::write_private_key;
-use braid_core::crypto::PrivateKey;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
-use sha2::{Digest, Sha256};
-use tokio::sync::oneshot;
-
 use crate::daemon_util;
 use daemon_util::*;
 
 #[tokio::test(flavor = "current_thread")]
 async fn loopback_three_paths_both_ways() {
-    let dir = tempdir("loopback");
+    let Setup {
+        dir,
+        server_key: sk,
+        client_key: ck,
+        mut rng,
+    } = setup("loopback", 7);
     let d = &dir.0;
-    let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let (sk, ck) = (
-        PrivateKey::generate(&mut rng),
-        PrivateKey::generate(&mut rng),
-    );
-    write_private_key(&d.join("server.key"), &sk, false).unwrap();
-    write_private_key(&d.join("client.key"), &ck, false).unwrap();
     let mode = std::fs::metadata(d.join("client.key"))
         .unwrap()
         .permissions()
@@ -58,16 +45,9 @@ public_key = "{pk}"
         sock = d.join("server.sock").display(),
         pk = ck.public_key().to_base64()
     );
-    std::fs::write(d.join("server.toml"), server_toml).unwrap();
-    let settings = load_server(&d.join("server.toml")).unwrap();
-    let (server_tun, mut server_host) = channel_tun(1024);
-    let server = ServerDaemon::start(settings, server_tun).await.unwrap();
-    let port = server.local_addr().port();
-    let server_metrics = server.metrics_addr().unwrap();
-    let (stop_server, server_stop) = oneshot::channel::<()>();
-    let server_task = tokio::spawn(server.run(async {
-        let _ = server_stop.await;
-    }));
+    let server = run_server(d, &server_toml, 1024).await;
+    let (port, server_metrics) = (server.port, server.metrics.unwrap());
+    let mut server = server.daemon;
 
     // Client with three paths over 127.0.0.1..3.
     let client_toml = format!(
@@ -91,53 +71,18 @@ bind = "127.0.0.3"
         spk = sk.public_key().to_base64(),
         sock = d.join("client.sock").display(),
     );
-    std::fs::write(d.join("client.toml"), client_toml).unwrap();
-    let settings = load_client(&d.join("client.toml")).unwrap();
-    let (client_tun, mut client_host) = channel_tun(1024);
-    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(client_tun)))
-        .await
-        .unwrap();
-    let (stop_client, client_stop) = oneshot::channel::<()>();
-    let client_task = tokio::spawn(client.run(async {
-        let _ = client_stop.await;
-    }));
+    let mut client = run_client(d, &client_toml, 1024).await;
 
     // Wait until the tunnel and all three paths are up.
     let client_sock = d.join("client.sock");
     let server_sock = d.join("server.sock");
-    let mut ready = false;
-    for _ in 0..100 {
-        let r = status(&client_sock).await;
-        let t = &r.tunnels[0];
-        if t.established && t.paths.len() == 3 && t.paths.iter().all(|p| p.up) {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(ready, "tunnel not up: {:?}", status(&client_sock).await);
+    wait_paths_up(&client_sock, 3, 100).await;
     let r = status(&client_sock).await;
     assert_eq!(r.tunnels[0].address.as_deref(), Some("10.77.0.2/24"));
     let me = Ipv4Addr::new(10, 77, 0, 2);
 
     // 1 MiB each way.
-    let mut up = vec![0u8; TOTAL];
-    let mut down = vec![0u8; TOTAL];
-    rng.fill_bytes(&mut up);
-    rng.fill_bytes(&mut down);
-    let t0 = std::time::Instant::now();
-    let (up_got, down_got) = exchange(&up, &down, &mut client_host, &mut server_host, me).await;
-    eprintln!("exchange took {:?}", t0.elapsed());
-    assert_eq!(
-        Sha256::digest(&up_got),
-        Sha256::digest(&up),
-        "uplink data differs"
-    );
-    assert_eq!(
-        Sha256::digest(&down_got),
-        Sha256::digest(&down),
-        "downlink data differs"
-    );
+    exchange_random(&mut rng, &mut client, &mut server, me).await;
 
     // Every path carried data both ways.
     let packets = TOTAL.div_ceil(CHUNK) as u64;
@@ -179,8 +124,7 @@ bind = "127.0.0.3"
     assert!(body.contains("braid_packets_delivered_total"), "{body}");
 
     // The client's goodbye frees the server's state.
-    stop_client.send(()).unwrap();
-    client_task.await.unwrap().unwrap();
+    client.stop().await;
     assert!(!client_sock.exists(), "control socket removed on exit");
     let mut gone = false;
     for _ in 0..50 {
@@ -191,6 +135,5 @@ bind = "127.0.0.3"
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(gone, "server kept the client's state after its goodbye");
-    stop_server.send(()).unwrap();
-    server_task.await.unwrap().unwrap();
+    server.stop().await;
 }

@@ -8,32 +8,21 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use braid::config::{load_client, load_server};
-use braid::daemon::client::ClientDaemon;
-use braid::daemon::server::ServerDaemon;
-use braid::daemon::tun::{channel_tun, ChannelTunFactory};
-use braid::keygen::write_private_key;
+use braid::config::load_client;
 use braid::relay::Relay;
-use braid_core::crypto::PrivateKey;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
-use sha2::{Digest, Sha256};
-use tokio::sync::oneshot;
 
 use crate::daemon_util;
 use daemon_util::*;
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_relay_carries_a_path_end_to_end() {
-    let dir = tempdir("relay");
+    let Setup {
+        dir,
+        server_key: sk,
+        client_key: ck,
+        mut rng,
+    } = setup("relay", 11);
     let d = &dir.0;
-    let mut rng = ChaCha20Rng::seed_from_u64(11);
-    let (sk, ck) = (
-        PrivateKey::generate(&mut rng),
-        PrivateKey::generate(&mut rng),
-    );
-    write_private_key(&d.join("server.key"), &sk, false).unwrap();
-    write_private_key(&d.join("client.key"), &ck, false).unwrap();
 
     let server_toml = format!(
         r#"listen = "127.0.0.1:0"
@@ -48,15 +37,9 @@ public_key = "{pk}"
 "#,
         pk = ck.public_key().to_base64()
     );
-    std::fs::write(d.join("server.toml"), server_toml).unwrap();
-    let settings = load_server(&d.join("server.toml")).unwrap();
-    let (server_tun, mut server_host) = channel_tun(1024);
-    let server = ServerDaemon::start(settings, server_tun).await.unwrap();
-    let port = server.local_addr().port();
-    let (stop_server, server_stop) = oneshot::channel::<()>();
-    let server_task = tokio::spawn(server.run(async {
-        let _ = server_stop.await;
-    }));
+    let server = run_server(d, &server_toml, 1024).await;
+    let port = server.port;
+    let mut server = server.daemon;
 
     // The relay admits the client's second path (source 127.0.0.2) only.
     let relay = Relay::start(
@@ -98,47 +81,16 @@ via = "{relay_addr}"
         spk = sk.public_key().to_base64(),
         sock = d.join("client.sock").display(),
     );
-    std::fs::write(d.join("client.toml"), client_toml).unwrap();
+    // The relayed path's datagrams go to the relay.
+    std::fs::write(d.join("client.toml"), &client_toml).unwrap();
     let settings = load_client(&d.join("client.toml")).unwrap();
     assert_eq!(settings.paths[1].server, relay_addr);
-    let (client_tun, mut client_host) = channel_tun(1024);
-    let client = ClientDaemon::start(settings, ChannelTunFactory(Some(client_tun)))
-        .await
-        .unwrap();
-    let (stop_client, client_stop) = oneshot::channel::<()>();
-    let client_task = tokio::spawn(client.run(async {
-        let _ = client_stop.await;
-    }));
-
+    let mut client = run_client(d, &client_toml, 1024).await;
     let client_sock = d.join("client.sock");
-    let mut ready = false;
-    for _ in 0..200 {
-        let r = status(&client_sock).await;
-        let t = &r.tunnels[0];
-        if t.established && t.paths.len() == 2 && t.paths.iter().all(|p| p.up) {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(ready, "tunnel not up: {:?}", status(&client_sock).await);
+    wait_paths_up(&client_sock, 2, 200).await;
     let me = Ipv4Addr::new(10, 78, 0, 2);
 
-    let mut up = vec![0u8; TOTAL];
-    let mut down = vec![0u8; TOTAL];
-    rng.fill_bytes(&mut up);
-    rng.fill_bytes(&mut down);
-    let (up_got, down_got) = exchange(&up, &down, &mut client_host, &mut server_host, me).await;
-    assert_eq!(
-        Sha256::digest(&up_got),
-        Sha256::digest(&up),
-        "uplink differs"
-    );
-    assert_eq!(
-        Sha256::digest(&down_got),
-        Sha256::digest(&down),
-        "downlink differs"
-    );
+    exchange_random(&mut rng, &mut client, &mut server, me).await;
 
     // The relayed path carried its share both ways, through the relay.
     let packets = TOTAL.div_ceil(CHUNK) as u64;
@@ -181,8 +133,6 @@ via = "{relay_addr}"
     assert!(r.relayed[0].down_bytes >= counters[0].1.down_bytes, "{r:?}");
     assert_eq!(r.counters.get("refused"), Some(&1), "{r:?}");
 
-    let _ = stop_client.send(());
-    client_task.await.unwrap().unwrap();
-    let _ = stop_server.send(());
-    server_task.await.unwrap().unwrap();
+    client.stop().await;
+    server.stop().await;
 }
