@@ -10,27 +10,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::cmd::{ns_command, ns_run};
+use crate::cmd::ns_command;
 
 /// Every counter of protocol `proto` ("Udp", "Tcp", "Ip", ...) in
-/// namespace `ns`, by name, in the kernel's order.
+/// namespace `ns`, by name, in the kernel's order: one reading of a
+/// [`Watch`].
 pub fn counters(ns: &str, proto: &str) -> anyhow::Result<Vec<(String, u64)>> {
-    let text = ns_run(ns, &["cat", "/proc/net/snmp"])
-        .with_context(|| format!("reading /proc/net/snmp in namespace {ns}"))?;
-    parse(&text, proto)
+    Watch::new(ns)?.counters(proto)
 }
 
 /// One counter, e.g. `counter(ns, "Udp", "RcvbufErrors")`.
 pub fn counter(ns: &str, proto: &str, name: &str) -> anyhow::Result<u64> {
-    pick(counters(ns, proto)?, name)
-        .with_context(|| format!("no counter {proto}: {name} in /proc/net/snmp of {ns}"))
-}
-
-fn pick(counters: Vec<(String, u64)>, name: &str) -> Option<u64> {
-    counters
-        .into_iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v)
+    Watch::new(ns)?.counter(proto, name)
 }
 
 /// Reads one namespace's counters many times without starting a program
@@ -76,10 +67,26 @@ impl Watch {
         parse(&text, proto)
     }
 
+    /// The counters `names` of protocol `proto`, from one reading, so that
+    /// they are of one moment.
+    pub fn read(&self, proto: &str, names: &[&str]) -> anyhow::Result<Vec<u64>> {
+        let all = self.counters(proto)?;
+        names
+            .iter()
+            .map(|name| {
+                all.iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| *v)
+                    .with_context(|| {
+                        format!("no counter {proto}: {name} in {}", self.snmp.display())
+                    })
+            })
+            .collect()
+    }
+
     /// One counter now.
     pub fn counter(&self, proto: &str, name: &str) -> anyhow::Result<u64> {
-        pick(self.counters(proto)?, name)
-            .with_context(|| format!("no counter {proto}: {name} in {}", self.snmp.display()))
+        Ok(self.read(proto, &[name])?[0])
     }
 }
 

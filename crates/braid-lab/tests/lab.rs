@@ -183,9 +183,8 @@ fn lab_paths_have_configured_delay_and_rate_and_teardown_is_clean() {
         let sampler = std::thread::spawn(move || {
             let delivered = || {
                 let t = std::time::Instant::now();
-                let n = srv.counter("Udp", "InDatagrams").unwrap()
-                    + srv.counter("Udp", "RcvbufErrors").unwrap();
-                (t, n)
+                let n = srv.read("Udp", &["InDatagrams", "RcvbufErrors"]).unwrap();
+                (t, n[0] + n[1])
             };
             std::thread::sleep(Duration::from_millis(1200));
             let (a, ka) = (read_stats().unwrap(), delivered());

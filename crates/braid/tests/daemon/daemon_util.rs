@@ -166,18 +166,34 @@ pub async fn run_client(d: &Path, toml: &str, queue: usize) -> Running {
     Running { host, stop, task }
 }
 
-/// Waits (20 ms a look, `looks` at most) until the client on control
-/// socket `sock` has its tunnel established with `paths` paths, all up.
-pub async fn wait_paths_up(sock: &Path, paths: usize, looks: u32) {
-    for _ in 0..looks {
-        let r = status(sock).await;
-        let t = &r.tunnels[0];
-        if t.established && t.paths.len() == paths && t.paths.iter().all(|p| p.up) {
-            return;
+/// Polls `socket`'s status until `f` holds (or panics after `secs`).
+pub async fn wait_status(
+    socket: &Path,
+    secs: u64,
+    what: &str,
+    f: impl Fn(&StatusReport) -> bool,
+) -> StatusReport {
+    let start = std::time::Instant::now();
+    loop {
+        let r = status(socket).await;
+        if f(&r) {
+            return r;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            panic!("timed out waiting for {what}: {r:#?}");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("tunnel not up: {:?}", status(sock).await);
+}
+
+/// Waits up to `secs` until the client on control socket `sock` has its
+/// tunnel established with `paths` paths, all up.
+pub async fn wait_paths_up(sock: &Path, paths: usize, secs: u64) {
+    wait_status(sock, secs, "the tunnel and its paths", |r| {
+        let t = &r.tunnels[0];
+        t.established && t.paths.len() == paths && t.paths.iter().all(|p| p.up)
+    })
+    .await;
 }
 
 /// [`TOTAL`] random bytes each way between the client's TUN host (inner

@@ -6,33 +6,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use braid::status::StatusReport;
 use braid_core::crypto::PrivateKey;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::daemon_util;
-use daemon_util::{run_client, run_server, setup, status, Running};
-
-/// Polls `socket`'s status until `f` holds (or panics after `secs`).
-async fn wait_status(
-    socket: &Path,
-    secs: u64,
-    what: &str,
-    f: impl Fn(&StatusReport) -> bool,
-) -> StatusReport {
-    let start = std::time::Instant::now();
-    loop {
-        let r = status(socket).await;
-        if f(&r) {
-            return r;
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            panic!("timed out waiting for {what}: {r:#?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use daemon_util::{run_client, run_server, setup, wait_status, Running};
 
 /// Starts a server on `listen` admitting `admitted`; returns its port.
 async fn start_server(d: &Path, listen: &str, admitted: &str) -> (u16, Running) {

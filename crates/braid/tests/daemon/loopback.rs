@@ -9,7 +9,6 @@
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
 
 use crate::daemon_util;
 use daemon_util::*;
@@ -76,7 +75,7 @@ bind = "127.0.0.3"
     // Wait until the tunnel and all three paths are up.
     let client_sock = d.join("client.sock");
     let server_sock = d.join("server.sock");
-    wait_paths_up(&client_sock, 3, 100).await;
+    wait_paths_up(&client_sock, 3, 2).await;
     let r = status(&client_sock).await;
     assert_eq!(r.tunnels[0].address.as_deref(), Some("10.77.0.2/24"));
     let me = Ipv4Addr::new(10, 77, 0, 2);
@@ -126,14 +125,12 @@ bind = "127.0.0.3"
     // The client's goodbye frees the server's state.
     client.stop().await;
     assert!(!client_sock.exists(), "control socket removed on exit");
-    let mut gone = false;
-    for _ in 0..50 {
-        if status(&server_sock).await.tunnels.is_empty() {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(gone, "server kept the client's state after its goodbye");
+    wait_status(
+        &server_sock,
+        1,
+        "the server to free the client's state after its goodbye",
+        |r| r.tunnels.is_empty(),
+    )
+    .await;
     server.stop().await;
 }

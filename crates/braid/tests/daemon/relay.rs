@@ -81,13 +81,12 @@ via = "{relay_addr}"
         spk = sk.public_key().to_base64(),
         sock = d.join("client.sock").display(),
     );
+    let mut client = run_client(d, &client_toml, 1024).await;
     // The relayed path's datagrams go to the relay.
-    std::fs::write(d.join("client.toml"), &client_toml).unwrap();
     let settings = load_client(&d.join("client.toml")).unwrap();
     assert_eq!(settings.paths[1].server, relay_addr);
-    let mut client = run_client(d, &client_toml, 1024).await;
     let client_sock = d.join("client.sock");
-    wait_paths_up(&client_sock, 2, 200).await;
+    wait_paths_up(&client_sock, 2, 4).await;
     let me = Ipv4Addr::new(10, 78, 0, 2);
 
     exchange_random(&mut rng, &mut client, &mut server, me).await;
