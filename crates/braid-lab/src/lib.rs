@@ -8,6 +8,8 @@
 //!
 //! * [`preflight`]: the programs the lab starts, checked (and installed as
 //!   root) before anything is created; [`probe`]: in-process reachability.
+//! * [`relayhost`]: a community relay's host, whose uplink is one of the
+//!   emulated paths.
 //! * [`snmp`]: a namespace's kernel counters (socket drops, retransmissions).
 //!
 //! Everything needs root; see [`preflight::lab_preflight`].
@@ -21,6 +23,7 @@ pub mod link;
 pub mod preflight;
 pub mod probe;
 pub mod rawsock;
+pub mod relayhost;
 pub mod snmp;
 pub mod stats;
 pub mod topo;

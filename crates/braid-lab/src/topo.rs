@@ -16,6 +16,9 @@
 //! * Offloads are disabled on every veth: with TSO/GSO/GRO on, the relay
 //!   would see 64 KB super-frames (serialization would be wrong) and frames
 //!   with partial checksums that the far end drops.
+//! * A relayed run adds a fifth namespace, `braid-rly`, that takes one
+//!   path's client end as a community relay's uplink
+//!   ([`crate::relayhost`]).
 //! * `up` starts by tearing down leftovers, so a crashed run (emulator
 //!   killed, namespaces left behind) never blocks the next one.
 
@@ -39,6 +42,11 @@ pub const NS_PRX: &str = "braid-prx";
 pub const NS_SRV: &str = "braid-srv";
 /// All lab namespaces, in creation order.
 pub const NAMESPACES: [&str; 4] = [NS_CLI, NS_EMU, NS_PRX, NS_SRV];
+/// A community relay's host, made only for a relayed run
+/// ([`crate::relayhost`]).
+pub const NS_RLY: &str = "braid-rly";
+/// What [`down`] removes: the lab's namespaces and the relay host's.
+const ALL_NAMESPACES: [&str; 5] = [NS_CLI, NS_EMU, NS_PRX, NS_SRV, NS_RLY];
 
 /// Proxy address on the proxy <-> server link.
 pub const PRX_WAN_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 1);
@@ -239,7 +247,7 @@ fn pid_in_ns(pid: i32, ns: &str) -> bool {
     matches!((a, b), (Ok(a), Ok(b)) if a.ino() == b.ino() && a.dev() == b.dev())
 }
 
-fn ns_pids(ns: &str) -> Vec<i32> {
+pub(crate) fn ns_pids(ns: &str) -> Vec<i32> {
     run(&["ip", "netns", "pids", ns])
         .unwrap_or_default()
         .split_whitespace()
@@ -260,7 +268,7 @@ pub fn down() -> anyhow::Result<()> {
         }
     }
     let existing = list_namespaces();
-    for ns in NAMESPACES {
+    for ns in ALL_NAMESPACES {
         if !existing.iter().any(|x| x == ns) && !Path::new("/run/netns").join(ns).exists() {
             continue;
         }
@@ -276,7 +284,7 @@ pub fn down() -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(crate::RUN_DIR);
     let left: Vec<String> = list_namespaces()
         .into_iter()
-        .filter(|n| NAMESPACES.contains(&n.as_str()))
+        .filter(|n| ALL_NAMESPACES.contains(&n.as_str()))
         .collect();
     if !left.is_empty() {
         bail!("namespaces still present after teardown: {left:?}");
@@ -284,13 +292,13 @@ pub fn down() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn sysctl(ns: &str, kv: &str) -> anyhow::Result<()> {
+pub(crate) fn sysctl(ns: &str, kv: &str) -> anyhow::Result<()> {
     ns_run(ns, &["sysctl", "-qw", kv]).map(|_| ())
 }
 
 /// Disable every offload that makes the kernel hand us non-wire-sized or
 /// partially checksummed frames.
-fn disable_offloads(ns: &str, dev: &str) -> anyhow::Result<()> {
+pub(crate) fn disable_offloads(ns: &str, dev: &str) -> anyhow::Result<()> {
     ns_run(
         ns,
         &[
@@ -302,10 +310,27 @@ fn disable_offloads(ns: &str, dev: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn ip(ns: &str, args: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn ip(ns: &str, args: &[&str]) -> anyhow::Result<()> {
     let mut argv = vec!["ip", "-n", ns];
     argv.extend_from_slice(args);
     run(&argv).map(|_| ())
+}
+
+/// Creates namespace `ns` with its loopback up, no reverse-path filter
+/// and no IPv6.
+pub(crate) fn add_namespace(ns: &str) -> anyhow::Result<()> {
+    run(&["ip", "netns", "add", ns])?;
+    ip(ns, &["link", "set", "lo", "up"])?;
+    for kv in [
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.default.rp_filter=0",
+        // No IPv6: keeps router solicitations / DAD out of the emulator.
+        "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.default.disable_ipv6=1",
+    ] {
+        sysctl(ns, kv)?;
+    }
+    Ok(())
 }
 
 /// Build the lab for `cfg` and start the emulator with `emu`. Idempotent:
@@ -327,17 +352,7 @@ fn build(cfg: &LabConfig, emu: &EmulatorCommand) -> anyhow::Result<LabInfo> {
     std::fs::create_dir_all(crate::RUN_DIR)
         .with_context(|| format!("creating {}", crate::RUN_DIR))?;
     for ns in NAMESPACES {
-        run(&["ip", "netns", "add", ns])?;
-        ip(ns, &["link", "set", "lo", "up"])?;
-        for kv in [
-            "net.ipv4.conf.all.rp_filter=0",
-            "net.ipv4.conf.default.rp_filter=0",
-            // No IPv6: keeps router solicitations / DAD out of the emulator.
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ] {
-            sysctl(ns, kv)?;
-        }
+        add_namespace(ns)?;
     }
     sysctl(NS_PRX, "net.ipv4.ip_forward=1")?;
     // The emulator namespace must never route or answer anything itself.
@@ -371,35 +386,10 @@ fn build(cfg: &LabConfig, emu: &EmulatorCommand) -> anyhow::Result<LabInfo> {
             // Nothing in braid-emu should talk on these links.
             ip(NS_EMU, &["link", "set", dev, "arp", "off"])?;
         }
-        let ca = format!("{}/24", cli_addr(i));
         let pa = format!("{}/24", prx_addr(i));
-        ip(NS_CLI, &["addr", "add", &ca, "dev", &pif])?;
-        ip(NS_CLI, &["link", "set", &pif, "up"])?;
         ip(NS_PRX, &["addr", "add", &pa, "dev", &pif])?;
         ip(NS_PRX, &["link", "set", &pif, "up"])?;
-        let table = path_table(i).to_string();
-        let net = format!("10.77.{i}.0/24");
-        let src = cli_addr(i).to_string();
-        let gw = prx_addr(i).to_string();
-        let prio = (1000 + i).to_string();
-        ip(
-            NS_CLI,
-            &[
-                "route", "add", &net, "dev", &pif, "src", &src, "table", &table,
-            ],
-        )?;
-        ip(
-            NS_CLI,
-            &[
-                "route", "add", "default", "via", &gw, "dev", &pif, "table", &table,
-            ],
-        )?;
-        ip(
-            NS_CLI,
-            &[
-                "rule", "add", "from", &src, "table", &table, "priority", &prio,
-            ],
-        )?;
+        address_client_path(i)?;
     }
     ip(
         NS_CLI,
@@ -455,6 +445,39 @@ fn build(cfg: &LabConfig, emu: &EmulatorCommand) -> anyhow::Result<LabInfo> {
         paths: cfg.paths.len(),
         emulator_pid: pid,
     })
+}
+
+/// Gives the client's end of path `i` (its `eth<i>`, in `braid-cli`) its
+/// address and its own routing table, selected by source address, so a
+/// socket bound to `10.77.i.1` leaves on that path.
+pub(crate) fn address_client_path(i: usize) -> anyhow::Result<()> {
+    let pif = path_if(i);
+    let ca = format!("{}/24", cli_addr(i));
+    ip(NS_CLI, &["addr", "add", &ca, "dev", &pif])?;
+    ip(NS_CLI, &["link", "set", &pif, "up"])?;
+    let table = path_table(i).to_string();
+    let net = format!("10.77.{i}.0/24");
+    let src = cli_addr(i).to_string();
+    let gw = prx_addr(i).to_string();
+    let prio = (1000 + i).to_string();
+    ip(
+        NS_CLI,
+        &[
+            "route", "add", &net, "dev", &pif, "src", &src, "table", &table,
+        ],
+    )?;
+    ip(
+        NS_CLI,
+        &[
+            "route", "add", "default", "via", &gw, "dev", &pif, "table", &table,
+        ],
+    )?;
+    ip(
+        NS_CLI,
+        &[
+            "rule", "add", "from", &src, "table", &table, "priority", &prio,
+        ],
+    )
 }
 
 fn start_emulator(cfg: &LabConfig, emu: &EmulatorCommand) -> anyhow::Result<i32> {

@@ -62,6 +62,12 @@ pub enum LabCmd {
         /// --duration seconds at the sum of the path rates carry.
         #[arg(long, value_name = "MB")]
         send_mb: Option<f64>,
+        /// braid-<scheduler> modes: carry this path (its name in the lab file) through a
+        /// community relay (`braid relay`, PRISM) on a relay host whose own uplink is that
+        /// emulated path; the client reaches the relay over a local link the emulator leaves
+        /// alone. The other modes use the path directly.
+        #[arg(long, value_name = "PATH")]
+        relay: Option<String>,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -113,7 +119,7 @@ fn require_lab_environment(mptcp: bool) -> anyhow::Result<()> {
 /// with PRISM's reverse-path ACK control (`reorder = "prism-rpc"`) in
 /// place of the receiver's resequencer (`braid-adas-rpc` is PRISM's own
 /// combination).
-fn braid_mode(name: &str) -> anyhow::Result<Mode> {
+fn braid_mode(name: &str, relayed: Option<usize>) -> anyhow::Result<Mode> {
     let sched = name.strip_prefix("braid-").unwrap_or(name);
     let (sched, extra) = match sched.strip_suffix("-rpc") {
         Some(s) => (s, braid::labtunnel::PRISM_RPC_TUNING.to_string()),
@@ -127,7 +133,22 @@ fn braid_mode(name: &str) -> anyhow::Result<Mode> {
         kind,
         std::env::current_exe().context("locating the braid executable")?,
         extra,
+        relayed,
     )
+}
+
+/// The index of the path `--relay` names in `cfg`.
+fn relayed_path(cfg: &LabConfig, name: &str) -> anyhow::Result<usize> {
+    cfg.paths
+        .iter()
+        .position(|p| p.name == name)
+        .with_context(|| {
+            let names: Vec<&str> = cfg.paths.iter().map(|p| p.name.as_str()).collect();
+            format!(
+                "--relay {name}: the lab file has no path of that name; its paths are {}",
+                names.join(", ")
+            )
+        })
 }
 
 pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
@@ -161,6 +182,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             from,
             udp,
             send_mb,
+            relay,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -180,6 +202,13 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|u| udp_rate(u, cfg.sum_rate_mbit(braid_lab::Direction::Up)))
                 .transpose()?;
+            let relayed = relay
+                .as_deref()
+                .map(|name| relayed_path(&cfg, name))
+                .transpose()?;
+            if relay.is_some() && !modes.iter().any(|m| is_tunnel_mode(m)) {
+                anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
+            }
             let modes: Vec<Mode> = modes
                 .iter()
                 .map(|m| {
@@ -189,8 +218,8 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                             send_bytes,
                             transport,
                         ))
-                    } else if m.starts_with("braid-") {
-                        braid_mode(m)
+                    } else if is_tunnel_mode(m) {
+                        braid_mode(m, relayed)
                     } else {
                         Mode::parse(m)
                     }
@@ -225,6 +254,11 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// A `braid-<scheduler>[-rpc]` mode: one that runs the tunnel.
+fn is_tunnel_mode(m: &str) -> bool {
+    m.starts_with("braid-") && braid::labsend::transport_of(m).is_none()
 }
 
 /// The offered UDP rate of `--udp`: Mbit/s, or `N%` of `sum` (the sum of
@@ -337,6 +371,20 @@ mod tests {
     }
 
     #[test]
+    fn relay_names_a_path_of_the_lab_file() {
+        let cfg = braid_lab::shipped("fast-slow").unwrap();
+        assert_eq!(super::relayed_path(&cfg, "slow").unwrap(), 1);
+        let e = super::relayed_path(&cfg, "wifi").unwrap_err().to_string();
+        assert!(
+            e.contains("--relay wifi") && e.contains("fast, slow"),
+            "{e}"
+        );
+        assert!(super::is_tunnel_mode("braid-adas-rpc"));
+        assert!(!super::is_tunnel_mode("braid-send"));
+        assert!(!super::is_tunnel_mode("mptcp"));
+    }
+
+    #[test]
     fn ceiling_counts_every_header() {
         // 1500 - 62 (tunnel) - 52 (TCP/IP with timestamps) = 1386.
         assert!((super::ceiling_share() - 1386.0 / 1500.0).abs() < 1e-12);
@@ -344,15 +392,18 @@ mod tests {
 
     #[test]
     fn bench_modes_name_every_scheduler() {
-        assert!(super::braid_mode("braid-adas").is_ok());
-        assert!(super::braid_mode("braid-pet-rpc").is_ok());
-        assert!(super::braid_mode("braid-adas-rpc").is_ok());
-        let e = super::braid_mode("braid-fast-rpc")
+        assert!(super::braid_mode("braid-adas", None).is_ok());
+        assert!(super::braid_mode("braid-pet-rpc", None).is_ok());
+        assert!(super::braid_mode("braid-adas-rpc", None).is_ok());
+        let e = super::braid_mode("braid-fast-rpc", None)
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("-rpc"), "{e}");
-        let err = super::braid_mode("braid-adaz").err().unwrap().to_string();
+        let err = super::braid_mode("braid-adaz", None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("adaz") && err.contains("adas"), "{err}");
     }
 

@@ -11,7 +11,7 @@
 //! The proxy routes rather than NATs here (the lab's server has a route
 //! back); docs/DEPLOY.md gives the masquerade rule for a real deployment.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use anyhow::Context;
 use braid_core::crypto::PrivateKey;
 use braid_core::sched::SchedulerKind;
 use braid_lab::cmd::ns_run;
+use braid_lab::relayhost;
 use braid_lab::topo::{self, NS_CLI, NS_PRX, NS_SRV};
 use braid_lab::{BenchContext, LabConfig, Mode, ModeSetup, NsProcess};
 
@@ -59,9 +60,10 @@ pub fn write_configs_with(
 /// Port a lab relay listens on (next to the server's).
 pub const RELAY_PORT: u16 = PORT + 1;
 
-/// [`write_configs_with`], with path `relayed` (if any) naming a relay at
-/// the proxy's end of that path (`via = "10.77.i.2:51821"`) instead of
-/// the server.
+/// [`write_configs_with`], with path `relayed` (if any) bound to the
+/// client's end of its local link to the relay host and naming the relay
+/// there (`bind = "10.79.0.1"`, `via = "10.79.0.2:51821"`) instead of the
+/// server.
 fn write_configs_relayed(
     cfg: &LabConfig,
     kind: SchedulerKind,
@@ -118,16 +120,22 @@ enabled = false
         dir = dir.display(),
     );
     for (i, p) in cfg.paths.iter().enumerate() {
-        let (key, port) = if relayed == Some(i) {
-            ("via", RELAY_PORT)
+        let (bind, key, to) = if relayed == Some(i) {
+            (
+                relayhost::CLI_LAN_ADDR,
+                "via",
+                SocketAddr::from((relayhost::RLY_LAN_ADDR, RELAY_PORT)),
+            )
         } else {
-            ("server", PORT)
+            (
+                topo::cli_addr(i),
+                "server",
+                SocketAddr::from((topo::prx_addr(i), PORT)),
+            )
         };
         client.push_str(&format!(
-            "\n[[path]]\nname = \"{}\"\nbind = \"{}\"\n{key} = \"{}:{port}\"\n",
+            "\n[[path]]\nname = \"{}\"\nbind = \"{bind}\"\n{key} = \"{to}\"\n",
             p.name,
-            topo::cli_addr(i),
-            topo::prx_addr(i)
         ));
     }
     let (sc, cc) = (dir.join("server.toml"), dir.join("client.toml"));
@@ -161,12 +169,13 @@ pub fn start_with(
     start_relayed(cfg, kind, exe, extra, None)
 }
 
-/// Writes `relay.toml` for a relay in the proxy namespace that listens on
-/// the proxy's end of path `i` and admits the client's address on it.
+/// Writes `relay.toml` for a relay on the relay host that listens on its
+/// local link, admits the client's address there, and forwards to the
+/// server's address on path `i`, over the relay's uplink.
 fn write_relay_config(dir: &Path, i: usize) -> anyhow::Result<PathBuf> {
     let text = format!(
         r#"listen = "{listen}:{RELAY_PORT}"
-server = "127.0.0.1:{PORT}"
+server = "{server}:{PORT}"
 report_every_s = 1
 log_level = "info"
 control_socket = "{dir}/relay.sock"
@@ -176,8 +185,9 @@ name = "lab"
 addr = "{client}"
 rate_kbps = 1000000
 "#,
-        listen = topo::prx_addr(i),
-        client = topo::cli_addr(i),
+        listen = relayhost::RLY_LAN_ADDR,
+        server = topo::prx_addr(i),
+        client = relayhost::CLI_LAN_ADDR,
         dir = dir.display(),
     );
     let path = dir.join("relay.toml");
@@ -186,17 +196,14 @@ rate_kbps = 1000000
 }
 
 /// [`start_with`], and with `relayed = Some(i)` a community relay
-/// (`braid relay`, PRISM Sections 2-3) carries the client's path `i`: the
-/// relay runs in the proxy namespace, listens on the proxy's end of that
-/// emulated path, and forwards to the server over the namespace's
-/// loopback; the client's path names it with `via`. The relay logs its
-/// per-client counters every second to `WORK_DIR/relay.log` and answers
-/// `braid status --socket WORK_DIR/relay.sock`.
-///
-/// The relay shares the proxy's host here, so its own uplink is not
-/// emulated: what the lab shows is that a relayed path carries the
-/// tunnel end to end (still encrypted between client and server) and is
-/// scheduled like any other.
+/// (`braid relay`, PRISM Sections 2-3) carries the client's path `i`: a
+/// relay host ([`braid_lab::relayhost`]) takes that emulated path as its
+/// own uplink, the relay runs there, listens on the host's local link to
+/// the client and forwards over the uplink to the server; the client's
+/// path binds to its end of the local link and names the relay with
+/// `via`. The relay logs its per-client counters every second to
+/// `WORK_DIR/relay.log` and answers `braid status --socket
+/// WORK_DIR/relay.sock`. The teardown gives the path back to the client.
 pub fn start_relayed(
     cfg: &LabConfig,
     kind: SchedulerKind,
@@ -213,19 +220,53 @@ pub fn start_relayed(
     }
     let dir = PathBuf::from(WORK_DIR);
     let (sc, cc) = write_configs_relayed(cfg, kind, &dir, extra, relayed)?;
-    let exe = exe.to_string_lossy().to_string();
+    if let Some(i) = relayed {
+        relayhost::add(i)?;
+    }
+    let undo_relay_host = move || {
+        if let Some(i) = relayed {
+            if let Err(e) = relayhost::remove(i) {
+                tracing::warn!("giving path {i} back from the relay host: {e:#}");
+            }
+        }
+    };
+    match start_daemons(&dir, &exe.to_string_lossy(), &sc, &cc, relayed) {
+        Ok(processes) => {
+            let teardown: Teardown = Box::new(move || {
+                let _ = ns_run(NS_SRV, &["ip", "route", "del", TUNNEL_NET]);
+                undo_relay_host();
+            });
+            Ok((processes, teardown))
+        }
+        Err(e) => {
+            undo_relay_host();
+            Err(e)
+        }
+    }
+}
+
+/// Starts server, relay (for a relayed path) and client, routes the
+/// tunnel network back from the lab's server, and waits until the tunnel
+/// carries traffic.
+fn start_daemons(
+    dir: &Path,
+    exe: &str,
+    sc: &Path,
+    cc: &Path,
+    relayed: Option<usize>,
+) -> anyhow::Result<Vec<NsProcess>> {
     let server = NsProcess::spawn(
         NS_PRX,
-        &[exe.as_str(), "server", "--config", &sc.to_string_lossy()],
+        &[exe, "server", "--config", &sc.to_string_lossy()],
         Some(&dir.join("server.log")),
     )?;
     let relay = match relayed {
         None => None,
         Some(i) => {
-            let rc = write_relay_config(&dir, i)?;
+            let rc = write_relay_config(dir, i)?;
             Some(NsProcess::spawn(
-                NS_PRX,
-                &[exe.as_str(), "relay", "--config", &rc.to_string_lossy()],
+                topo::NS_RLY,
+                &[exe, "relay", "--config", &rc.to_string_lossy()],
                 Some(&dir.join("relay.log")),
             )?)
         }
@@ -244,12 +285,11 @@ pub fn start_relayed(
     );
     let client = NsProcess::spawn(
         NS_CLI,
-        &[exe.as_str(), "client", "--config", &cc.to_string_lossy()],
+        &[exe, "client", "--config", &cc.to_string_lossy()],
         Some(&dir.join("client.log")),
     )?;
-    let teardown: Box<dyn FnOnce()> = Box::new(|| {
-        let _ = ns_run(NS_SRV, &["ip", "route", "del", TUNNEL_NET]);
-    });
+    let mut processes = vec![client, server];
+    processes.extend(relay);
     braid_lab::probe::wait_reachable(
         NS_CLI,
         Some(CLIENT_TUNNEL_ADDR),
@@ -259,31 +299,32 @@ pub fn start_relayed(
     .with_context(|| {
         format!("the tunnel did not come up; see {WORK_DIR}/server.log and {WORK_DIR}/client.log")
     })?;
-    let mut processes = vec![client, server];
-    processes.extend(relay);
-    Ok((processes, teardown))
+    Ok(processes)
 }
 
 /// The bench mode `name` running `exe` with scheduler `kind`.
 pub fn mode(name: &str, kind: SchedulerKind, exe: PathBuf) -> anyhow::Result<Mode> {
-    mode_with(name, kind, exe, String::new())
+    mode_with(name, kind, exe, String::new(), None)
 }
 
 /// TOML the `-rpc` bench modes add to both daemons: PRISM's reverse-path
 /// ACK control instead of resequencing.
 pub const PRISM_RPC_TUNING: &str = "[tuning]\nreorder = \"prism-rpc\"\n";
 
-/// [`mode`] with `extra` TOML appended to both daemons' configurations.
+/// [`mode`] with `extra` TOML appended to both daemons' configurations,
+/// and path `relayed` (if any) carried by a community relay
+/// ([`start_relayed`]).
 pub fn mode_with(
     name: &str,
     kind: SchedulerKind,
     exe: PathBuf,
     extra: String,
+    relayed: Option<usize>,
 ) -> anyhow::Result<Mode> {
     Ok(Mode::custom(
         name,
         move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
-            let (processes, teardown) = start_with(ctx.cfg, kind, &exe, &extra)?;
+            let (processes, teardown) = start_relayed(ctx.cfg, kind, &exe, &extra, relayed)?;
             Ok(ModeSetup {
                 target: topo::SRV_ADDR,
                 bind: Some(CLIENT_TUNNEL_ADDR),

@@ -250,12 +250,14 @@ pub fn start_source(port: u16, bytes: u64, cc: Option<&str>) -> Reap {
 
 /// Bytes the client namespace has sent on path `i`'s interface.
 pub fn tx_bytes(i: usize) -> u64 {
+    tx_bytes_in(braid_lab::topo::NS_CLI, &braid_lab::topo::path_if(i))
+}
+
+/// Bytes namespace `ns` has sent on its interface `dev`.
+pub fn tx_bytes_in(ns: &str, dev: &str) -> u64 {
     let out = std::process::Command::new("ip")
-        .args(["netns", "exec", braid_lab::topo::NS_CLI, "cat"])
-        .arg(format!(
-            "/sys/class/net/{}/statistics/tx_bytes",
-            braid_lab::topo::path_if(i)
-        ))
+        .args(["netns", "exec", ns, "cat"])
+        .arg(format!("/sys/class/net/{dev}/statistics/tx_bytes"))
         .output()
         .expect("ip netns exec");
     String::from_utf8_lossy(&out.stdout)
