@@ -174,6 +174,38 @@ pub struct BenchOptions {
     /// every mode then reports its loss and jitter (real-time traffic).
     #[serde(default)]
     pub udp_rate_mbit: Option<f64>,
+    /// A kernel TCP flow (iperf3, CUBIC) on this path alone, from the
+    /// client's address on it to the proxy's, in the data direction,
+    /// beside every mode's measurement and as long as iperf3's test:
+    /// what a mode leaves a competing flow on a shared bottleneck
+    /// ([`BenchResult::cross_tcp_mbps`]).
+    #[serde(default)]
+    pub cross_tcp_path: Option<usize>,
+}
+
+/// Port of the competing flow's iperf3 (next to the measurement's).
+fn cross_port(opts: &BenchOptions) -> u16 {
+    opts.port + 1
+}
+
+/// Starts the competing TCP flow on path `i` (see
+/// [`BenchOptions::cross_tcp_path`]) in a thread; joined for its goodput.
+fn start_cross_tcp(
+    i: usize,
+    opts: &BenchOptions,
+) -> std::thread::JoinHandle<anyhow::Result<crate::iperf::IperfResult>> {
+    let spec = IperfSpec {
+        client_ns: topo::NS_CLI.into(),
+        server_ns: topo::NS_PRX.into(),
+        target: topo::prx_addr(i),
+        bind: Some(topo::cli_addr(i)),
+        port: cross_port(opts),
+        duration_s: opts.duration_s,
+        omit_s: opts.omit_s,
+        reverse: opts.reverse,
+        ..IperfSpec::default()
+    };
+    std::thread::spawn(move || run_iperf3(&spec))
 }
 
 impl Default for BenchOptions {
@@ -186,6 +218,7 @@ impl Default for BenchOptions {
             settle_s: 1.0,
             from_s: None,
             udp_rate_mbit: None,
+            cross_tcp_path: None,
         }
     }
 }
@@ -224,6 +257,10 @@ pub struct BenchResult {
     /// UDP runs: the receiver's jitter in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
+    /// With [`BenchOptions::cross_tcp_path`]: the competing kernel TCP
+    /// flow's goodput over its test, in Mbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_tcp_mbps: Option<f64>,
 }
 
 /// `{"scenario": name, "results": [...]}`.
@@ -353,6 +390,14 @@ pub fn bench_with(
             );
         }
     }
+    if let Some(i) = opts.cross_tcp_path {
+        if i >= cfg.paths.len() {
+            bail!(
+                "no path {i} for the competing TCP flow: the lab has {} paths",
+                cfg.paths.len()
+            );
+        }
+    }
     let dir = data_direction(opts);
     let sum = cfg.sum_rate_mbit(dir);
     let mut results = Vec::new();
@@ -384,6 +429,7 @@ pub fn bench_with(
         topo::restart_trace_clock().context("restarting the trace clock")?;
         let before = crate::stats::read_stats()?;
         let t0 = std::time::Instant::now();
+        let cross = opts.cross_tcp_path.map(|i| start_cross_tcp(i, opts));
         let r = match transfer {
             Some(t) => {
                 let done = t().with_context(|| format!("mode {}", mode.name()))?;
@@ -400,11 +446,23 @@ pub fn bench_with(
             }
             None => run_iperf3(&spec).with_context(|| format!("mode {}", mode.name()))?,
         };
+        let cross_tcp_mbps = match cross {
+            None => None,
+            Some(h) => Some(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the competing TCP flow's thread panicked"))?
+                    .with_context(|| format!("the competing TCP flow beside {}", mode.name()))?
+                    .received_mbps,
+            ),
+        };
         let after = crate::stats::read_stats()?;
         let dt = (after.uptime_s - before.uptime_s)
             .max(t0.elapsed().as_secs_f64() * 0.5)
             .max(1e-3);
         end_leftover_connections(opts.port);
+        if opts.cross_tcp_path.is_some() {
+            end_leftover_connections(cross_port(opts));
+        }
         drop(guard);
         let path_mbps = before
             .paths
@@ -427,6 +485,7 @@ pub fn bench_with(
             path_mbps,
             lost_percent: r.lost_percent.filter(|_| opts.udp_rate_mbit.is_some()),
             jitter_ms: r.jitter_ms.filter(|_| opts.udp_rate_mbit.is_some()),
+            cross_tcp_mbps,
         });
     }
     Ok(BenchReport {

@@ -457,6 +457,80 @@ trace = [ { at_s = 3.0, rate_mbit = 2.0 } ]
     down().unwrap();
 }
 
+/// `cross_tcp_path` runs a kernel TCP flow on the named path beside the
+/// measurement: on the path the measured flow uses the two share it (each
+/// gets part, together no more than the path), on the other path the
+/// competing flow gets that path to itself and the measured flow keeps
+/// its own. A path the lab does not have is refused.
+#[test]
+#[ignore = "needs root, network namespaces, iperf3 and ping (bash .ci/run runs it as root)"]
+fn bench_runs_a_competing_tcp_flow_on_the_named_path() {
+    use braid_lab::{bench_with, BenchOptions, Mode};
+    require_lab!();
+    let lab = bring_up(
+        r#"
+name = "test-cross-tcp"
+seed = 7
+[[path]]
+name = "a"
+rate_mbit = 8.0
+delay_ms = 10.0
+[[path]]
+name = "b"
+rate_mbit = 4.0
+delay_ms = 10.0
+"#,
+    );
+    let cfg = &lab.cfg;
+    let opts = |path| BenchOptions {
+        duration_s: 6,
+        omit_s: 1,
+        settle_s: 0.5,
+        cross_tcp_path: Some(path),
+        ..Default::default()
+    };
+    // single-best runs on path a, the faster.
+    let shared = &bench_with(cfg, &[Mode::SingleBest], &opts(0))
+        .unwrap()
+        .results[0];
+    let apart = &bench_with(cfg, &[Mode::SingleBest], &opts(1))
+        .unwrap()
+        .results[0];
+    let cross = |r: &braid_lab::BenchResult| r.cross_tcp_mbps.expect("cross_tcp_mbps");
+    eprintln!(
+        "path a shared: {:.2} + {:.2} Mbit/s; competing flow on b: {:.2}, measured {:.2}",
+        shared.goodput_mbps,
+        cross(shared),
+        cross(apart),
+        apart.goodput_mbps
+    );
+    assert!(
+        shared.goodput_mbps > 1.0 && cross(shared) > 1.0,
+        "both flows on path a get part of it: {} and {}",
+        shared.goodput_mbps,
+        cross(shared)
+    );
+    assert!(
+        shared.goodput_mbps + cross(shared) < 8.2,
+        "together no more than path a's 8 Mbit/s: {} + {}",
+        shared.goodput_mbps,
+        cross(shared)
+    );
+    assert!(
+        (3.4..4.1).contains(&cross(apart)),
+        "alone on path b (4 Mbit/s): {}",
+        cross(apart)
+    );
+    assert!(
+        apart.goodput_mbps > 6.8,
+        "the measured flow keeps path a: {}",
+        apart.goodput_mbps
+    );
+    let e = bench_with(cfg, &[Mode::SingleBest], &opts(2)).unwrap_err();
+    assert!(format!("{e:#}").contains("no path 2"), "{e:#}");
+    down().unwrap();
+}
+
 /// Kernel MPTCP keeps sending what its socket buffered after iperf3's
 /// test ends (630 kB for about 2 s after `lab/cellular.toml`'s run), into
 /// the next mode's measurement. The bench ends those connections.

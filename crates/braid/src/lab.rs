@@ -68,6 +68,12 @@ pub enum LabCmd {
         /// alone. The other modes use the path directly.
         #[arg(long, value_name = "PATH")]
         relay: Option<String>,
+        /// Run a kernel TCP flow (iperf3, CUBIC) on this path alone (its name in the lab file),
+        /// client to proxy, beside every mode's measurement, and report what it got
+        /// (`cross TCP`, `cross_tcp_mbps`): what each mode leaves a competing flow on a shared
+        /// bottleneck.
+        #[arg(long, value_name = "PATH")]
+        cross_tcp: Option<String>,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -137,15 +143,15 @@ fn braid_mode(name: &str, relayed: Option<usize>) -> anyhow::Result<Mode> {
     )
 }
 
-/// The index of the path `--relay` names in `cfg`.
-fn relayed_path(cfg: &LabConfig, name: &str) -> anyhow::Result<usize> {
+/// The index of the path that option `flag` names in `cfg`.
+fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> {
     cfg.paths
         .iter()
         .position(|p| p.name == name)
         .with_context(|| {
             let names: Vec<&str> = cfg.paths.iter().map(|p| p.name.as_str()).collect();
             format!(
-                "--relay {name}: the lab file has no path of that name; its paths are {}",
+                "{flag} {name}: the lab file has no path of that name; its paths are {}",
                 names.join(", ")
             )
         })
@@ -183,6 +189,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             udp,
             send_mb,
             relay,
+            cross_tcp,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -204,8 +211,15 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 .transpose()?;
             let relayed = relay
                 .as_deref()
-                .map(|name| relayed_path(&cfg, name))
+                .map(|name| named_path(&cfg, "--relay", name))
                 .transpose()?;
+            let cross_tcp_path = cross_tcp
+                .as_deref()
+                .map(|name| named_path(&cfg, "--cross-tcp", name))
+                .transpose()?;
+            if relayed.is_some() && relayed == cross_tcp_path {
+                anyhow::bail!("--relay and --cross-tcp name the same path: a relayed path's client address is the relay host's, so the competing flow cannot start there; choose another path for one of them");
+            }
             if relay.is_some() && !modes.iter().any(|m| is_tunnel_mode(m)) {
                 anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
             }
@@ -234,6 +248,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 omit_s: omit,
                 from_s: from,
                 udp_rate_mbit,
+                cross_tcp_path,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);
@@ -291,6 +306,12 @@ fn table(out: &Output, from: Option<u32>) -> String {
     );
     let from_head = from.map(|f| format!("from {f} s")).unwrap_or_default();
     let udp = out.results.iter().any(|r| r.lost_percent.is_some());
+    let cross = out.results.iter().any(|r| r.cross_tcp_mbps.is_some());
+    let cross_head = if cross {
+        format!(" {:>10}", "cross TCP")
+    } else {
+        String::new()
+    };
     let udp_head = if udp {
         format!(" {:>9} {:>10}", "loss %", "jitter ms")
     } else {
@@ -298,7 +319,7 @@ fn table(out: &Output, from: Option<u32>) -> String {
     };
     let _ = writeln!(
         t,
-        "{:<16} {:>10} {:>14} {:>10}{udp_head}",
+        "{:<16} {:>10} {:>14} {:>10}{udp_head}{cross_head}",
         "mode", "Mbit/s", "share of sum", from_head
     );
     for r in out.results {
@@ -313,9 +334,17 @@ fn table(out: &Output, from: Option<u32>) -> String {
         } else {
             String::new()
         };
+        let cross_col = if cross {
+            format!(
+                " {:>10}",
+                r.cross_tcp_mbps.map_or("-".into(), |v| format!("{v:.2}"))
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
-            "{:<16} {:>10.2} {:>14.3} {:>10}{udp_cols}",
+            "{:<16} {:>10.2} {:>14.3} {:>10}{udp_cols}{cross_col}",
             r.mode, r.goodput_mbps, r.share_of_sum, from_col
         );
     }
@@ -336,6 +365,7 @@ mod tests {
             path_mbps: vec![],
             lost_percent: None,
             jitter_ms: None,
+            cross_tcp_mbps: None,
         }
     }
 
@@ -371,10 +401,40 @@ mod tests {
     }
 
     #[test]
-    fn relay_names_a_path_of_the_lab_file() {
+    fn cross_tcp_adds_a_column_and_a_json_field() {
+        let mut with = result("braid-pet", 17.5, None);
+        with.cross_tcp_mbps = Some(0.43);
+        let results = [result("single-best", 4.8, None), with];
+        let out = Output {
+            scenario: "two-equal",
+            ceiling_share: 0.924,
+            sum_mbps: 20.0,
+            results: &results,
+        };
+        let t = table(&out, None);
+        assert!(t.lines().nth(1).unwrap().contains("cross TCP"), "{t}");
+        let row = t.lines().find(|l| l.starts_with("braid-pet")).unwrap();
+        assert!(row.trim_end().ends_with("0.43"), "{row}");
+        let row = t.lines().find(|l| l.starts_with("single-best")).unwrap();
+        assert!(row.trim_end().ends_with('-'), "{row}");
+        let j = serde_json::to_value(&out).unwrap();
+        assert_eq!(j["results"][1]["cross_tcp_mbps"], 0.43);
+        assert!(j["results"][0].get("cross_tcp_mbps").is_none());
+        let plain = [result("mptcp", 18.0, None)];
+        let out = Output {
+            results: &plain,
+            ..out
+        };
+        assert!(!table(&out, None).contains("cross"));
+    }
+
+    #[test]
+    fn relay_and_cross_tcp_name_a_path_of_the_lab_file() {
         let cfg = braid_lab::shipped("fast-slow").unwrap();
-        assert_eq!(super::relayed_path(&cfg, "slow").unwrap(), 1);
-        let e = super::relayed_path(&cfg, "wifi").unwrap_err().to_string();
+        assert_eq!(super::named_path(&cfg, "--relay", "slow").unwrap(), 1);
+        let e = super::named_path(&cfg, "--relay", "wifi")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--relay wifi") && e.contains("fast, slow"),
             "{e}"
