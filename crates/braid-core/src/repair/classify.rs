@@ -88,6 +88,15 @@ impl LossClassifier {
         }
     }
 
+    /// Whether the path holds a standing queue of more than half its
+    /// minimum RTT (`min_rtt`): a buffer kept full, by this sender or by
+    /// other flows sharing the bottleneck, rather than a queue that is
+    /// only rising for a moment.
+    pub fn standing(&self, min_rtt: Duration) -> bool {
+        let standing = (min_rtt.as_secs_f64() * STANDING_FRACTION).max(MIN_STANDING.as_secs_f64());
+        self.fast.is_some_and(|f| f > standing)
+    }
+
     /// Forgets the averages when the last sample came in more than
     /// `horizon` before a lost packet left at `sent_at`.
     ///

@@ -171,6 +171,12 @@ pub struct RepairConfig {
     /// losses per path and apply `congestion_rate_factor` to them. Every
     /// path loss is repaired either way.
     pub classify: bool,
+    /// A congestion loss also caps the path's pacing rate at 0.7 of it,
+    /// the cap growing back half a packet per round trip until it reaches
+    /// the measured capacity (`sender::share`): the path then yields to
+    /// other flows on its bottleneck as a TCP flow would, where the
+    /// packet-pair rate alone would keep sending at the capacity.
+    pub share_cap: bool,
 }
 
 impl Default for RepairConfig {
@@ -181,6 +187,7 @@ impl Default for RepairConfig {
             max_attempts: 4,
             congestion_rate_factor: 0.9,
             classify: true,
+            share_cap: true,
         }
     }
 }

@@ -148,7 +148,11 @@ impl<P> Sender<P> {
         if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        Some(self.per_path[s].pair_samples.rate()? * self.cfg.pacing_gain.max(0.01))
+        let rate = self.per_path[s].pair_samples.rate()? * self.cfg.pacing_gain.max(0.01);
+        Some(match self.per_path[s].share.limit() {
+            Some(cap) => rate.min(cap),
+            None => rate,
+        })
     }
 }
 

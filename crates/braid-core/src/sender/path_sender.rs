@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use super::share::ShareCap;
 use super::{PairSamples, PathRepairStats, Transmit};
 use crate::repair::LossClassifier;
 use crate::time::Instant;
@@ -43,6 +44,8 @@ pub(super) struct PathSender<P> {
     pub pair_samples: PairSamples,
     /// Congestion or random loss (R-MTP §3.2).
     pub classifier: LossClassifier,
+    /// The cap congestion losses put on the path's pacing rate.
+    pub share: ShareCap,
     /// Repair counters.
     pub repair: PathRepairStats,
 }
@@ -59,6 +62,7 @@ impl<P> Default for PathSender<P> {
             pace_ok: false,
             pair_samples: PairSamples::default(),
             classifier: LossClassifier::default(),
+            share: ShareCap::default(),
             repair: PathRepairStats::default(),
         }
     }
