@@ -16,7 +16,7 @@
 //! (reported as ignored by a plain `cargo test`); `.ci/run` runs it as
 //! root with `--include-ignored`, where a missing tool fails it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -42,19 +42,7 @@ fn a_relay_carries_twenty_megabytes_in_the_lab() {
         package: "python3",
         purpose: "the test's data source and sink",
     }]);
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
-    let cfg = braid_lab::shipped("two-equal").unwrap();
-    let _lock = topo::LabLock::acquire().unwrap();
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
-    )
-    .unwrap();
-    let result = std::panic::catch_unwind(|| run_relayed_transfer(&cfg, &exe));
-    braid_lab::down().unwrap();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    ns_util::with_shipped_lab("two-equal", run_relayed_transfer);
 }
 
 /// The relay's per-client counters as `braid status --json` reports them

@@ -485,26 +485,17 @@ fn run_rpc_transfer(cfg: &LabConfig, exe: &std::path::Path) {
 #[ignore = "needs root, network namespaces and iperf3 (bash .ci/run runs it as root)"]
 fn the_tunnel_leaves_a_competing_flow_its_share_of_a_path() {
     ns_util::require_lab(&[]);
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
-    let cfg = braid_lab::shipped("two-equal").unwrap();
-    let _lock = topo::LabLock::acquire().unwrap();
-    braid_lab::up(
-        &cfg,
-        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
-    )
-    .unwrap();
-    let report = std::panic::catch_unwind(|| {
-        let mode = braid::labtunnel::mode("braid-pet", SchedulerKind::Pet, exe.clone()).unwrap();
+    let report = ns_util::with_shipped_lab("two-equal", |cfg, exe| {
+        let mode =
+            braid::labtunnel::mode("braid-pet", SchedulerKind::Pet, exe.to_path_buf()).unwrap();
         let opts = braid_lab::BenchOptions {
             duration_s: 10,
             omit_s: 2,
             cross_tcp_path: Some(0),
             ..Default::default()
         };
-        braid_lab::bench_with(&cfg, &[mode], &opts).unwrap()
+        braid_lab::bench_with(cfg, &[mode], &opts).unwrap()
     });
-    braid_lab::down().unwrap();
-    let report = report.unwrap_or_else(|e| std::panic::resume_unwind(e));
     let r = &report.results[0];
     let cross = r.cross_tcp_mbps.expect("cross_tcp_mbps");
     eprintln!(

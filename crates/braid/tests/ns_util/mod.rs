@@ -35,6 +35,26 @@ pub fn require_lab(extra: &[Tool]) {
     }
 }
 
+/// Brings up the shipped lab file `name` with this build's emulator
+/// (holding the lab lock), runs `f` with its config and the `braid`
+/// executable, and tears the lab down whether `f` returns or panics.
+pub fn with_shipped_lab<T>(
+    name: &str,
+    f: impl FnOnce(&braid_lab::LabConfig, &std::path::Path) -> T + std::panic::UnwindSafe,
+) -> T {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_braid"));
+    let cfg = braid_lab::shipped(name).unwrap();
+    let _lock = braid_lab::topo::LabLock::acquire().unwrap();
+    braid_lab::up(
+        &cfg,
+        &braid_lab::EmulatorCommand::new(&exe).with_args(["lab", "emulate"]),
+    )
+    .unwrap();
+    let result = std::panic::catch_unwind(|| f(&cfg, &exe));
+    braid_lab::down().unwrap();
+    result.unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
 /// `braid status --json` of the daemon behind control socket `socket`,
 /// or `None` while it does not answer.
 pub fn status(braid: &str, socket: &std::path::Path) -> Option<serde_json::Value> {
