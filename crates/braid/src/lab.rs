@@ -322,23 +322,20 @@ fn table(out: &Output, from: Option<u32>) -> String {
         "{:<16} {:>10} {:>14} {:>10}{udp_head}{cross_head}",
         "mode", "Mbit/s", "share of sum", from_head
     );
+    // A figure a row may lack: `-` in its place.
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
     for r in out.results {
-        let from_col = match (from, r.goodput_from_mbps) {
-            (None, _) => String::new(),
-            (Some(_), Some(g)) => format!("{g:.2}"),
-            (Some(_), None) => "-".into(),
+        let from_col = match from {
+            None => String::new(),
+            Some(_) => opt(r.goodput_from_mbps, 2),
         };
         let udp_cols = if udp {
-            let opt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
             format!(" {:>9} {:>10}", opt(r.lost_percent, 3), opt(r.jitter_ms, 2))
         } else {
             String::new()
         };
         let cross_col = if cross {
-            format!(
-                " {:>10}",
-                r.cross_tcp_mbps.map_or("-".into(), |v| format!("{v:.2}"))
-            )
+            format!(" {:>10}", opt(r.cross_tcp_mbps, 2))
         } else {
             String::new()
         };

@@ -78,10 +78,8 @@ impl LossClassifier {
         let (Some(fast), Some(slow)) = (self.fast, self.slow) else {
             return LossKind::Random;
         };
-        let rtt = min_rtt.as_secs_f64();
-        let rise = (rtt * RISE_FRACTION).max(MIN_RISE.as_secs_f64());
-        let standing = (rtt * STANDING_FRACTION).max(MIN_STANDING.as_secs_f64());
-        if fast - slow > rise || fast > standing {
+        let rise = (min_rtt.as_secs_f64() * RISE_FRACTION).max(MIN_RISE.as_secs_f64());
+        if fast - slow > rise || self.standing(min_rtt) {
             LossKind::Congestion
         } else {
             LossKind::Random

@@ -90,13 +90,9 @@ impl<P> Sender<P> {
             return;
         }
         p.rtt.update(now.saturating_since(rec.sent_at));
-        let capacity = self.per_path[slot(rec.path)]
-            .pair_samples
-            .rate()
-            .map(|r| r * self.cfg.pacing_gain.max(0.01));
-        self.per_path[slot(rec.path)]
-            .share
-            .grow(now, p.rtt.srtt(), capacity);
+        let ps = &mut self.per_path[slot(rec.path)];
+        let capacity = ps.pair_samples.paced(self.cfg.pacing_gain);
+        ps.share.grow(now, p.rtt.srtt(), capacity);
         // Relative one-way delay: receiver clock minus sender clock, less
         // this packet's own serialisation so that D_l is the wireline part.
         let ser =

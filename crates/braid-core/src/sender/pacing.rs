@@ -148,7 +148,7 @@ impl<P> Sender<P> {
         if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        let rate = self.per_path[s].pair_samples.rate()? * self.cfg.pacing_gain.max(0.01);
+        let rate = self.per_path[s].pair_samples.paced(self.cfg.pacing_gain)?;
         Some(match self.per_path[s].share.limit() {
             Some(cap) => rate.min(cap),
             None => rate,
@@ -333,6 +333,13 @@ impl PairSamples {
     /// The median with the standing cut applied; `None` before any sample.
     pub(super) fn rate(&self) -> Option<f64> {
         self.median.map(|m| m * self.cut)
+    }
+
+    /// [`PairSamples::rate`] x `gain` (`SenderConfig::pacing_gain`): what
+    /// the path is paced at when no share cap holds it lower, and where a
+    /// share cap lifts.
+    pub(super) fn paced(&self, gain: f64) -> Option<f64> {
+        Some(self.rate()? * gain.max(0.01))
     }
 
     pub(super) fn push(&mut self, sample: f64) {

@@ -8,10 +8,10 @@
 //! kernel TCP flow sharing a 10 Mbit/s path with the tunnel was left 0.3-0.4
 //! Mbit/s (`braid lab bench lab/two-equal.toml --cross-tcp a`). The share
 //! cap gives the path the response of a TCP flow instead: a loss the
-//! classifier takes for congestion (a standing or rising queue, R-MTP
-//! §3.2) cuts the path's rate multiplicatively, and the cap then grows
-//! additively, a packet per round trip at a time, until it is above the
-//! measured capacity and lifts.
+//! classifier takes for congestion (R-MTP §3.2) while the path holds a
+//! standing queue cuts the path's rate multiplicatively, and the cap then
+//! grows additively, by a fraction of a packet per round trip, until it
+//! reaches the measured capacity and lifts.
 //!
 //! The constants are those of CUBIC's TCP-friendly region (RFC 8312
 //! §4.2): a cut to β = 0.7 of the rate, and an additive increase of
@@ -19,7 +19,8 @@
 //! bottleneck evenly with Reno and with CUBIC at these round trips. A
 //! cut while a cap stands starts from the lower of the cap and the rate,
 //! so repeated congestion compounds as TCP's window cuts do; random
-//! losses (no queue) never cut.
+//! losses, and losses while a queue is only rising, never cut (see
+//! `Sender::consider_repair`).
 
 use crate::time::{Duration, Instant};
 
