@@ -144,7 +144,7 @@ fn braid_mode(name: &str, relayed: Option<usize>) -> anyhow::Result<Mode> {
 }
 
 /// The index of the path that option `flag` names in `cfg`.
-fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> {
+pub(crate) fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> {
     cfg.paths
         .iter()
         .position(|p| p.name == name)

@@ -40,6 +40,18 @@ pub enum SimCmd {
         /// Lab files: the TCP receive window, packets.
         #[arg(long, default_value_t = 4096)]
         rwnd: u32,
+        /// Lab files: run a competing TCP flow (CUBIC, directly over the
+        /// path) on this path (its name in the lab file) beside every
+        /// mode, as `braid lab bench --cross-tcp` does, and report what it
+        /// got (`cross TCP`, `cross_tcp_mbps`).
+        #[arg(long, value_name = "PATH")]
+        cross_tcp: Option<String>,
+        /// Lab files, with --cross-tcp: start the competing flow this many
+        /// seconds before each mode's transfer, so that it already holds
+        /// its share of the path (and its queue) when the transfer
+        /// begins. The lab bench starts both together.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+        cross_lead: f64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -175,6 +187,7 @@ fn run_lab(
     file: &Path,
     modes: &str,
     (duration, omit, from, rwnd): (f64, f64, Option<f64>, u32),
+    (cross_tcp, cross_lead): (Option<&str>, f64),
     seeds: Option<u32>,
     format: Format,
     quiet: bool,
@@ -194,11 +207,22 @@ fn run_lab(
     if seeds.is_some_and(|s| s > 1) {
         anyhow::bail!("--seeds: a lab file runs once; its links take the file's `seed`");
     }
+    let cross_tcp = cross_tcp
+        .map(|name| crate::lab::named_path(&cfg, "--cross-tcp", name))
+        .transpose()?;
+    if !(0.0..=3600.0).contains(&cross_lead) {
+        anyhow::bail!("--cross-lead must be between 0 and 3600 seconds (got {cross_lead})");
+    }
+    if cross_lead > 0.0 && cross_tcp.is_none() {
+        anyhow::bail!("--cross-lead is the head start of the competing flow of --cross-tcp; name its path with --cross-tcp");
+    }
     let opts = LabRunOptions {
         duration_s: duration,
         omit_s: omit,
         rwnd_pkts: rwnd.max(2),
         from_s: from,
+        cross_tcp,
+        cross_lead_s: cross_lead,
         ..LabRunOptions::default()
     };
     let start = std::time::Instant::now();
@@ -211,15 +235,23 @@ fn run_lab(
                 r.scenario, r.sum_mbps, r.ceiling_share
             );
             let from_head = from.map_or(String::new(), |f| format!(" {:>9}", format!("from {f}s")));
+            let cross_head = if cross_tcp.is_some() {
+                format!(" {:>10}", "cross TCP")
+            } else {
+                String::new()
+            };
             println!(
-                "{:<14} {:>9} {:>7}{from_head} {:>7} {:>8} {:>8} {:>9}  path Mbit/s",
+                "{:<14} {:>9} {:>7}{from_head} {:>7} {:>8} {:>8} {:>9}{cross_head}  path Mbit/s",
                 "mode", "Mbit/s", "share", "retx", "dupacks", "timeouts", "res.loss"
             );
             for x in &r.results {
                 let paths: Vec<String> = x.path_mbps.iter().map(|m| format!("{m:.2}")).collect();
                 let from_col = x.share_from.map_or(String::new(), |s| format!(" {s:>9.3}"));
+                let cross_col = x
+                    .cross_tcp_mbps
+                    .map_or(String::new(), |c| format!(" {c:>10.2}"));
                 println!(
-                    "{:<14} {:>9.2} {:>7.3}{from_col} {:>7} {:>8} {:>8} {:>9.4}  {}",
+                    "{:<14} {:>9.2} {:>7.3}{from_col} {:>7} {:>8} {:>8} {:>9.4}{cross_col}  {}",
                     x.mode,
                     x.goodput_mbps,
                     x.share_of_sum,
@@ -257,6 +289,8 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             omit,
             from,
             rwnd,
+            cross_tcp,
+            cross_lead,
             format,
             seeds,
             plot,
@@ -271,10 +305,14 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                     &file,
                     &modes,
                     (duration, omit, from, rwnd),
+                    (cross_tcp.as_deref(), cross_lead),
                     seeds,
                     format,
                     quiet,
                 );
+            }
+            if cross_tcp.is_some() {
+                anyhow::bail!("--cross-tcp applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
             }
             if is_mplot_file(&file)? {
                 return run_mplot(&file, seeds, threads, format, quiet);

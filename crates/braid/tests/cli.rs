@@ -158,6 +158,65 @@ fn sim_run_lab_file_prints_the_lab_bench_shape() {
     assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
 }
 
+/// `braid sim run LAB --cross-tcp PATH` runs a competing flow beside every
+/// mode and reports it (`cross_tcp_mbps`, a `cross TCP` column); a path
+/// the lab file lacks, a scenario file, and `--cross-lead` without
+/// `--cross-tcp` are refused with what to do.
+#[test]
+fn sim_run_cross_tcp_reports_the_competing_flow_and_refuses_misuse() {
+    let braid = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_braid"))
+            .args(["sim", "run"])
+            .args(args)
+            .arg("-q")
+            .output()
+            .expect("run braid")
+    };
+    let two = lab_file("two-equal");
+    let common = [
+        "--modes",
+        "mptcp,braid-pet",
+        "--duration",
+        "4",
+        "--omit",
+        "1",
+    ];
+    let mut args = vec![two.as_str(), "--cross-tcp", "b", "--format", "json"];
+    args.extend(common);
+    let out = braid(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for r in v["results"].as_array().unwrap() {
+        let c = r["cross_tcp_mbps"].as_f64().expect("cross_tcp_mbps");
+        assert!(c > 1.0 && c < 10.0, "{r}");
+    }
+    let mut args = vec![two.as_str(), "--cross-tcp", "a"];
+    args.extend(common);
+    let table = braid(&args);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("cross TCP"));
+
+    let e = braid(&[&two, "--cross-tcp", "wifi"]);
+    assert!(!e.status.success());
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(e.contains("wifi") && e.contains("a, b"), "{e}");
+
+    let e = braid(&[&two, "--cross-lead", "5"]);
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--cross-tcp"));
+
+    let scenario = format!(
+        "{}/../../scenarios/pet-table1.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let e = braid(&[&scenario, "--cross-tcp", "a"]);
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("lab files"));
+}
+
 /// A swept scenario file with `[[path]]` tables (PRISM's figures, Phatak
 /// et al.'s) runs as a scenario, not as a lab file, and prints one JSON row
 /// per scheme and swept value, with the ideal sum where MTCP runs.

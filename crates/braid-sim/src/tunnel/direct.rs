@@ -6,6 +6,7 @@ use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Link;
 
+use super::cross::CrossFlow;
 use super::world::{link_drops, links, secs, Outcome};
 use super::{lab_tcp, LabRunOptions};
 use crate::event::EventQueue;
@@ -33,7 +34,14 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     let mut segs = Vec::new();
     let mut packets = 0u64;
     let mut arrived = 0u64;
-    let mut now = Instant::ZERO;
+    // A competing flow starts first by its head start, alone on the links.
+    let mut cross = opts.cross_tcp.map(|i| CrossFlow::new(i, tcp.clone()));
+    let t0 = match cross.as_mut() {
+        Some(c) => c.lead(Instant::ZERO + secs(opts.cross_lead_s), &mut up, &mut down),
+        None => Instant::ZERO,
+    };
+    let mut now = t0;
+    let up0: Vec<u64> = up.iter().map(|l| l.stats.delivered_bytes).collect();
     let send = |now: Instant,
                 f: usize,
                 segs: &mut Vec<Segment>,
@@ -54,21 +62,25 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         t.start(now, &mut segs);
         send(now, f, &mut segs, &mut up, &mut q, &mut packets);
     }
-    let omit = Instant::ZERO + secs(opts.omit_s);
-    let end = Instant::ZERO + secs(opts.duration_s);
+    let omit = t0 + secs(opts.omit_s);
+    let end = t0 + secs(opts.duration_s);
     let mut b0: Option<u64> = None;
-    let from = opts.from_s.map(|f| Instant::ZERO + secs(f));
+    let from = opts.from_s.map(|f| t0 + secs(f));
     let mut bf: Option<u64> = None;
     loop {
         let timers = tx
             .iter()
             .filter_map(|t| t.poll_timeout())
-            .chain(rx.iter().filter_map(|r| r.poll_timeout()));
+            .chain(rx.iter().filter_map(|r| r.poll_timeout()))
+            .chain(cross.as_ref().and_then(CrossFlow::poll_timeout));
         let Some(t) = q.peek_time().into_iter().chain(timers).min() else {
             break;
         };
         if b0.is_none() && t > omit {
             b0 = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
+            if let Some(c) = cross.as_mut() {
+                c.mark_omit(omit);
+            }
         }
         if bf.is_none() && from.is_some_and(|f| t > f) {
             bf = Some(rx.iter().map(|r| r.delivered_bytes()).sum());
@@ -97,6 +109,9 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
                     send(now, f, &mut segs, &mut up, &mut q, &mut packets);
                 }
             }
+        }
+        if let Some(c) = cross.as_mut() {
+            c.advance(now, &mut up, &mut down);
         }
         for f in 0..tx.len() {
             if tx[f].poll_timeout().is_some_and(|t| t <= now) {
@@ -132,7 +147,11 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         from: opts
             .from_s
             .map(|f| (total - bf.unwrap_or(total), (opts.duration_s - f).max(0.0))),
-        path_bytes: up.iter().map(|l| l.stats.delivered_bytes).collect(),
+        path_bytes: up
+            .iter()
+            .zip(&up0)
+            .map(|(l, b)| l.stats.delivered_bytes - b)
+            .collect(),
         path_from_bytes: None,
         transfer_seconds: opts.duration_s,
         segments_sent: stats.segments_sent,
@@ -143,5 +162,6 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
         packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: end.as_secs_f64(),
+        cross_tcp_mbps: cross.map(|c| c.goodput_mbps(end)),
     }
 }

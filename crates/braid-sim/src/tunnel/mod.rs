@@ -21,6 +21,7 @@
 //! `omit_s`, divided by the time after that, and a mode's share is its
 //! goodput over the sum of the configured uplink rates.
 
+pub(crate) mod cross;
 pub(crate) mod direct;
 pub(crate) mod inner;
 pub mod send;
@@ -99,6 +100,14 @@ pub struct LabRunOptions {
     /// lab bench's `--from`): the steady part of a long run next to the
     /// whole, which counts the start-up.
     pub from_s: Option<f64>,
+    /// Run a competing TCP flow (CUBIC, directly over the path, as the
+    /// lab bench's `--cross-tcp`) on this path, from the start of the
+    /// transfer to its end, and report its goodput.
+    pub cross_tcp: Option<usize>,
+    /// With `cross_tcp`: the competing flow starts this many seconds
+    /// before the measured transfer (it already fills its path's queue
+    /// when the transfer begins). The lab bench starts both together (0).
+    pub cross_lead_s: f64,
 }
 
 impl Default for LabRunOptions {
@@ -109,6 +118,8 @@ impl Default for LabRunOptions {
             seed: 1,
             rwnd_pkts: 4096,
             from_s: None,
+            cross_tcp: None,
+            cross_lead_s: 0.0,
         }
     }
 }
@@ -141,6 +152,10 @@ pub struct LabResult {
     pub residual_loss: f64,
     /// Packets the links dropped (queue, loss, down), uplink.
     pub link_drops: u64,
+    /// With [`LabRunOptions::cross_tcp`]: the goodput of the competing
+    /// flow, Mbit/s, over the measured interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_tcp_mbps: Option<f64>,
     /// Simulated seconds per wall-clock second.
     #[serde(skip)]
     pub speed: f64,

@@ -19,8 +19,9 @@ use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Verdict;
 
+use super::cross::CrossFlow;
 use super::world::{link_drops, links, secs, Outcome};
-use super::LabRunOptions;
+use super::{lab_tcp, LabRunOptions};
 use crate::event::EventQueue;
 use crate::tcp::TcpSenderStats;
 
@@ -55,13 +56,24 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
     let mut delivered = 0u64;
     let mut packets = 0u64;
     let mut arrived = 0u64;
-    let mut now = Instant::ZERO;
+    // A competing flow starts first by its head start, alone on the links.
+    let mut cross = opts
+        .cross_tcp
+        .map(|i| CrossFlow::new(i, lab_tcp(1500, opts)));
+    let t0 = match cross.as_mut() {
+        Some(c) => c.lead(Instant::ZERO + secs(opts.cross_lead_s), &mut up, &mut down),
+        None => Instant::ZERO,
+    };
+    let mut now = t0;
+    let up0: Vec<u64> = up.iter().map(|l| l.stats.delivered_bytes).collect();
     // Give up at four times the file's time at the sum of the rates.
-    let limit = Instant::ZERO + secs(opts.duration_s * 4.0);
-    let from = opts.from_s.map(|f| Instant::ZERO + secs(f));
+    let limit = t0 + secs(opts.duration_s * 4.0);
+    let from = opts.from_s.map(|f| t0 + secs(f));
     let mut at_from: Option<u64> = None;
     let mut path_at_from: Option<Vec<u64>> = None;
     let mut done_at = None;
+    let omit = t0 + secs(opts.omit_s);
+    let mut omitted = false;
     loop {
         // Feed the file, then send what the windows and pacers allow.
         while written < file && tx.buffered() < READ_AHEAD {
@@ -81,8 +93,19 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
                 q.push(at, Ev::Data(t.header, ce));
             }
         }
-        let next = q.peek_time().into_iter().chain(tx.poll_timeout()).min();
+        let next = q
+            .peek_time()
+            .into_iter()
+            .chain(tx.poll_timeout())
+            .chain(cross.as_ref().and_then(CrossFlow::poll_timeout))
+            .min();
         let Some(t) = next else { break };
+        if t > omit && !omitted {
+            omitted = true;
+            if let Some(c) = cross.as_mut() {
+                c.mark_omit(omit);
+            }
+        }
         if from.is_some_and(|f| t > f) && at_from.is_none() {
             at_from = Some(delivered);
             path_at_from = Some(up.iter().map(|l| l.stats.delivered_bytes).collect());
@@ -118,12 +141,19 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
         if done_at.is_some() {
             break;
         }
+        if let Some(c) = cross.as_mut() {
+            c.advance(now, &mut up, &mut down);
+        }
         if tx.poll_timeout().is_some_and(|t| t <= now) {
             tx.handle_timeout(now);
         }
     }
-    let seconds = done_at.unwrap_or(now).as_secs_f64();
-    let path_bytes: Vec<u64> = up.iter().map(|l| l.stats.delivered_bytes).collect();
+    let seconds = done_at.unwrap_or(now).saturating_since(t0).as_secs_f64();
+    let path_bytes: Vec<u64> = up
+        .iter()
+        .zip(&up0)
+        .map(|(l, b)| l.stats.delivered_bytes - b)
+        .collect();
     let st = &tx.stats;
     Outcome {
         bytes: delivered,
@@ -150,5 +180,6 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
         packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: now.as_secs_f64(),
+        cross_tcp_mbps: cross.map(|c| c.goodput_mbps(done_at.unwrap_or(now))),
     }
 }

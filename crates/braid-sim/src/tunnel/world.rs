@@ -22,6 +22,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use sha2::{Digest, Sha256};
 
+use super::cross::CrossFlow;
 use super::inner::{decode_ack, decode_segment, encode_ack, encode_segment, fill_payload, tag_of};
 use super::{lab_tcp, link_params, link_seed, LabResult, LabRunOptions};
 use crate::event::EventQueue;
@@ -73,6 +74,8 @@ pub struct Outcome {
     pub packets: u64,
     pub wall_seconds: f64,
     pub sim_seconds: f64,
+    /// With `LabRunOptions::cross_tcp`: the competing flow's goodput.
+    pub cross_tcp_mbps: Option<f64>,
 }
 
 impl Outcome {
@@ -111,6 +114,7 @@ impl Outcome {
             link_drops: self.link_drops,
             speed: self.sim_seconds / self.wall_seconds.max(1e-9),
             packets: self.packets,
+            cross_tcp_mbps: self.cross_tcp_mbps,
         }
     }
 }
@@ -209,11 +213,19 @@ pub(crate) struct TunnelWorld {
     faults: Faults,
     fault_rng: ChaCha8Rng,
     pub check: Option<Check>,
+    /// A competing TCP flow on one path, started when the tunnel is
+    /// established.
+    pub(crate) cross: Option<CrossFlow>,
+    /// How long after the tunnel is established the transfer starts (the
+    /// competing flow's head start, `LabRunOptions::cross_lead_s`).
+    lead: Duration,
+    /// When the tunnel was established.
+    established: Option<Instant>,
 }
 
 impl TunnelWorld {
     fn new(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) -> Self {
-        Self::build(TunnelSetup {
+        let mut w = Self::build(TunnelSetup {
             up: links(cfg, Direction::Up),
             down: links(cfg, Direction::Down),
             conn: ConnConfig {
@@ -224,7 +236,14 @@ impl TunnelWorld {
             total_packets: None,
             seed: opts.seed,
             faults: Faults::default(),
-        })
+        });
+        w.cross = opts
+            .cross_tcp
+            .map(|i| CrossFlow::new(i, lab_tcp(1500, opts)));
+        if w.cross.is_some() {
+            w.lead = secs(opts.cross_lead_s);
+        }
+        w
     }
 
     pub(crate) fn build(setup: TunnelSetup) -> Self {
@@ -278,6 +297,27 @@ impl TunnelWorld {
             faults: setup.faults,
             fault_rng: ChaCha8Rng::seed_from_u64(setup.seed ^ 0xfa17),
             check: None,
+            cross: None,
+            lead: Duration::ZERO,
+            established: None,
+        }
+    }
+
+    /// When the transfer is to start: `lead` after the tunnel is
+    /// established. `None` once it has started or before establishment.
+    fn transfer_at(&self) -> Option<Instant> {
+        match (self.started, self.established) {
+            (None, Some(e)) => Some(e + self.lead),
+            _ => None,
+        }
+    }
+
+    /// Starts the inner TCP transfer if it is time.
+    fn start_transfer(&mut self) {
+        if self.transfer_at().is_some_and(|t| t <= self.now) {
+            self.started = Some(self.now);
+            self.tx.start(self.now, &mut self.segs);
+            self.send_segments();
         }
     }
 
@@ -403,11 +443,13 @@ impl TunnelWorld {
                     }
                     Output::Event(Event::Established { params }) => {
                         self.me = Some(params.address);
-                        if self.started.is_none() {
-                            self.started = Some(self.now);
-                            self.tx.start(self.now, &mut self.segs);
-                            self.send_segments();
+                        if self.established.is_none() {
+                            self.established = Some(self.now);
+                            if let Some(c) = self.cross.as_mut() {
+                                c.start(self.now, &mut self.up);
+                            }
                         }
+                        self.start_transfer();
                     }
                     Output::Event(_) => {}
                 }
@@ -437,6 +479,8 @@ impl TunnelWorld {
             Endpoint::poll_timeout(&self.server),
             self.tx.poll_timeout(),
             self.rx.poll_timeout(),
+            self.cross.as_ref().and_then(CrossFlow::poll_timeout),
+            self.transfer_at(),
         ]
         .into_iter()
         .flatten()
@@ -475,6 +519,10 @@ impl TunnelWorld {
                 }
                 self.drain();
             }
+            if let Some(c) = self.cross.as_mut() {
+                c.advance(self.now, &mut self.up, &mut self.down);
+            }
+            self.start_transfer();
             if Endpoint::poll_timeout(&self.client).is_some_and(|t| t <= self.now) {
                 Endpoint::handle_timeout(&mut self.client, self.now);
             }
@@ -512,7 +560,8 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
     let mut w = TunnelWorld::new(cfg, kind, opts);
     // The handshake: retried every few seconds if lost, so allow a while.
     let mut t = Instant::ZERO;
-    while w.started.is_none() && t < Instant::from_millis(60_000) {
+    let give_up = Instant::from_millis(60_000) + secs(opts.cross_lead_s);
+    while w.started.is_none() && t < give_up {
         t += Duration::from_millis(50);
         w.run_until(t);
     }
@@ -528,6 +577,11 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
     for &m in &marks {
         w.run_until(start + secs(m.min(opts.duration_s)));
         at.push((m, w.rx.delivered_bytes()));
+        if m == opts.omit_s {
+            if let Some(c) = w.cross.as_mut() {
+                c.mark_omit(w.now);
+            }
+        }
         if Some(m) == opts.from_s {
             up_from = Some(
                 w.up.iter()
@@ -568,6 +622,7 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
         packets: w.packets,
         wall_seconds: wall.elapsed().as_secs_f64(),
         sim_seconds: end.as_secs_f64(),
+        cross_tcp_mbps: w.cross.as_ref().map(|c| c.goodput_mbps(end)),
     }
 }
 

@@ -28,7 +28,18 @@ fn trace_lab_start() {
     {
         cfg.paths[i].loss = Some(l);
     }
-    let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
+    // BRAID_TRACE_CROSS=1:8: a competing TCP flow on path 1, started
+    // 8 s before the transfer.
+    let cross = std::env::var("BRAID_TRACE_CROSS").ok().and_then(|v| {
+        let (a, b) = v.split_once(':')?;
+        Some((a.parse::<usize>().ok()?, b.parse::<f64>().ok()?))
+    });
+    let opts = LabRunOptions {
+        cross_tcp: cross.map(|c| c.0),
+        cross_lead_s: cross.map_or(0.0, |c| c.1),
+        ..LabRunOptions::default()
+    };
+    let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &opts);
     let mut t = Instant::ZERO;
     while w.started.is_none() {
         t += Duration::from_millis(10);
