@@ -181,6 +181,12 @@ pub struct BenchOptions {
     /// ([`BenchResult::cross_tcp_mbps`]).
     #[serde(default)]
     pub cross_tcp_path: Option<usize>,
+    /// With `cross_tcp_path`: the competing flow starts this many seconds
+    /// before each mode's measurement (its goodput still reported over
+    /// the measurement's interval alone), so that it
+    /// already holds its path and its queue when the measurement begins.
+    #[serde(default)]
+    pub cross_lead_s: u32,
 }
 
 /// Port of the competing flow's iperf3 (next to the measurement's).
@@ -200,8 +206,10 @@ fn start_cross_tcp(
         target: topo::prx_addr(i),
         bind: Some(topo::cli_addr(i)),
         port: cross_port(opts),
+        // iperf3 runs its omitted seconds before its measured ones: the
+        // lead is omitted, so both flows measure the same interval.
         duration_s: opts.duration_s,
-        omit_s: opts.omit_s,
+        omit_s: opts.omit_s + opts.cross_lead_s,
         reverse: opts.reverse,
         ..IperfSpec::default()
     };
@@ -219,6 +227,7 @@ impl Default for BenchOptions {
             from_s: None,
             udp_rate_mbit: None,
             cross_tcp_path: None,
+            cross_lead_s: 0,
         }
     }
 }
@@ -390,6 +399,9 @@ pub fn bench_with(
             );
         }
     }
+    if opts.cross_lead_s > 0 && opts.cross_tcp_path.is_none() {
+        bail!("a head start for the competing TCP flow needs the flow: name its path too");
+    }
     if let Some(i) = opts.cross_tcp_path {
         if i >= cfg.paths.len() {
             bail!(
@@ -427,9 +439,11 @@ pub fn bench_with(
         // Every mode sees the same path history: the trace starts over
         // when its measurement starts, not at `lab up`.
         topo::restart_trace_clock().context("restarting the trace clock")?;
+        let cross = opts.cross_tcp_path.map(|i| start_cross_tcp(i, opts));
+        // The competing flow's head start, before the measurement's own.
+        std::thread::sleep(Duration::from_secs(u64::from(opts.cross_lead_s)));
         let before = crate::stats::read_stats()?;
         let t0 = std::time::Instant::now();
-        let cross = opts.cross_tcp_path.map(|i| start_cross_tcp(i, opts));
         let r = match transfer {
             Some(t) => {
                 let done = t().with_context(|| format!("mode {}", mode.name()))?;

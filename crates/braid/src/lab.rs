@@ -74,6 +74,11 @@ pub enum LabCmd {
         /// bottleneck.
         #[arg(long, value_name = "PATH")]
         cross_tcp: Option<String>,
+        /// With --cross-tcp: start the competing flow this many seconds before each mode's
+        /// measurement, so that it already holds its path (and fills its queue) when the
+        /// measurement begins; its goodput is still reported over the measurement alone.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        cross_lead: u32,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -190,6 +195,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             send_mb,
             relay,
             cross_tcp,
+            cross_lead,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -217,6 +223,9 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|name| named_path(&cfg, "--cross-tcp", name))
                 .transpose()?;
+            if cross_lead > 0 && cross_tcp_path.is_none() {
+                anyhow::bail!("--cross-lead is the head start of the competing flow of --cross-tcp; name its path with --cross-tcp");
+            }
             if relayed.is_some() && relayed == cross_tcp_path {
                 anyhow::bail!("--relay and --cross-tcp name the same path: a relayed path's client address is the relay host's, so the competing flow cannot start there; choose another path for one of them");
             }
@@ -249,6 +258,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 from_s: from,
                 udp_rate_mbit,
                 cross_tcp_path,
+                cross_lead_s: cross_lead,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);

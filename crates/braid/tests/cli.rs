@@ -158,6 +158,22 @@ fn sim_run_lab_file_prints_the_lab_bench_shape() {
     assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
 }
 
+/// `braid lab bench --cross-lead` without `--cross-tcp` is refused before
+/// any lab is set up, naming the flag that is missing.
+#[test]
+fn lab_bench_cross_lead_needs_a_competing_flow() {
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["lab", "bench", &lab_file("two-equal"), "--cross-lead", "5"])
+        .output()
+        .expect("run braid");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("--cross-lead") && e.contains("--cross-tcp"),
+        "{e}"
+    );
+}
+
 /// `braid sim run LAB --cross-tcp PATH` runs a competing flow beside every
 /// mode and reports it (`cross_tcp_mbps`, a `cross TCP` column); a path
 /// the lab file lacks, a scenario file, and `--cross-lead` without
