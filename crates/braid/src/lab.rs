@@ -149,7 +149,7 @@ fn braid_mode(name: &str, relayed: Option<usize>) -> anyhow::Result<Mode> {
 }
 
 /// The index of the path that option `flag` names in `cfg`.
-pub(crate) fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> {
+fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> {
     cfg.paths
         .iter()
         .position(|p| p.name == name)
@@ -160,6 +160,22 @@ pub(crate) fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Res
                 names.join(", ")
             )
         })
+}
+
+/// The path `--cross-tcp` names, if any, checked with `--cross-lead`
+/// (`lead`: whether a head start was asked for), which needs it.
+pub(crate) fn cross_tcp_path(
+    cfg: &LabConfig,
+    name: Option<&str>,
+    lead: bool,
+) -> anyhow::Result<Option<usize>> {
+    let path = name
+        .map(|name| named_path(cfg, "--cross-tcp", name))
+        .transpose()?;
+    if lead && path.is_none() {
+        anyhow::bail!("--cross-lead is the head start of the competing flow of --cross-tcp; name its path with --cross-tcp");
+    }
+    Ok(path)
 }
 
 pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
@@ -219,13 +235,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|name| named_path(&cfg, "--relay", name))
                 .transpose()?;
-            let cross_tcp_path = cross_tcp
-                .as_deref()
-                .map(|name| named_path(&cfg, "--cross-tcp", name))
-                .transpose()?;
-            if cross_lead > 0 && cross_tcp_path.is_none() {
-                anyhow::bail!("--cross-lead is the head start of the competing flow of --cross-tcp; name its path with --cross-tcp");
-            }
+            let cross_tcp_path = cross_tcp_path(&cfg, cross_tcp.as_deref(), cross_lead > 0)?;
             if relayed.is_some() && relayed == cross_tcp_path {
                 anyhow::bail!("--relay and --cross-tcp name the same path: a relayed path's client address is the relay host's, so the competing flow cannot start there; choose another path for one of them");
             }

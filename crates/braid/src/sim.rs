@@ -207,15 +207,10 @@ fn run_lab(
     if seeds.is_some_and(|s| s > 1) {
         anyhow::bail!("--seeds: a lab file runs once; its links take the file's `seed`");
     }
-    let cross_tcp = cross_tcp
-        .map(|name| crate::lab::named_path(&cfg, "--cross-tcp", name))
-        .transpose()?;
     if !(0.0..=3600.0).contains(&cross_lead) {
         anyhow::bail!("--cross-lead must be between 0 and 3600 seconds (got {cross_lead})");
     }
-    if cross_lead > 0.0 && cross_tcp.is_none() {
-        anyhow::bail!("--cross-lead is the head start of the competing flow of --cross-tcp; name its path with --cross-tcp");
-    }
+    let cross_tcp = crate::lab::cross_tcp_path(&cfg, cross_tcp, cross_lead > 0.0)?;
     let opts = LabRunOptions {
         duration_s: duration,
         omit_s: omit,

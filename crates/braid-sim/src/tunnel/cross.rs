@@ -12,6 +12,8 @@
 use braid_core::time::Instant;
 use braid_net::{Link, Verdict};
 
+use super::world::secs;
+use super::{lab_tcp, LabRunOptions};
 use crate::event::EventQueue;
 use crate::tcp::{Ack, Segment, TcpConfig, TcpReceiver, TcpSender};
 
@@ -38,7 +40,35 @@ pub(crate) struct CrossFlow {
 }
 
 impl CrossFlow {
-    pub fn new(path: usize, tcp: TcpConfig) -> Self {
+    /// The competing flow `opts` asks for (`LabRunOptions::cross_tcp`), if
+    /// any: the lab's kernel TCP, full-size packets straight on the path.
+    pub fn for_run(opts: &LabRunOptions) -> Option<Self> {
+        opts.cross_tcp
+            .map(|i| CrossFlow::new(i, lab_tcp(1500, opts)))
+    }
+
+    /// For a run that starts its measured transfer itself: the competing
+    /// flow of `opts`, if any, started at `Instant::ZERO` and run alone on
+    /// the links for its head start (`LabRunOptions::cross_lead_s`),
+    /// before any other traffic is offered to them. Returns it and when
+    /// the measured transfer starts.
+    pub fn with_head_start(
+        opts: &LabRunOptions,
+        up: &mut [Link],
+        down: &mut [Link],
+    ) -> (Option<Self>, Instant) {
+        let Some(mut c) = Self::for_run(opts) else {
+            return (None, Instant::ZERO);
+        };
+        let until = Instant::ZERO + secs(opts.cross_lead_s);
+        c.start(Instant::ZERO, up);
+        while let Some(t) = c.poll_timeout().filter(|&t| t <= until) {
+            c.advance(t, up, down);
+        }
+        (Some(c), until)
+    }
+
+    fn new(path: usize, tcp: TcpConfig) -> Self {
         CrossFlow {
             path,
             tx: TcpSender::new(tcp.clone(), CROSS_FLOW, None),
@@ -120,17 +150,6 @@ impl CrossFlow {
                 self.send_ack(now, a, down);
             }
         }
-    }
-
-    /// Runs the flow alone from its start at `Instant::ZERO` until
-    /// `until` (its head start, before any other traffic is offered to
-    /// the links), and returns `until`.
-    pub fn lead(&mut self, until: Instant, up: &mut [Link], down: &mut [Link]) -> Instant {
-        self.start(Instant::ZERO, up);
-        while let Some(t) = self.poll_timeout().filter(|&t| t <= until) {
-            self.advance(t, up, down);
-        }
-        until
     }
 
     /// Marks the end of the measurement's omitted start-up, `now`.

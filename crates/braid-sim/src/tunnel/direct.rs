@@ -34,12 +34,7 @@ pub fn run_direct(cfg: &LabConfig, paths: &[usize], opts: &LabRunOptions) -> Out
     let mut segs = Vec::new();
     let mut packets = 0u64;
     let mut arrived = 0u64;
-    // A competing flow starts first by its head start, alone on the links.
-    let mut cross = opts.cross_tcp.map(|i| CrossFlow::new(i, tcp.clone()));
-    let t0 = match cross.as_mut() {
-        Some(c) => c.lead(Instant::ZERO + secs(opts.cross_lead_s), &mut up, &mut down),
-        None => Instant::ZERO,
-    };
+    let (mut cross, t0) = CrossFlow::with_head_start(opts, &mut up, &mut down);
     let mut now = t0;
     let up0: Vec<u64> = up.iter().map(|l| l.stats.delivered_bytes).collect();
     let send = |now: Instant,

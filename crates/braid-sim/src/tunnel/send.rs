@@ -15,13 +15,12 @@ use braid_core::mplot::{
     wire::ACK_LEN, Coding, DataHeader, DataView, Receiver, ReceiverConfig, Sender, SenderConfig,
     FILE_OVERHEAD,
 };
-use braid_core::time::Instant;
 use braid_lab::config::{Direction, LabConfig};
 use braid_net::Verdict;
 
 use super::cross::CrossFlow;
 use super::world::{link_drops, links, secs, Outcome};
-use super::{lab_tcp, LabRunOptions};
+use super::LabRunOptions;
 use crate::event::EventQueue;
 use crate::tcp::TcpSenderStats;
 
@@ -56,14 +55,7 @@ pub fn run_send(cfg: &LabConfig, opts: &LabRunOptions) -> Outcome {
     let mut delivered = 0u64;
     let mut packets = 0u64;
     let mut arrived = 0u64;
-    // A competing flow starts first by its head start, alone on the links.
-    let mut cross = opts
-        .cross_tcp
-        .map(|i| CrossFlow::new(i, lab_tcp(1500, opts)));
-    let t0 = match cross.as_mut() {
-        Some(c) => c.lead(Instant::ZERO + secs(opts.cross_lead_s), &mut up, &mut down),
-        None => Instant::ZERO,
-    };
+    let (mut cross, t0) = CrossFlow::with_head_start(opts, &mut up, &mut down);
     let mut now = t0;
     let up0: Vec<u64> = up.iter().map(|l| l.stats.delivered_bytes).collect();
     // Give up at four times the file's time at the sum of the rates.

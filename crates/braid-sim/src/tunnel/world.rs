@@ -237,9 +237,7 @@ impl TunnelWorld {
             seed: opts.seed,
             faults: Faults::default(),
         });
-        w.cross = opts
-            .cross_tcp
-            .map(|i| CrossFlow::new(i, lab_tcp(1500, opts)));
+        w.cross = CrossFlow::for_run(opts);
         if w.cross.is_some() {
             w.lead = secs(opts.cross_lead_s);
         }
