@@ -177,6 +177,11 @@ pub struct RepairConfig {
     /// other flows on its bottleneck as a TCP flow would, where the
     /// packet-pair rate alone would keep sending at the capacity.
     pub share_cap: bool,
+    /// A repair sent on a path that loses packets gets a second copy on
+    /// the other path that delivers it earliest, within a share of that
+    /// path's rate (`Sender::copy_repair`): a lost repair otherwise
+    /// outlasts the receiver's hold and reaches the inner TCP.
+    pub copy_lossy: bool,
 }
 
 impl Default for RepairConfig {
@@ -188,6 +193,7 @@ impl Default for RepairConfig {
             congestion_rate_factor: 0.9,
             classify: true,
             share_cap: true,
+            copy_lossy: true,
         }
     }
 }

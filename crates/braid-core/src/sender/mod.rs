@@ -409,6 +409,7 @@ mod path_sender;
 mod rack;
 mod redundancy;
 mod repair;
+mod repair_copy;
 mod share;
 mod stats;
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use super::repair_copy::CopyBudget;
 use super::share::ShareCap;
 use super::{PairSamples, PathRepairStats, Transmit};
 use crate::repair::LossClassifier;
@@ -48,6 +49,8 @@ pub(super) struct PathSender<P> {
     pub share: ShareCap,
     /// Repair counters.
     pub repair: PathRepairStats,
+    /// What copies of other paths' repairs the path may still take.
+    pub copy_budget: CopyBudget,
 }
 
 impl<P> Default for PathSender<P> {
@@ -64,6 +67,7 @@ impl<P> Default for PathSender<P> {
             classifier: LossClassifier::default(),
             share: ShareCap::default(),
             repair: PathRepairStats::default(),
+            copy_budget: CopyBudget::default(),
         }
     }
 }

@@ -53,29 +53,36 @@ impl<P> Sender<P> {
         others.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut out = Vec::new();
         for &(_, id) in others.iter().take(extra) {
-            if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
-                p.sent_packets += 1;
-                p.sent_bytes += rec.len as u64;
-                p.last_sent = Some(now);
-            }
-            self.charge_pacer(now, id, rec.len as usize);
             self.stats.redundant_copies += 1;
             self.stats.redundant_bytes += rec.len as u64;
-            let s = slot(id);
-            self.per_path[s].repair.copies_carried += 1;
-            self.per_path[s].repair.copy_bytes_carried += rec.len as u64;
-            out.push(Transmit {
-                path: id,
-                seq,
-                header: DataHeader {
-                    flags: DataFlags(DataFlags::REPAIR),
-                    path: id,
-                    prev_delta: 0,
-                    seq: seq as u32,
-                },
-            });
+            out.push(self.emit_copy(now, seq, rec.len, id));
         }
         out
+    }
+
+    /// Sends a copy of `seq` (`len` bytes) on path `id` at once: counted
+    /// as the path's traffic and copies, charged to its pacer, and flagged
+    /// like a repair (no previous-on-path link).
+    pub(super) fn emit_copy(&mut self, now: Instant, seq: u64, len: u32, id: PathId) -> Transmit {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
+            p.sent_packets += 1;
+            p.sent_bytes += len as u64;
+            p.last_sent = Some(now);
+        }
+        self.charge_pacer(now, id, len as usize);
+        let s = slot(id);
+        self.per_path[s].repair.copies_carried += 1;
+        self.per_path[s].repair.copy_bytes_carried += len as u64;
+        Transmit {
+            path: id,
+            seq,
+            header: DataHeader {
+                flags: DataFlags(DataFlags::REPAIR),
+                path: id,
+                prev_delta: 0,
+                seq: seq as u32,
+            },
+        }
     }
 
     /// When the oldest packet still awaiting feedback on `id` left (for

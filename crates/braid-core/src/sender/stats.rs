@@ -49,6 +49,9 @@ pub struct SenderStats {
     /// what redundancy cost.
     pub redundant_copies: u64,
     pub redundant_bytes: u64,
+    /// Second copies of repairs, on another path, while the repair's path
+    /// loses packets (`Sender::copy_repair`).
+    pub repair_copies: u64,
 }
 
 /// Repair counters of one path.

@@ -25,6 +25,11 @@ impl Tunnel {
                 let path = tx.path;
                 self.emit_data(now, tx, &payload, out);
                 self.send_copies(now, seq, path, None, true, &payload, out);
+                if !self.redundancy.copies_retransmissions() {
+                    if let Some(copy) = self.sender.copy_repair(now, seq, path) {
+                        self.emit_data(now, copy, &payload, out);
+                    }
+                }
             }
         }
         let skip = self.sender.take_unrepaired();
