@@ -687,3 +687,26 @@ fn the_repair_floor_bounds_the_hold_both_ways() {
     r.set_hold_floor(None);
     assert_eq!(r.hold(), Duration::from_millis(1260));
 }
+
+/// A floor that rises while a gap is held extends the gap's deadline to
+/// the new hold (a new path's round trip measured while its first packets
+/// are on their way); one that falls leaves it.
+#[test]
+fn a_rising_floor_extends_the_held_gap() {
+    let mut r = Resequencer::new(repair_cfg(), 0);
+    r.add_path(ms(0), P0);
+    r.set_hold_floor(Some(Duration::from_millis(100)));
+    // Number 0 is on a far path; 1 overtakes it at 10 ms.
+    r.handle_packet(ms(10), P0, 1, None, 100, 1);
+    assert_eq!(r.poll_timeout(), Some(ms(110)));
+    r.set_hold_floor(Some(Duration::from_millis(150)));
+    assert_eq!(r.poll_timeout(), Some(ms(160)));
+    r.set_hold_floor(Some(Duration::from_millis(120)));
+    assert_eq!(r.poll_timeout(), Some(ms(160)));
+    // Past the old deadline the gap is still held, and 0 fills it.
+    r.handle_timeout(ms(140));
+    assert_eq!(drain(&mut r, ms(140)), Vec::<u64>::new());
+    r.handle_packet(ms(145), P1, 0, None, 100, 0);
+    assert_eq!(drain(&mut r, ms(145)), vec![0, 1]);
+    assert_eq!(r.stats().lost_timer, 0);
+}
