@@ -291,7 +291,7 @@ impl Tunnel {
     /// The redundant mode: sends copies of packet `seq` (scheduled on
     /// `path`) on other paths if its flow class, its being a
     /// retransmission, or a spike of `path` calls for them (see
-    /// [`crate::redundancy`]).
+    /// [`crate::redundancy`]). Returns how many it sent.
     #[allow(clippy::too_many_arguments)]
     fn send_copies(
         &mut self,
@@ -302,10 +302,10 @@ impl Tunnel {
         retransmit: bool,
         packet: &[u8],
         out: &mut Outputs,
-    ) {
+    ) -> usize {
         let cfg = self.redundancy.config();
         if !cfg.enabled {
-            return;
+            return 0;
         }
         let spiking = cfg.on_spike
             && self.sender.path(path).is_some_and(|p| {
@@ -317,14 +317,16 @@ impl Tunnel {
             .decide(now, class, retransmit, spiking, wire_len)
             .is_none()
         {
-            return;
+            return 0;
         }
         let extra = self.redundancy.extra_copies();
-        for tx in self.sender.duplicate(now, seq, extra) {
+        let copies = self.sender.duplicate(now, seq, extra);
+        for &tx in &copies {
             self.counters.redundant_copies += 1;
             self.counters.redundant_bytes += wire_len as u64;
             self.emit_data(now, tx, packet, out);
         }
+        copies.len()
     }
 
     /// Sends the paced packets that are due.

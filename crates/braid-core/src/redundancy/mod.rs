@@ -221,12 +221,6 @@ impl Policy {
         true
     }
 
-    /// Whether retransmissions and repairs get copies in this mode (then
-    /// the sender's own copy of a repair on a lossy path is not added).
-    pub fn copies_retransmissions(&self) -> bool {
-        self.cfg.enabled && self.cfg.retransmissions && self.cfg.copies >= 2
-    }
-
     /// Extra copies a duplicated packet gets.
     pub fn extra_copies(&self) -> usize {
         self.cfg.copies.saturating_sub(1) as usize

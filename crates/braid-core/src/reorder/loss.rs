@@ -229,6 +229,7 @@ impl<P> Resequencer<P> {
             _ => now,
         };
         if self.next_expected != ne_before || self.loss_deadline.is_none() {
+            self.loss_armed_at = Some(seen.min(now));
             self.loss_deadline = Some(seen.min(now) + self.hold());
         }
     }

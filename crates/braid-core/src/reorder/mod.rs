@@ -152,6 +152,10 @@ pub struct Resequencer<P> {
     smoothed_gap_ns: Option<f64>,
     /// Loss timer for the current head gap; `Some` iff `buf` is non-empty.
     loss_deadline: Option<Instant>,
+    /// When the current head gap's loss timer was armed from (the gap's
+    /// first sighting, or the arming time): a hold that grows later is
+    /// counted from here ([`Resequencer::set_hold_floor`]).
+    loss_armed_at: Option<Instant>,
     /// Buffered packets in arrival order (arrival time, number); entries
     /// no longer buffered are dropped lazily from the front. The front is
     /// the earliest arrival still buffered: every number below it that is
@@ -196,6 +200,7 @@ impl<P> Resequencer<P> {
             last_arrival: None,
             smoothed_gap_ns: None,
             loss_deadline: None,
+            loss_armed_at: None,
             arrivals: VecDeque::new(),
             last_now: Instant::ZERO,
             hold: HoldEstimator::default(),
@@ -333,9 +338,12 @@ impl<P> Resequencer<P> {
     /// measured the fixed 0.5 s held the first lost packet (a TCP ACK) past
     /// the inner TCP's 200 ms RTO. `None` restores the measured hold alone.
     ///
-    /// A floor that rises while a gap is held extends that gap's deadline
-    /// to the new hold: the floor rises when a path's round trip is first
-    /// measured, which is when its first packets are still on their way.
+    /// A floor that raises the hold while a gap is held extends that gap's
+    /// deadline to the new hold, counted from when the gap's timer was
+    /// armed. (The caller sets the floor on every report, mostly
+    /// unchanged; that must not restart the timer.) The floor rises when a
+    /// path's round trip is first measured, which is when its first
+    /// packets are still on their way.
     /// On random set 7/22 of `lab/sweep-random.sh` (17 Mbit/s at 10 ms
     /// beside 34.5 Mbit/s at 142 ms) the tunnel came up on the far path,
     /// the near path's first packets overtook the far path's, and the gap
@@ -343,13 +351,13 @@ impl<P> Resequencer<P> {
     /// its packets arrived, though the floor had risen to 141 ms meanwhile:
     /// the inner TCP took them for lost and left slow start at 16 packets.
     pub fn set_hold_floor(&mut self, floor: Option<Duration>) {
+        let before = self.hold();
         self.hold_floor = floor;
-        if let Some(d) = self.loss_deadline {
-            let seen = match self.arrivals.front() {
-                Some(&(t, _)) if self.cfg.timer_from_first_seen => t,
-                _ => self.last_now,
-            };
-            self.loss_deadline = Some(d.max(seen.min(self.last_now) + self.hold()));
+        let hold = self.hold();
+        if hold > before {
+            if let (Some(d), Some(armed)) = (self.loss_deadline, self.loss_armed_at) {
+                self.loss_deadline = Some(d.max(armed + hold));
+            }
         }
     }
 

@@ -710,3 +710,29 @@ fn a_rising_floor_extends_the_held_gap() {
     assert_eq!(drain(&mut r, ms(145)), vec![0, 1]);
     assert_eq!(r.stats().lost_timer, 0);
 }
+
+/// Setting an unchanged floor again and again (the tunnel does so on
+/// every report) never moves a held gap's deadline, with the timer
+/// counted from the gap's arming as well as from its first sighting.
+#[test]
+fn an_unchanged_floor_leaves_the_held_gap_alone() {
+    for first_seen in [true, false] {
+        let cfg = ReorderConfig {
+            timer_from_first_seen: first_seen,
+            ..repair_cfg()
+        };
+        let mut r = Resequencer::new(cfg, 0);
+        r.add_path(ms(0), P0);
+        r.set_hold_floor(Some(Duration::from_millis(100)));
+        r.handle_packet(ms(10), P0, 1, None, 100, 1);
+        assert_eq!(r.poll_timeout(), Some(ms(110)));
+        for k in 2..10u64 {
+            r.handle_packet(ms(10 * k), P0, k, Some(k - 1), 100, k);
+            r.set_hold_floor(Some(Duration::from_millis(100)));
+            assert_eq!(r.poll_timeout(), Some(ms(110)), "first_seen {first_seen}");
+        }
+        r.handle_timeout(ms(110));
+        assert_eq!(r.stats().lost_timer, 1);
+        assert_eq!(drain(&mut r, ms(110)), (1..10).collect::<Vec<u64>>());
+    }
+}

@@ -177,10 +177,11 @@ pub struct RepairConfig {
     /// other flows on its bottleneck as a TCP flow would, where the
     /// packet-pair rate alone would keep sending at the capacity.
     pub share_cap: bool,
-    /// A repair sent on a path that loses packets gets a second copy on
-    /// the other path that delivers it earliest, within a share of that
-    /// path's rate (`Sender::copy_repair`): a lost repair otherwise
-    /// outlasts the receiver's hold and reaches the inner TCP.
+    /// A repair sent on a path that loses packets and whose round trip
+    /// is over 200 ms gets a second copy on the other path that delivers
+    /// it earliest, within a share of that path's rate
+    /// (`Sender::copy_repair`): a lost repair there otherwise outlasts the
+    /// receiver's hold and reaches the inner TCP.
     pub copy_lossy: bool,
 }
 

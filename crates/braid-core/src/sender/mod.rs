@@ -42,6 +42,24 @@ pub struct Transmit {
     pub header: DataHeader,
 }
 
+impl Transmit {
+    /// Another copy of packet `seq` on `path`: a repair or a redundant
+    /// copy. Flagged `REPAIR`, with no previous-on-path link, so that the
+    /// receiver's per-path loss detection does not count on it.
+    pub(crate) fn copy(path: PathId, seq: u64) -> Transmit {
+        Transmit {
+            path,
+            seq,
+            header: DataHeader {
+                flags: DataFlags(DataFlags::REPAIR),
+                path,
+                prev_delta: 0,
+                seq: seq as u32,
+            },
+        }
+    }
+}
+
 /// What [`Sender::send_paced`] did with a packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SendOutcome {

@@ -15,7 +15,6 @@ use super::pacing::Delays;
 use super::{slot, Fate, Sender, Transmit};
 use crate::path::{PathId, PathState};
 use crate::time::{tx_time, Instant};
-use crate::wire::{DataFlags, DataHeader};
 
 impl<P> Sender<P> {
     /// The expected delivery cost of a `len`-byte packet on `p` (seconds):
@@ -55,14 +54,18 @@ impl<P> Sender<P> {
         for &(_, id) in others.iter().take(extra) {
             self.stats.redundant_copies += 1;
             self.stats.redundant_bytes += rec.len as u64;
+            let s = slot(id);
+            self.per_path[s].repair.copies_carried += 1;
+            self.per_path[s].repair.copy_bytes_carried += rec.len as u64;
             out.push(self.emit_copy(now, seq, rec.len, id));
         }
         out
     }
 
     /// Sends a copy of `seq` (`len` bytes) on path `id` at once: counted
-    /// as the path's traffic and copies, charged to its pacer, and flagged
-    /// like a repair (no previous-on-path link).
+    /// as the path's traffic, charged to its pacer, and flagged like a
+    /// repair (no previous-on-path link). The caller counts what kind of
+    /// copy it is.
     pub(super) fn emit_copy(&mut self, now: Instant, seq: u64, len: u32, id: PathId) -> Transmit {
         if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
             p.sent_packets += 1;
@@ -70,19 +73,7 @@ impl<P> Sender<P> {
             p.last_sent = Some(now);
         }
         self.charge_pacer(now, id, len as usize);
-        let s = slot(id);
-        self.per_path[s].repair.copies_carried += 1;
-        self.per_path[s].repair.copy_bytes_carried += len as u64;
-        Transmit {
-            path: id,
-            seq,
-            header: DataHeader {
-                flags: DataFlags(DataFlags::REPAIR),
-                path: id,
-                prev_delta: 0,
-                seq: seq as u32,
-            },
-        }
+        Transmit::copy(id, seq)
     }
 
     /// When the oldest packet still awaiting feedback on `id` left (for

@@ -33,7 +33,7 @@ use super::{slot, Fate, LossCause, PathRepairStats, Sender, Transmit};
 use crate::path::{PathId, MAX_PATHS};
 use crate::repair::RepairMode;
 use crate::time::{Duration, Instant};
-use crate::wire::{self, DataFlags, DataHeader, NackRange, NackRate};
+use crate::wire::{self, NackRange, NackRate};
 
 /// Most entries of the repair queue; older ones are given up beyond it.
 const MAX_REPAIR_QUEUE: usize = 1 << 14;
@@ -253,16 +253,7 @@ impl<P> Sender<P> {
         self.charge_pacer(now, id, rec.len as usize);
         self.stats.repairs_sent += 1;
         self.per_path[s].repair.repairs_carried += 1;
-        Some(Transmit {
-            path: id,
-            seq,
-            header: DataHeader {
-                flags: DataFlags(DataFlags::REPAIR),
-                path: id,
-                prev_delta: 0,
-                seq: seq as u32,
-            },
-        })
+        Some(Transmit::copy(id, seq))
     }
 
     /// A report of `seq` from a path other than the one its latest copy

@@ -24,8 +24,9 @@ impl Tunnel {
             if let Some(tx) = self.sender.resend(now, seq) {
                 let path = tx.path;
                 self.emit_data(now, tx, &payload, out);
-                self.send_copies(now, seq, path, None, true, &payload, out);
-                if !self.redundancy.copies_retransmissions() {
+                // The redundant mode's copies first; the sender's own copy
+                // of a repair on a far lossy path if it made none.
+                if self.send_copies(now, seq, path, None, true, &payload, out) == 0 {
                     if let Some(copy) = self.sender.copy_repair(now, seq, path) {
                         self.emit_data(now, copy, &payload, out);
                     }

@@ -22,6 +22,16 @@ fn wait_delivery(
     w.now.saturating_since(t0)
 }
 
+/// Runs until the transfer starts, then `secs` seconds of it.
+fn run_transfer(w: &mut TunnelWorld, secs: u64) {
+    let mut t = Instant::ZERO;
+    while w.started.is_none() {
+        t += Duration::from_millis(10);
+        w.run_until(t);
+    }
+    w.run_until(t + Duration::from_secs(secs));
+}
+
 /// Issue 13, point 5: a ping through an idle bond of a near and a far
 /// path sees the near path's round trip (within 5 ms), before and
 /// after the far path carried data.
@@ -117,12 +127,7 @@ queue_bytes = 6683598
             seed: 1,
             faults: Faults::default(),
         });
-        let mut t = Instant::ZERO;
-        while w.started.is_none() {
-            t += Duration::from_millis(10);
-            w.run_until(t);
-        }
-        w.run_until(t + Duration::from_secs(8));
+        run_transfer(&mut w, 8);
         let copies = w.client.status(w.now).tunnel.sender.repair_copies;
         (w.tx.stats().timeouts, w.tx.ssthresh(), copies)
     };
@@ -168,12 +173,7 @@ queue_bytes = 612044
     )
     .unwrap();
     let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
-    let mut t = Instant::ZERO;
-    while w.started.is_none() {
-        t += Duration::from_millis(10);
-        w.run_until(t);
-    }
-    w.run_until(t + Duration::from_secs(3));
+    run_transfer(&mut w, 3);
     let tcp = w.tx.stats();
     assert_eq!(tcp.retransmits, 0, "ssthresh {}", w.tx.ssthresh());
     let rs = w.server.status(w.now);
