@@ -53,7 +53,8 @@
 //!
 //! Files: the state and the entry points here; the loss rules in `loss`;
 //! the buffer and the paced release queue in `release`; the measured hold
-//! in `hold`; the configuration and counters in `config`.
+//! in `hold`; the configuration and counters in `config`. Tests: `tests`,
+//! and the hold while the sender repairs in `tests_hold`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -468,3 +469,5 @@ impl<P> Resequencer<P> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hold;
