@@ -31,6 +31,21 @@ impl<P> Sender<P> {
         d + ser + p.loss.rate() * p.rtt.srtt().as_secs_f64()
     }
 
+    /// The usable paths other than `except`, the one expected to deliver
+    /// a `len`-byte packet earliest ([`Sender::delivery_cost`]) first:
+    /// where copies go.
+    pub(super) fn other_paths_by_cost(&self, except: PathId, len: u32) -> Vec<PathId> {
+        let delays = self.relative_delays();
+        let mut others: Vec<(f64, PathId)> = self
+            .paths
+            .iter()
+            .filter(|p| p.usable && p.id != except)
+            .map(|p| (Self::delivery_cost(p, len, &delays), p.id))
+            .collect();
+        others.sort_by(|a, b| a.0.total_cmp(&b.0));
+        others.into_iter().map(|(_, id)| id).collect()
+    }
+
     /// Sends up to `extra` copies of packet `seq` (just sent, or queued for
     /// pacing) now, each on another usable path than the original's,
     /// earliest-delivering first. Returns the copies to put on the wire;
@@ -42,16 +57,12 @@ impl<P> Sender<P> {
         if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
             return Vec::new();
         }
-        let delays = self.relative_delays();
-        let mut others: Vec<(f64, PathId)> = self
-            .paths
-            .iter()
-            .filter(|p| p.usable && p.id != rec.path)
-            .map(|p| (Self::delivery_cost(p, rec.len, &delays), p.id))
-            .collect();
-        others.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut out = Vec::new();
-        for &(_, id) in others.iter().take(extra) {
+        for id in self
+            .other_paths_by_cost(rec.path, rec.len)
+            .into_iter()
+            .take(extra)
+        {
             self.stats.redundant_copies += 1;
             self.stats.redundant_bytes += rec.len as u64;
             let s = slot(id);

@@ -101,22 +101,13 @@ impl<P> Sender<P> {
         if seq >= self.next_seq || rec.fate != Fate::InFlight {
             return None;
         }
-        let delays = self.relative_delays();
-        let mut others: Vec<(f64, PathId, Option<f64>)> = self
-            .paths
-            .iter()
-            .filter(|p| p.usable && p.id != path)
-            .map(|p| {
-                let cost = Self::delivery_cost(p, rec.len, &delays);
-                (cost, p.id, p.bw.estimate_bps())
-            })
-            .collect();
-        others.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let &(_, id, _) = others.iter().find(|(_, id, rate)| {
-            self.per_path[slot(*id)]
-                .copy_budget
-                .take(now, *rate, rec.len)
-        })?;
+        let id = self
+            .other_paths_by_cost(path, rec.len)
+            .into_iter()
+            .find(|&id| {
+                let rate = self.path(id).and_then(|p| p.bw.estimate_bps());
+                self.per_path[slot(id)].copy_budget.take(now, rate, rec.len)
+            })?;
         self.stats.repair_copies += 1;
         // A repair the path carries (`braid status`: "repairs carried").
         self.per_path[slot(id)].repair.repairs_carried += 1;
