@@ -86,7 +86,11 @@ impl Pet {
         paced: &SendQueues,
     ) -> Option<(usize, Instant)> {
         let small = len <= self.cfg.small_packet_bytes;
+        let thin = self.thin_and_lossy(paths);
         let params = |p: &PathState| {
+            if !small && thin(p) {
+                return None;
+            }
             let rate = p.bw.estimate_bps().or(small.then_some(f64::INFINITY))?;
             Some((
                 delays[p.id.0 as usize % MAX_PATHS].unwrap_or_default(),
@@ -152,6 +156,27 @@ impl Pet {
                 .then_some((delay, rate))
         };
         earliest(&spill).or(best)
+    }
+
+    /// Which paths carry no data for being thin and lossy
+    /// (`PetConfig::thin_share`): a rate estimate below `thin_share` of the
+    /// usable paths' together and a smoothed loss rate above `thin_loss`,
+    /// while the fastest path's base round trip is over `thin_far_rtt`. A
+    /// path without an estimate is not thin.
+    fn thin_and_lossy<'a>(&self, paths: &'a [PathState]) -> impl Fn(&PathState) -> bool + use<'a> {
+        let (share, loss) = (self.cfg.thin_share, self.cfg.thin_loss);
+        let usable = || paths.iter().filter(|p| p.usable);
+        let total: f64 = usable().filter_map(|p| p.bw.estimate_bps()).sum();
+        let far = usable()
+            .filter_map(|p| Some((p.bw.estimate_bps()?, p)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .and_then(|(_, p)| p.rtt.min_rtt().or(p.rtt_hint))
+            .is_some_and(|rtt| rtt > self.cfg.thin_far_rtt);
+        move |p: &PathState| {
+            far && share > 0.0
+                && p.loss.rate() > loss
+                && p.bw.estimate_bps().is_some_and(|r| r < share * total)
+        }
     }
 
     /// Books the packet on the path's virtual queue, if PET can model it,

@@ -93,6 +93,41 @@ pub struct PetConfig {
     /// over a 60 ms path instead of the 10 ms one. For such packets the
     /// service time hardly matters. 0 disables.
     pub small_packet_bytes: u32,
+    /// A path whose rate estimate is below this share of the sum of the
+    /// usable paths' estimates, while its smoothed loss rate is above
+    /// `thin_loss` and the fastest path is far (`thin_far_rtt`), carries no
+    /// data: only its probe pairs (`probe_interval`), which keep both
+    /// estimates fresh. Not in the paper; it is the case Phatak et al.
+    /// (Section 4) warn of, a path that holds more than it adds. Each loss
+    /// on the path holds the whole stream in the resequencer until its
+    /// repair arrives, and a repair that is lost too reaches the inner TCP
+    /// as a loss. Measured on the random sets of `lab/sweep-random.sh`
+    /// (15 s, braid-pet, Mbit/s, the thin path's share of the sum):
+    /// 11/28 (1.47 Mbit/s at 2 % loss beside 46.4 Mbit/s 288 ms away, 3 %)
+    /// 3.17 to 4.04, and over 60 s 24.07 to 31.84; 7/29 (1.71 Mbit/s with
+    /// bursty loss beside 37.1 Mbit/s 203 ms away, 4 %) 13.78 to 16.23;
+    /// 11/11 (1.86 Mbit/s at 2 % beside 35.0 Mbit/s 149 ms away, 5 %)
+    /// 10.22 to 13.19. At 10 % a path adds at most a tenth of the bond,
+    /// which the inner TCP loses many times over to one early loss on a far
+    /// bond. 0 disables.
+    pub thin_share: f64,
+    /// See `thin_share`: the smoothed loss rate (one loss in 200 packets)
+    /// above which a thin path carries no data.
+    pub thin_loss: f64,
+    /// See `thin_share`: the rule applies only while the fastest path's
+    /// base round trip is longer than this. What a thin path adds does not
+    /// depend on the bond's round trip; what its losses cost the inner TCP
+    /// grows with it (a loss that reaches it halves a window that then
+    /// grows back by one packet per round trip, and every stall holds a
+    /// round trip's worth of the big path's data). On the random sweeps
+    /// (`lab/sweep-random.sh 40 7` and `40 11`, 15 s) the rule without this
+    /// bound lifted the three sets whose fastest path was 149-288 ms away
+    /// one way (7/29, 11/11 and 11/28), and cost 1-6 % on eight sets whose
+    /// fastest path was 15-93 ms away, where the thin paths' losses are
+    /// repaired within the resequencer's hold and cost less than the path
+    /// adds. 200 ms is the hold's margin over one repair round
+    /// (`reorder::REPAIR_HOLD_EXTRA`), the same bound as for repair copies.
+    pub thin_far_rtt: Duration,
 }
 
 impl Default for PetConfig {
@@ -109,6 +144,9 @@ impl Default for PetConfig {
             spill_max_lateness: Duration::from_millis(20),
             delay_horizon: 0.0,
             small_packet_bytes: crate::sched::SMALL_PACKET_BYTES,
+            thin_share: 0.10,
+            thin_loss: 0.005,
+            thin_far_rtt: crate::reorder::REPAIR_HOLD_EXTRA,
         }
     }
 }

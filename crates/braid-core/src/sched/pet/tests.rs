@@ -395,3 +395,70 @@ fn a_paced_path_counts_the_senders_queue() {
     let second = pet.select(later, &pkt(false), &paths, &paced).unwrap();
     assert_eq!((second.index, second.pair), (1, PairRole::Second));
 }
+
+/// A thin path that loses packets carries only its probe pairs
+/// (`PetConfig::thin_share`) while the fastest path is far; without the
+/// loss, beside a near fastest path, or with the rule off, it carries its
+/// share of the data. Path 0 is the nearer one, so EDPF would pick it
+/// whenever its queue is short.
+#[test]
+fn a_thin_lossy_path_carries_only_probes_beside_a_far_fast_path() {
+    // 1.5 Mbit/s, 10 ms nearer, beside 46 Mbit/s: 3 % of the sum.
+    let base = |fast_rtt_ms: u64| {
+        let mut paths = with_estimates(&[1.5e6, 46e6]);
+        paths[0].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[0].owd.on_sample(Instant::ZERO, 40_000_000);
+        paths[1].rtt.update(Duration::from_millis(fast_rtt_ms));
+        paths
+    };
+    let lossy = |fast_rtt_ms: u64| {
+        let mut paths = base(fast_rtt_ms);
+        paths[0].loss.on_delivered(100);
+        paths[0].loss.on_lost(2);
+        assert!(paths[0].loss.rate() > 0.005);
+        paths
+    };
+    // Offered load above both paths' rates: 4 packets a millisecond, 3 s.
+    let run = |cfg: PetConfig, mut paths: Vec<PathState>| {
+        let mut pet = Pet::new(cfg);
+        let (mut data, mut probes) = (0u32, 0u32);
+        let mut now = Instant::ZERO;
+        for k in 0..12_000u32 {
+            if k % 4 == 0 {
+                now += Duration::from_millis(1);
+            }
+            let d = pet
+                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+                .unwrap();
+            paths[d.index].last_sent = Some(now);
+            if d.index == 0 {
+                if d.probe || d.pair == PairRole::Second {
+                    probes += 1;
+                } else {
+                    data += 1;
+                }
+            }
+        }
+        (data, probes)
+    };
+    let (data, probes) = run(PetConfig::default(), lossy(576));
+    assert_eq!(data, 0, "a thin lossy path carried data");
+    // A pair at once, then one a second.
+    assert!((4..=8).contains(&probes), "{probes} probe packets");
+
+    for (what, paths, cfg) in [
+        ("clean", base(576), PetConfig::default()),
+        ("beside a near fast path", lossy(60), PetConfig::default()),
+        (
+            "with the rule off",
+            lossy(576),
+            PetConfig {
+                thin_share: 0.0,
+                ..Default::default()
+            },
+        ),
+    ] {
+        let (data, _) = run(cfg, paths);
+        assert!(data > 100, "{what}, the thin path carried {data} packets");
+    }
+}
