@@ -32,6 +32,32 @@ fn run_transfer(w: &mut TunnelWorld, secs: u64) {
     w.run_until(t + Duration::from_secs(secs));
 }
 
+/// `lab/sweep-random.sh`'s set 11/28: a 1.47 Mbit/s path with 2 % loss,
+/// 182 ms away, beside a 46 Mbit/s path 288 ms away.
+fn slow_lossy_beside_far_fast() -> LabConfig {
+    LabConfig::from_toml_str(
+        r#"
+name = "slow-lossy-beside-far-fast"
+seed = 29
+
+[[path]]
+name = "slow"
+rate_mbit = 1.47
+delay_ms = 181.6
+queue_bytes = 16684
+loss = 0.02
+
+[[path]]
+name = "fast"
+rate_mbit = 46.43
+delay_ms = 287.9
+queue_bytes = 6683598
+"#,
+        "test",
+    )
+    .unwrap()
+}
+
 /// Issue 13, point 5: a ping through an idle bond of a near and a far
 /// path sees the near path's round trip (within 5 ms), before and
 /// after the far path carried data.
@@ -91,27 +117,7 @@ fn idle_bond_pings_at_the_near_paths_round_trip() {
 /// lossy paths (`Sender::copy_repair`) the hole fills in time.
 #[test]
 fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
-    let cfg = LabConfig::from_toml_str(
-        r#"
-name = "slow-lossy-beside-far-fast"
-seed = 29
-
-[[path]]
-name = "slow"
-rate_mbit = 1.47
-delay_ms = 181.6
-queue_bytes = 16684
-loss = 0.02
-
-[[path]]
-name = "fast"
-rate_mbit = 46.43
-delay_ms = 287.9
-queue_bytes = 6683598
-"#,
-        "test",
-    )
-    .unwrap();
+    let cfg = slow_lossy_beside_far_fast();
     let run = |copy_lossy: bool| {
         let mut conn = ConnConfig::default();
         conn.sender.repair.copy_lossy = copy_lossy;
@@ -150,39 +156,8 @@ queue_bytes = 6683598
 /// path carried 737 and the transfer got 3.51.
 #[test]
 fn a_thin_lossy_path_beside_a_far_fast_one_carries_no_data() {
-    let cfg = LabConfig::from_toml_str(
-        r#"
-name = "slow-lossy-beside-far-fast"
-seed = 29
-
-[[path]]
-name = "slow"
-rate_mbit = 1.47
-delay_ms = 181.6
-queue_bytes = 16684
-loss = 0.02
-
-[[path]]
-name = "fast"
-rate_mbit = 46.43
-delay_ms = 287.9
-queue_bytes = 6683598
-"#,
-        "test",
-    )
-    .unwrap();
-    let mut w = TunnelWorld::build(TunnelSetup {
-        up: links(&cfg, Direction::Up),
-        down: links(&cfg, Direction::Down),
-        conn: ConnConfig::default(),
-        tcp: lab_tcp(
-            u32::from(braid_core::conn::DEFAULT_INNER_MTU),
-            &LabRunOptions::default(),
-        ),
-        total_packets: None,
-        seed: 1,
-        faults: Faults::default(),
-    });
+    let cfg = slow_lossy_beside_far_fast();
+    let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
     let slow_data = |w: &TunnelWorld| w.client.status(w.now).tunnel.paths[0].data_tx_packets;
     run_transfer(&mut w, 5);
     let (at5, una5) = (slow_data(&w), w.tx.snd_una());
