@@ -15,7 +15,10 @@
 # bandwidth-delay products. The sets are deterministic in SEED and are
 # kept in $OUT (default: a temporary directory) as lab files, so any of
 # them can be rerun, traced or taken to the lab. BRAID selects the binary
-# (default target/release/braid). Needs python3.
+# (default target/release/braid). WAIT_PATHS=SECONDS starts braid-pet's
+# transfer once every path is up (`braid sim run --wait-paths`), as on a
+# bond that is up before its first transfer; by default it starts when
+# the tunnel is, as the lab bench's does. Needs python3.
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
@@ -49,8 +52,9 @@ for k in range(count):
         with open(f'{out}/rand{k}_p{i}.toml', 'w') as f:
             f.write(head.replace(f'"rand{k}"', f'"rand{k}_p{i}"') + '\n' + p + '\n')
 PY
+wait_paths=${WAIT_PATHS:-0}
 goodput() {
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" -q --format json |
+    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" -q --format json |
         python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
 }
 below=0

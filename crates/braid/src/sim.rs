@@ -52,6 +52,13 @@ pub enum SimCmd {
         /// begins. The lab bench starts both together.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         cross_lead: f64,
+        /// Lab files: start each braid mode's transfer once every path of
+        /// the tunnel is up, waiting at most this many seconds after the
+        /// tunnel is established (default 0: at once, as the lab bench
+        /// does). A far path comes up hundreds of milliseconds after a near
+        /// one; this measures a bond that is up before its transfer.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+        wait_paths: f64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -187,7 +194,7 @@ fn run_lab(
     file: &Path,
     modes: &str,
     (duration, omit, from, rwnd): (f64, f64, Option<f64>, u32),
-    (cross_tcp, cross_lead): (Option<&str>, f64),
+    (cross_tcp, cross_lead, wait_paths): (Option<&str>, f64, f64),
     seeds: Option<u32>,
     format: Format,
     quiet: bool,
@@ -210,6 +217,9 @@ fn run_lab(
     if !(0.0..=3600.0).contains(&cross_lead) {
         anyhow::bail!("--cross-lead must be between 0 and 3600 seconds (got {cross_lead})");
     }
+    if !(0.0..=60.0).contains(&wait_paths) {
+        anyhow::bail!("--wait-paths must be between 0 and 60 seconds (got {wait_paths})");
+    }
     let cross_tcp = crate::lab::cross_tcp_path(&cfg, cross_tcp, cross_lead > 0.0)?;
     let opts = LabRunOptions {
         duration_s: duration,
@@ -218,6 +228,7 @@ fn run_lab(
         from_s: from,
         cross_tcp,
         cross_lead_s: cross_lead,
+        wait_paths_s: wait_paths,
         ..LabRunOptions::default()
     };
     let start = std::time::Instant::now();
@@ -286,6 +297,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             rwnd,
             cross_tcp,
             cross_lead,
+            wait_paths,
             format,
             seeds,
             plot,
@@ -300,7 +312,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                     &file,
                     &modes,
                     (duration, omit, from, rwnd),
-                    (cross_tcp.as_deref(), cross_lead),
+                    (cross_tcp.as_deref(), cross_lead, wait_paths),
                     seeds,
                     format,
                     quiet,
@@ -308,6 +320,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             if cross_tcp.is_some() {
                 anyhow::bail!("--cross-tcp applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
+            }
+            if wait_paths != 0.0 {
+                anyhow::bail!("--wait-paths applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
             }
             if is_mplot_file(&file)? {
                 return run_mplot(&file, seeds, threads, format, quiet);

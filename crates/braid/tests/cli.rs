@@ -233,6 +233,57 @@ fn sim_run_cross_tcp_reports_the_competing_flow_and_refuses_misuse() {
     assert!(String::from_utf8_lossy(&e.stderr).contains("lab files"));
 }
 
+/// `braid sim run LAB --wait-paths SECONDS` runs as usual; a wait out of
+/// range or on a scenario file is refused, naming the flag.
+#[test]
+fn sim_run_wait_paths_refuses_misuse() {
+    let braid = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_braid"))
+            .args(["sim", "run"])
+            .args(args)
+            .arg("-q")
+            .output()
+            .expect("run braid")
+    };
+    let far = lab_file("far");
+    let args = [
+        far.as_str(),
+        "--modes",
+        "braid-pet",
+        "--duration",
+        "3",
+        "--omit",
+        "1",
+        "--wait-paths",
+        "2",
+        "--format",
+        "json",
+    ];
+    let out = braid(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        v["results"][0]["goodput_mbps"].as_f64().unwrap() > 1.0,
+        "{v}"
+    );
+
+    let e = braid(&[&far, "--wait-paths", "100"]);
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--wait-paths"));
+    let scenario = format!(
+        "{}/../../scenarios/pet-table1.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let e = braid(&[&scenario, "--wait-paths", "1"]);
+    assert!(!e.status.success());
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(e.contains("--wait-paths") && e.contains("lab files"), "{e}");
+}
+
 /// A swept scenario file with `[[path]]` tables (PRISM's figures, Phatak
 /// et al.'s) runs as a scenario, not as a lab file, and prints one JSON row
 /// per scheme and swept value, with the ideal sum where MTCP runs.

@@ -108,6 +108,16 @@ pub struct LabRunOptions {
     /// before the measured transfer (it already fills its path's queue
     /// when the transfer begins). The lab bench starts both together (0).
     pub cross_lead_s: f64,
+    /// Start each braid mode's transfer only once every path of the
+    /// tunnel is up, waiting at most this many seconds after the tunnel
+    /// is established (0: as soon as it is, the lab bench's start). A
+    /// bond's paths come up one handshake apart, and a far path hundreds
+    /// of milliseconds after a near one; a transfer begun before then has
+    /// its first flight on the near paths alone, which sets the inner
+    /// TCP's minimum round trip (README, "Random path sets"). A tunnel
+    /// that is up before its first transfer, as a bond usually is, starts
+    /// with every path measured by its keepalives.
+    pub wait_paths_s: f64,
 }
 
 impl Default for LabRunOptions {
@@ -120,6 +130,7 @@ impl Default for LabRunOptions {
             from_s: None,
             cross_tcp: None,
             cross_lead_s: 0.0,
+            wait_paths_s: 0.0,
         }
     }
 }

@@ -221,6 +221,9 @@ pub(crate) struct TunnelWorld {
     lead: Duration,
     /// When the tunnel was established.
     established: Option<Instant>,
+    /// The longest the transfer waits after establishment for every path
+    /// to be up (`LabRunOptions::wait_paths_s`); zero: it does not wait.
+    wait_paths: Duration,
 }
 
 impl TunnelWorld {
@@ -241,6 +244,7 @@ impl TunnelWorld {
         if w.cross.is_some() {
             w.lead = secs(opts.cross_lead_s);
         }
+        w.wait_paths = secs(opts.wait_paths_s);
         w
     }
 
@@ -298,16 +302,31 @@ impl TunnelWorld {
             cross: None,
             lead: Duration::ZERO,
             established: None,
+            wait_paths: Duration::ZERO,
         }
     }
 
     /// When the transfer is to start: `lead` after the tunnel is
-    /// established. `None` once it has started or before establishment.
+    /// established, and not before every path is up or `wait_paths` has
+    /// passed. `None` once it has started or before establishment.
     fn transfer_at(&self) -> Option<Instant> {
         match (self.started, self.established) {
+            (None, Some(e)) if self.wait_paths > Duration::ZERO && !self.all_paths_up() => {
+                Some(e + self.lead.max(self.wait_paths))
+            }
             (None, Some(e)) => Some(e + self.lead),
             _ => None,
         }
+    }
+
+    /// Whether every path of the client's tunnel is up.
+    fn all_paths_up(&self) -> bool {
+        self.client
+            .status(self.now)
+            .tunnel
+            .paths
+            .iter()
+            .all(|p| p.up)
     }
 
     /// Starts the inner TCP transfer if it is time.

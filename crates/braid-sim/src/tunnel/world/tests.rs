@@ -210,3 +210,57 @@ queue_bytes = 612044
     let rs = w.server.status(w.now);
     assert_eq!(rs.peers[0].tunnel.reorder.lost_timer, 0);
 }
+
+/// `LabRunOptions::wait_paths_s`: by default the transfer starts when the
+/// tunnel is established, before a path 103 ms away one way is up (set
+/// 7/5 of `lab/sweep-random.sh`); told to wait, it starts once that path
+/// is up, well before the wait runs out.
+#[test]
+fn the_transfer_waits_for_every_path_when_asked() {
+    let cfg = LabConfig::from_toml_str(
+        r#"
+name = "far-fast-beside-two-near-slow"
+seed = 6
+
+[[path]]
+name = "far"
+rate_mbit = 30.74
+delay_ms = 103.0
+queue_bytes = 791555
+
+[[path]]
+name = "near1"
+rate_mbit = 1.33
+delay_ms = 41.8
+queue_bytes = 15000
+
+[[path]]
+name = "near2"
+rate_mbit = 1.81
+delay_ms = 38.0
+queue_bytes = 15000
+"#,
+        "test",
+    )
+    .unwrap();
+    let start = |wait_paths_s: f64| {
+        let opts = LabRunOptions {
+            wait_paths_s,
+            ..LabRunOptions::default()
+        };
+        let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &opts);
+        run_transfer(&mut w, 0);
+        let established = w.established.expect("established");
+        let at = w.started.expect("started").saturating_since(established);
+        (at, w.all_paths_up())
+    };
+    let (at, all_up) = start(0.0);
+    assert_eq!(at, Duration::ZERO);
+    assert!(!all_up, "the far path was up at once");
+    let (at, all_up) = start(3.0);
+    assert!(all_up);
+    assert!(
+        at > Duration::ZERO && at < Duration::from_secs(1),
+        "started {at:?} after establishment"
+    );
+}
