@@ -187,6 +187,11 @@ pub struct BenchOptions {
     /// already holds its path and its queue when the measurement begins.
     #[serde(default)]
     pub cross_lead_s: u32,
+    /// Tunnel modes: start the measurement once every path of the
+    /// tunnel is up, waiting at most this many seconds after it first
+    /// carries traffic (0: at once). `braid sim run --wait-paths` does the
+    /// same in simulation.
+    pub wait_paths_s: f64,
 }
 
 /// Port of the competing flow's iperf3 (next to the measurement's).
@@ -228,6 +233,7 @@ impl Default for BenchOptions {
             udp_rate_mbit: None,
             cross_tcp_path: None,
             cross_lead_s: 0,
+            wait_paths_s: 0.0,
         }
     }
 }

@@ -79,6 +79,13 @@ pub enum LabCmd {
         /// measurement begins; its goodput is still reported over the measurement alone.
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         cross_lead: u32,
+        /// braid-<scheduler> modes: start the measurement once every path of the tunnel is
+        /// up (`braid status`), waiting at most this many seconds after the tunnel first
+        /// carries traffic (default 0: at once). A far path comes up hundreds of milliseconds
+        /// after a near one; this measures a bond that is up before its transfer, as `braid
+        /// sim run --wait-paths` does.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+        wait_paths: f64,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -212,6 +219,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             relay,
             cross_tcp,
             cross_lead,
+            wait_paths,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -225,6 +233,9 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 if f >= duration + omit {
                     anyhow::bail!("--from {f} is not before the end of the test (--omit {omit} + --duration {duration} = {} s); choose a smaller --from", duration + omit);
                 }
+            }
+            if !(0.0..=60.0).contains(&wait_paths) {
+                anyhow::bail!("--wait-paths must be between 0 and 60 seconds (got {wait_paths})");
             }
             let cfg = load(&file)?;
             let udp_rate_mbit = udp
@@ -269,6 +280,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 udp_rate_mbit,
                 cross_tcp_path,
                 cross_lead_s: cross_lead,
+                wait_paths_s: wait_paths,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);

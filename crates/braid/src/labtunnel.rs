@@ -302,6 +302,28 @@ fn start_daemons(
     Ok(processes)
 }
 
+/// Waits until every path of the lab client's tunnel is up (its `braid
+/// status`), or `most` has passed, whichever is first
+/// (`BenchOptions::wait_paths_s`). A status that cannot be read counts as
+/// not yet up; after `most` the measurement starts anyway.
+fn wait_paths_up(most: Duration) {
+    let socket = Path::new(WORK_DIR).join("client.sock");
+    let all_up = || {
+        let Ok(text) = crate::status::query(&socket) else {
+            return false;
+        };
+        serde_json::from_str::<crate::status::StatusReport>(&text).is_ok_and(|r| {
+            r.tunnels
+                .iter()
+                .all(|t| !t.paths.is_empty() && t.paths.iter().all(|p| p.up))
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while !all_up() && t0.elapsed() < most {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The bench mode `name` running `exe` with scheduler `kind`.
 pub fn mode(name: &str, kind: SchedulerKind, exe: PathBuf) -> anyhow::Result<Mode> {
     mode_with(name, kind, exe, String::new(), None)
@@ -325,6 +347,9 @@ pub fn mode_with(
         name,
         move |ctx: &BenchContext| -> anyhow::Result<ModeSetup> {
             let (processes, teardown) = start_relayed(ctx.cfg, kind, &exe, &extra, relayed)?;
+            if ctx.opts.wait_paths_s > 0.0 {
+                wait_paths_up(Duration::from_secs_f64(ctx.opts.wait_paths_s));
+            }
             Ok(ModeSetup {
                 target: topo::SRV_ADDR,
                 bind: Some(CLIENT_TUNNEL_ADDR),

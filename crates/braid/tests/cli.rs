@@ -158,6 +158,19 @@ fn sim_run_lab_file_prints_the_lab_bench_shape() {
     assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
 }
 
+/// `braid lab bench --wait-paths` beyond a minute is refused before any
+/// lab is set up, naming the flag and its range.
+#[test]
+fn lab_bench_wait_paths_is_bounded() {
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["lab", "bench", &lab_file("two-equal"), "--wait-paths", "99"])
+        .output()
+        .expect("run braid");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--wait-paths") && e.contains("60"), "{e}");
+}
+
 /// `braid lab bench --cross-lead` without `--cross-tcp` is refused before
 /// any lab is set up, naming the flag that is missing.
 #[test]
