@@ -187,20 +187,35 @@ fn lab_bench_cross_lead_needs_a_competing_flow() {
     );
 }
 
+/// `braid sim run ARGS`, which must fail: what it said.
+fn sim_refused(args: &[&str]) -> String {
+    let out = sim_run(args);
+    assert!(!out.status.success(), "{args:?} was accepted");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A scenario file of `scenarios/`.
+fn scenario_file(name: &str) -> String {
+    format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `braid sim run ARGS -q`.
+fn sim_run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["sim", "run"])
+        .args(args)
+        .arg("-q")
+        .output()
+        .expect("run braid")
+}
+
 /// `braid sim run LAB --cross-tcp PATH` runs a competing flow beside every
 /// mode and reports it (`cross_tcp_mbps`, a `cross TCP` column); a path
 /// the lab file lacks, a scenario file, and `--cross-lead` without
 /// `--cross-tcp` are refused with what to do.
 #[test]
 fn sim_run_cross_tcp_reports_the_competing_flow_and_refuses_misuse() {
-    let braid = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_braid"))
-            .args(["sim", "run"])
-            .args(args)
-            .arg("-q")
-            .output()
-            .expect("run braid")
-    };
+    let braid = sim_run;
     let two = lab_file("two-equal");
     let common = [
         "--modes",
@@ -228,36 +243,18 @@ fn sim_run_cross_tcp_reports_the_competing_flow_and_refuses_misuse() {
     let table = braid(&args);
     assert!(String::from_utf8_lossy(&table.stdout).contains("cross TCP"));
 
-    let e = braid(&[&two, "--cross-tcp", "wifi"]);
-    assert!(!e.status.success());
-    let e = String::from_utf8_lossy(&e.stderr);
+    let e = sim_refused(&[&two, "--cross-tcp", "wifi"]);
     assert!(e.contains("wifi") && e.contains("a, b"), "{e}");
-
-    let e = braid(&[&two, "--cross-lead", "5"]);
-    assert!(!e.status.success());
-    assert!(String::from_utf8_lossy(&e.stderr).contains("--cross-tcp"));
-
-    let scenario = format!(
-        "{}/../../scenarios/pet-table1.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let e = braid(&[&scenario, "--cross-tcp", "a"]);
-    assert!(!e.status.success());
-    assert!(String::from_utf8_lossy(&e.stderr).contains("lab files"));
+    let e = sim_refused(&[&two, "--cross-lead", "5"]);
+    assert!(e.contains("--cross-tcp"), "{e}");
+    let e = sim_refused(&[&scenario_file("pet-table1"), "--cross-tcp", "a"]);
+    assert!(e.contains("lab files"), "{e}");
 }
 
 /// `braid sim run LAB --wait-paths SECONDS` runs as usual; a wait out of
 /// range or on a scenario file is refused, naming the flag.
 #[test]
 fn sim_run_wait_paths_refuses_misuse() {
-    let braid = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_braid"))
-            .args(["sim", "run"])
-            .args(args)
-            .arg("-q")
-            .output()
-            .expect("run braid")
-    };
     let far = lab_file("far");
     let args = [
         far.as_str(),
@@ -272,7 +269,7 @@ fn sim_run_wait_paths_refuses_misuse() {
         "--format",
         "json",
     ];
-    let out = braid(&args);
+    let out = sim_run(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -284,16 +281,9 @@ fn sim_run_wait_paths_refuses_misuse() {
         "{v}"
     );
 
-    let e = braid(&[&far, "--wait-paths", "100"]);
-    assert!(!e.status.success());
-    assert!(String::from_utf8_lossy(&e.stderr).contains("--wait-paths"));
-    let scenario = format!(
-        "{}/../../scenarios/pet-table1.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let e = braid(&[&scenario, "--wait-paths", "1"]);
-    assert!(!e.status.success());
-    let e = String::from_utf8_lossy(&e.stderr);
+    let e = sim_refused(&[&far, "--wait-paths", "100"]);
+    assert!(e.contains("--wait-paths"), "{e}");
+    let e = sim_refused(&[&scenario_file("pet-table1"), "--wait-paths", "1"]);
     assert!(e.contains("--wait-paths") && e.contains("lab files"), "{e}");
 }
 

@@ -32,30 +32,31 @@ fn run_transfer(w: &mut TunnelWorld, secs: u64) {
     w.run_until(t + Duration::from_secs(secs));
 }
 
+/// A lab file of `paths`: (name, Mbit/s, one-way ms, queue bytes, loss).
+fn lab_set(name: &str, seed: u64, paths: &[(&str, f64, f64, u64, Option<f64>)]) -> LabConfig {
+    let mut toml = format!("name = \"{name}\"\nseed = {seed}\n");
+    for (n, rate, delay, queue, loss) in paths {
+        toml += &format!(
+            "[[path]]\nname = \"{n}\"\nrate_mbit = {rate}\ndelay_ms = {delay}\nqueue_bytes = {queue}\n"
+        );
+        if let Some(l) = loss {
+            toml += &format!("loss = {l}\n");
+        }
+    }
+    LabConfig::from_toml_str(&toml, "test").unwrap()
+}
+
 /// `lab/sweep-random.sh`'s set 11/28: a 1.47 Mbit/s path with 2 % loss,
 /// 182 ms away, beside a 46 Mbit/s path 288 ms away.
 fn slow_lossy_beside_far_fast() -> LabConfig {
-    LabConfig::from_toml_str(
-        r#"
-name = "slow-lossy-beside-far-fast"
-seed = 29
-
-[[path]]
-name = "slow"
-rate_mbit = 1.47
-delay_ms = 181.6
-queue_bytes = 16684
-loss = 0.02
-
-[[path]]
-name = "fast"
-rate_mbit = 46.43
-delay_ms = 287.9
-queue_bytes = 6683598
-"#,
-        "test",
+    lab_set(
+        "slow-lossy-beside-far-fast",
+        29,
+        &[
+            ("slow", 1.47, 181.6, 16684, Some(0.02)),
+            ("fast", 46.43, 287.9, 6683598, None),
+        ],
     )
-    .unwrap()
 }
 
 /// Issue 13, point 5: a ping through an idle bond of a near and a far
@@ -182,27 +183,14 @@ fn a_thin_lossy_path_beside_a_far_fast_one_carries_no_data() {
 /// start at 16 before `Resequencer::set_hold_floor` extended held gaps).
 #[test]
 fn a_path_that_comes_up_late_leaves_no_spurious_loss() {
-    let cfg = LabConfig::from_toml_str(
-        r#"
-name = "near-lossy-beside-far"
-seed = 23
-
-[[path]]
-name = "near"
-rate_mbit = 17.07
-delay_ms = 10.1
-queue_bytes = 21550
-loss = 0.05
-
-[[path]]
-name = "far"
-rate_mbit = 34.53
-delay_ms = 141.8
-queue_bytes = 612044
-"#,
-        "test",
-    )
-    .unwrap();
+    let cfg = lab_set(
+        "near-lossy-beside-far",
+        23,
+        &[
+            ("near", 17.07, 10.1, 21550, Some(0.05)),
+            ("far", 34.53, 141.8, 612044, None),
+        ],
+    );
     let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
     run_transfer(&mut w, 3);
     let tcp = w.tx.stats();
@@ -217,32 +205,15 @@ queue_bytes = 612044
 /// is up, well before the wait runs out.
 #[test]
 fn the_transfer_waits_for_every_path_when_asked() {
-    let cfg = LabConfig::from_toml_str(
-        r#"
-name = "far-fast-beside-two-near-slow"
-seed = 6
-
-[[path]]
-name = "far"
-rate_mbit = 30.74
-delay_ms = 103.0
-queue_bytes = 791555
-
-[[path]]
-name = "near1"
-rate_mbit = 1.33
-delay_ms = 41.8
-queue_bytes = 15000
-
-[[path]]
-name = "near2"
-rate_mbit = 1.81
-delay_ms = 38.0
-queue_bytes = 15000
-"#,
-        "test",
-    )
-    .unwrap();
+    let cfg = lab_set(
+        "far-fast-beside-two-near-slow",
+        6,
+        &[
+            ("far", 30.74, 103.0, 791555, None),
+            ("near1", 1.33, 41.8, 15000, None),
+            ("near2", 1.81, 38.0, 15000, None),
+        ],
+    );
     let start = |wait_paths_s: f64| {
         let opts = LabRunOptions {
             wait_paths_s,
