@@ -3,7 +3,8 @@ use super::*;
 /// A start-up trace of a lab file (diagnosis only):
 /// `BRAID_TRACE=three-paths cargo test -p braid-sim --lib trace -- --ignored --nocapture`.
 /// `BRAID_TRACE` may also be a path to a lab file; `BRAID_TRACE_SEED`
-/// replaces the file's seed (the links' loss draws).
+/// replaces the file's seed (the links' loss draws); `BRAID_TRACE_WAIT=3`
+/// starts the transfer once every path is up (`--wait-paths 3`).
 #[test]
 #[ignore]
 fn trace_lab_start() {
@@ -37,6 +38,10 @@ fn trace_lab_start() {
     let opts = LabRunOptions {
         cross_tcp: cross.map(|c| c.0),
         cross_lead_s: cross.map_or(0.0, |c| c.1),
+        wait_paths_s: std::env::var("BRAID_TRACE_WAIT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
         ..LabRunOptions::default()
     };
     let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &opts);
