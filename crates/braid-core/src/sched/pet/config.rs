@@ -109,7 +109,11 @@ pub struct PetConfig {
     /// 11/11 (1.86 Mbit/s at 2 % beside 35.0 Mbit/s 149 ms away, 5 %)
     /// 10.22 to 13.19. At 10 % a path adds at most a tenth of the bond,
     /// which the inner TCP loses many times over to one early loss on a far
-    /// bond. 0 disables.
+    /// bond. The path carries data again once its smoothed loss, fed by
+    /// the probes alone, falls back under `thin_loss` (one loss lifts it
+    /// to at least 1/64; 72 delivered probes, about 36 s at one pair a
+    /// second, bring it under 0.5 % again), or its estimate grows past the
+    /// share. 0 disables.
     pub thin_share: f64,
     /// See `thin_share`: the smoothed loss rate (one loss in 200 packets)
     /// above which a thin path carries no data.
