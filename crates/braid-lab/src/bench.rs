@@ -191,6 +191,7 @@ pub struct BenchOptions {
     /// tunnel is up, waiting at most this many seconds after it first
     /// carries traffic (0: at once). `braid sim run --wait-paths` does the
     /// same in simulation.
+    #[serde(default)]
     pub wait_paths_s: f64,
 }
 

@@ -83,7 +83,8 @@ pub enum LabCmd {
         /// up (`braid status`), waiting at most this many seconds after the tunnel first
         /// carries traffic (default 0: at once). A far path comes up hundreds of milliseconds
         /// after a near one; this measures a bond that is up before its transfer, as `braid
-        /// sim run --wait-paths` does.
+        /// sim run --wait-paths` does. With --cross-lead the lead follows the wait here, while
+        /// the simulator counts both from establishment and waits for the longer.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         wait_paths: f64,
         /// Leave the lab up afterwards.
@@ -249,6 +250,9 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             let cross_tcp_path = cross_tcp_path(&cfg, cross_tcp.as_deref(), cross_lead > 0)?;
             if relayed.is_some() && relayed == cross_tcp_path {
                 anyhow::bail!("--relay and --cross-tcp name the same path: a relayed path's client address is the relay host's, so the competing flow cannot start there; choose another path for one of them");
+            }
+            if wait_paths > 0.0 && !modes.iter().any(|m| is_tunnel_mode(m)) {
+                anyhow::bail!("--wait-paths applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
             }
             if relay.is_some() && !modes.iter().any(|m| is_tunnel_mode(m)) {
                 anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");

@@ -305,7 +305,8 @@ fn start_daemons(
 /// Waits until every path of the lab client's tunnel is up (its `braid
 /// status`), or `most` has passed, whichever is first
 /// (`BenchOptions::wait_paths_s`). A status that cannot be read counts as
-/// not yet up; after `most` the measurement starts anyway.
+/// not yet up; after `most` the measurement starts anyway, with a warning.
+/// One status read may take up to the control socket's 5 s timeout.
 fn wait_paths_up(most: Duration) {
     let socket = Path::new(WORK_DIR).join("client.sock");
     let all_up = || {
@@ -319,7 +320,14 @@ fn wait_paths_up(most: Duration) {
         })
     };
     let t0 = std::time::Instant::now();
-    while !all_up() && t0.elapsed() < most {
+    while !all_up() {
+        if t0.elapsed() >= most {
+            tracing::warn!(
+                "--wait-paths: not every path of the tunnel was up after {:.1} s; measuring anyway (see {WORK_DIR}/client.log)",
+                most.as_secs_f64()
+            );
+            return;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -158,8 +158,8 @@ fn sim_run_lab_file_prints_the_lab_bench_shape() {
     assert!(e.contains("braid-fast") && e.contains("braid-pet"), "{e}");
 }
 
-/// `braid lab bench --wait-paths` beyond a minute is refused before any
-/// lab is set up, naming the flag and its range.
+/// `braid lab bench --wait-paths` beyond a minute, or without a tunnel
+/// mode, is refused before any lab is set up, naming the flag.
 #[test]
 fn lab_bench_wait_paths_is_bounded() {
     let out = Command::new(env!("CARGO_BIN_EXE_braid"))
@@ -169,6 +169,20 @@ fn lab_bench_wait_paths_is_bounded() {
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--wait-paths") && e.contains("60"), "{e}");
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args([
+            "lab",
+            "bench",
+            &lab_file("two-equal"),
+            "--modes",
+            "single-best",
+        ])
+        .args(["--wait-paths", "3"])
+        .output()
+        .expect("run braid");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--wait-paths") && e.contains("braid-pet"), "{e}");
 }
 
 /// `braid lab bench --cross-lead` without `--cross-tcp` is refused before

@@ -162,18 +162,23 @@ impl Pet {
     /// (`PetConfig::thin_share`): a rate estimate below `thin_share` of the
     /// usable paths' together and a smoothed loss rate above `thin_loss`,
     /// while the fastest path's base round trip is over `thin_far_rtt`. A
-    /// path without an estimate is not thin.
+    /// path without an estimate is not thin, nor is the fastest path (with
+    /// more than ten paths it could be under the share itself).
     fn thin_and_lossy<'a>(&self, paths: &'a [PathState]) -> impl Fn(&PathState) -> bool + use<'a> {
         let (share, loss) = (self.cfg.thin_share, self.cfg.thin_loss);
         let usable = || paths.iter().filter(|p| p.usable);
         let total: f64 = usable().filter_map(|p| p.bw.estimate_bps()).sum();
-        let far = usable()
+        let fastest = usable()
             .filter_map(|p| Some((p.bw.estimate_bps()?, p)))
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .and_then(|(_, p)| p.rtt.min_rtt().or(p.rtt_hint))
+            .map(|(_, p)| p);
+        let far = fastest
+            .and_then(|p| p.rtt.min_rtt().or(p.rtt_hint))
             .is_some_and(|rtt| rtt > self.cfg.thin_far_rtt);
+        let fastest = fastest.map(|p| p.id);
         move |p: &PathState| {
             far && share > 0.0
+                && Some(p.id) != fastest
                 && p.loss.rate() > loss
                 && p.bw.estimate_bps().is_some_and(|r| r < share * total)
         }

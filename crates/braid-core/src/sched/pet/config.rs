@@ -96,8 +96,14 @@ pub struct PetConfig {
     /// A path whose rate estimate is below this share of the sum of the
     /// usable paths' estimates, while its smoothed loss rate is above
     /// `thin_loss` and the fastest path is far (`thin_far_rtt`), carries no
-    /// data: only its probe pairs (`probe_interval`), which keep both
-    /// estimates fresh. Not in the paper; it is the case Phatak et al.
+    /// new data: only its probe pairs (`probe_interval`), which keep both
+    /// estimates fresh, and small packets, which PET places by delay. The
+    /// sender's repairs are placed by their delivery cost, not by PET, and
+    /// may still go there (a repair of a path over 200 ms away that loses
+    /// packets gets a copy, `sender/repair_copy.rs`). A probe goes only
+    /// where it arrives in time (`probe_slack`), so a thin path further
+    /// away than the fastest one may get none and stay out until the
+    /// fastest path's estimate falls. Not in the paper; it is the case Phatak et al.
     /// (Section 4) warn of, a path that holds more than it adds. Each loss
     /// on the path holds the whole stream in the resequencer until its
     /// repair arrives, and a repair that is lost too reaches the inner TCP
