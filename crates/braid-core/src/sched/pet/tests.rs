@@ -427,10 +427,7 @@ fn a_thin_lossy_path_carries_only_probes_beside_a_far_fast_path() {
             if k % 4 == 0 {
                 now += Duration::from_millis(1);
             }
-            let d = pet
-                .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
-                .unwrap();
-            paths[d.index].last_sent = Some(now);
+            let d = send(&mut pet, now, &mut paths);
             if d.index == 0 {
                 if d.probe || d.pair == PairRole::Second {
                     probes += 1;
@@ -484,14 +481,21 @@ fn the_fastest_path_is_never_thin() {
     let mut on_fastest = 0;
     for _ in 0..200 {
         now += Duration::from_millis(20);
-        let d = pet
-            .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
-            .unwrap();
-        paths[d.index].last_sent = Some(now);
+        let d = send(&mut pet, now, &mut paths);
         if d.index == 3 {
             on_fastest += 1;
         }
     }
     // Round robin over all eleven would give it about 18.
     assert!(on_fastest > 80, "{on_fastest} packets on the fastest path");
+}
+
+/// One full-size packet at `now`: PET's decision, recorded as sent on the
+/// path it chose.
+fn send(pet: &mut Pet, now: Instant, paths: &mut [PathState]) -> Decision {
+    let d = pet
+        .select(now, &pkt(false), paths, &SendQueues::UNPACED)
+        .unwrap();
+    paths[d.index].last_sent = Some(now);
+    d
 }
