@@ -86,9 +86,11 @@ impl Pet {
         paced: &SendQueues,
     ) -> Option<(usize, Instant)> {
         let small = len <= self.cfg.small_packet_bytes;
-        let thin = self.thin_and_lossy(paths);
+        // Small packets may use a thin path: skip the rule's scans for them
+        // (every TCP ACK of the reverse direction comes here).
+        let thin = (!small).then(|| self.thin_and_lossy(paths));
         let params = |p: &PathState| {
-            if !small && thin(p) {
+            if thin.as_ref().is_some_and(|thin| thin(p)) {
                 return None;
             }
             let rate = p.bw.estimate_bps().or(small.then_some(f64::INFINITY))?;
