@@ -17,8 +17,9 @@
 # them can be rerun, traced or taken to the lab. BRAID selects the binary
 # (default target/release/braid). WAIT_PATHS=SECONDS starts braid-pet's
 # transfer once every path is up (`braid sim run --wait-paths`), as on a
-# bond that is up before its first transfer; by default it starts when
-# the tunnel is, as the lab bench's does. Needs python3.
+# bond that is up before its first transfer, and as in the lab, whose
+# paths are usually up when iperf3 starts; by default it starts when the
+# tunnel is. Needs python3.
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}

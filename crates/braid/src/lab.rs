@@ -83,7 +83,8 @@ pub enum LabCmd {
         /// up (`braid status`), waiting at most this many seconds after the tunnel first
         /// carries traffic (default 0: at once). A far path comes up hundreds of milliseconds
         /// after a near one; this measures a bond that is up before its transfer, as `braid
-        /// sim run --wait-paths` does. With --cross-lead the lead follows the wait here, while
+        /// sim run --wait-paths` does (without it, iperf3's own start here usually takes long
+        /// enough for the paths to come up). With --cross-lead the lead follows the wait here, while
         /// the simulator counts both from establishment and waits for the longer.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         wait_paths: f64,
@@ -170,6 +171,15 @@ fn named_path(cfg: &LabConfig, flag: &str, name: &str) -> anyhow::Result<usize> 
         })
 }
 
+/// Checks `--wait-paths` (seconds), which `braid lab bench` and `braid
+/// sim run` share.
+pub(crate) fn check_wait_paths(wait_paths: f64) -> anyhow::Result<()> {
+    if !(0.0..=60.0).contains(&wait_paths) {
+        anyhow::bail!("--wait-paths must be between 0 and 60 seconds (got {wait_paths})");
+    }
+    Ok(())
+}
+
 /// The path `--cross-tcp` names, if any, checked with `--cross-lead`
 /// (`lead`: whether a head start was asked for), which needs it.
 pub(crate) fn cross_tcp_path(
@@ -235,9 +245,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                     anyhow::bail!("--from {f} is not before the end of the test (--omit {omit} + --duration {duration} = {} s); choose a smaller --from", duration + omit);
                 }
             }
-            if !(0.0..=60.0).contains(&wait_paths) {
-                anyhow::bail!("--wait-paths must be between 0 and 60 seconds (got {wait_paths})");
-            }
+            check_wait_paths(wait_paths)?;
             let cfg = load(&file)?;
             let udp_rate_mbit = udp
                 .as_deref()
@@ -251,10 +259,11 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             if relayed.is_some() && relayed == cross_tcp_path {
                 anyhow::bail!("--relay and --cross-tcp name the same path: a relayed path's client address is the relay host's, so the competing flow cannot start there; choose another path for one of them");
             }
-            if wait_paths > 0.0 && !modes.iter().any(|m| is_tunnel_mode(m)) {
+            let tunnel_mode = modes.iter().any(|m| is_tunnel_mode(m));
+            if wait_paths > 0.0 && !tunnel_mode {
                 anyhow::bail!("--wait-paths applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
             }
-            if relay.is_some() && !modes.iter().any(|m| is_tunnel_mode(m)) {
+            if relay.is_some() && !tunnel_mode {
                 anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
             }
             let modes: Vec<Mode> = modes

@@ -110,7 +110,8 @@ pub struct LabRunOptions {
     pub cross_lead_s: f64,
     /// Start each braid mode's transfer only once every path of the
     /// tunnel is up, waiting at most this many seconds after the tunnel
-    /// is established (0: as soon as it is, the lab bench's start). A
+    /// is established (0: as soon as it is; the lab bench's transfer
+    /// starts with iperf3, by when the paths are usually up). A
     /// bond's paths come up one handshake apart, and a far path hundreds
     /// of milliseconds after a near one; a transfer begun before then has
     /// its first flight on the near paths alone, which sets the inner
