@@ -46,6 +46,8 @@ pub struct RatioReport {
     pub description: String,
     pub notes: String,
     pub duration_s: f64,
+    /// Seconds at the start left out of goodput (`Scenario::warmup_s`).
+    pub warmup_s: f64,
     pub seeds: u32,
     /// What x is.
     pub param: String,
@@ -137,6 +139,7 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> RatioReport {
         description: sc.description.clone(),
         notes: sc.notes.clone(),
         duration_s: sc.duration_s,
+        warmup_s: sc.warmup_s,
         seeds,
         param: sw.param.clone(),
         rows,
@@ -158,8 +161,11 @@ impl RatioReport {
         let _ = writeln!(s, "scenario {}: {}", self.scenario, self.description);
         let _ = writeln!(
             s,
-            "{} s simulated, {} seed(s); x = {}",
-            self.duration_s, self.seeds, self.param
+            "{} s simulated{}, {} seed(s); x = {}",
+            self.duration_s,
+            crate::report::warmup_note(self.warmup_s),
+            self.seeds,
+            self.param
         );
         let _ = writeln!(
             s,

@@ -44,9 +44,20 @@ pub struct Report {
     pub description: String,
     pub notes: String,
     pub duration_s: f64,
+    /// Seconds at the start left out of goodput (`Scenario::warmup_s`).
+    pub warmup_s: f64,
     pub seeds: u32,
     pub cross_scenarios: u32,
     pub results: Vec<SchemeSummary>,
+}
+
+/// ", goodput after the first N s" when a scenario has a warm-up.
+pub(crate) fn warmup_note(warmup_s: f64) -> String {
+    if warmup_s > 0.0 {
+        format!(" (goodput after the first {warmup_s} s)")
+    } else {
+        String::new()
+    }
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -129,8 +140,11 @@ impl Report {
         let _ = writeln!(s, "scenario {}: {}", self.scenario, self.description);
         let _ = writeln!(
             s,
-            "{} s simulated, {} seed(s) x {} cross-traffic scenario(s)",
-            self.duration_s, self.seeds, self.cross_scenarios
+            "{} s simulated{}, {} seed(s) x {} cross-traffic scenario(s)",
+            self.duration_s,
+            warmup_note(self.warmup_s),
+            self.seeds,
+            self.cross_scenarios
         );
         let _ = writeln!(
             s,

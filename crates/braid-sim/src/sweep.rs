@@ -173,6 +173,7 @@ pub fn run(sc: &Scenario, opts: &SweepOptions) -> SweepOutput {
         description: sc.description.clone(),
         notes: sc.notes.clone(),
         duration_s: sc.duration_s,
+        warmup_s: sc.warmup_s,
         seeds,
         cross_scenarios: crosses,
         results,

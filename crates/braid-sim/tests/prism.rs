@@ -23,13 +23,10 @@
 //!   count, with or without the RLC delay swings.
 //! - Fig 14, ADAS >= 1.1 x WRR: on four near-equal links WRR's quanta are
 //!   one or two packets, and with the controller both carry 0.97 of the sum.
-//! - Fig 6, PRISM >= 0.9 x 2.4 Mbit/s: the slow-start overshoot into the
-//!   40-packet queues leaves TCP-PRISM well below the aggregate, and it
-//!   grows back one packet per 1-2 s round trip; the RLC retransmissions
-//!   add window cuts (0.70 at 0 ms in 120 s, 0.83 with fixed delays).
-//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss (0.86, 0.79,
-//!   0.77): each loss cuts the window to 0.875 x (Section 6.2.1's p for
-//!   the 360 kbit/s member), regained at one packet per 0.6 s round trip.
+//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss (0.89, 0.81,
+//!   0.79 from 10 s on): each loss cuts the window to 0.875 x (Section
+//!   6.2.1's p for the 360 kbit/s member), regained at one packet per
+//!   0.6 s round trip.
 //!
 //! The testbed's vanilla TCP (Figs 6-8) was Linux 2.4's TCP-SACK, which
 //! adapts its duplicate-ACK threshold to measured reordering and undoes
@@ -37,8 +34,15 @@
 //! threshold), `VANILLA-LINUX` models Linux's response. Against
 //! `VANILLA-LINUX`, PRISM's lead grows with loss as in Fig 7 (asserted);
 //! against `VANILLA`, PRISM keeps >= 2 x in Figs 6 and 8 (asserted), which
-//! `VANILLA-LINUX` does not allow (it reaches 0.38-0.9 of PRISM at
+//! `VANILLA-LINUX` does not allow (it reaches 0.96-0.97 of PRISM at
 //! 200-500 ms in Fig 6 and 0.73 in Fig 8).
+//!
+//! Figs 6-8 ran on a testbed whose members NIST Net emulated; it drops
+//! for congestion only by its DRD, which the paper does not set, so their
+//! queues are unbounded here (10 MB), and Figs 6 and 7 count goodput
+//! after the first 10 s (the paper's rates exclude a 1 s path's slow
+//! start). The scenario notes give the figures under the earlier reading
+//! (40-packet queues, whole runs) too.
 
 use std::path::PathBuf;
 
@@ -205,36 +209,35 @@ fn fig14_adas_fills_the_four_members() {
     );
 }
 
-/// Fig 6: PRISM keeps at least twice ns-2 vanilla TCP-SACK's goodput at
-/// every delay disparity (the paper: from 200 ms on) and most of the
-/// aggregate while the disparity is small. (0.9 of 2.4 Mbit/s is not
-/// reached: after the slow-start overshoot TCP grows one packet per 1-2 s
-/// round trip; 0.70 in the full 120 s run, 0.57-0.68 in 60 s, where the
-/// ramp-up weighs twice. Linux's vanilla is not held to half of PRISM;
-/// module docs.)
+/// Fig 6: from 10 s on (the scenario's `warmup_s`: the paper's 95 % is a
+/// rate after the start-up of a 1 s path), PRISM carries at least 0.9 of
+/// 2.4 Mbit/s up to 400 ms of delay disparity, no more beyond it, more
+/// than the 1800 kbit/s member alone at every disparity, and at least
+/// twice ns-2 vanilla TCP-SACK's goodput (the paper: from 200 ms on).
+/// The members' queues are NIST Net's, bounded by no drop-tail limit
+/// (scenario notes). Linux's vanilla is not held to half of PRISM; module
+/// docs.
 #[test]
 fn fig6_prism_survives_delay_disparity() {
     let r = swept("prism-fig6", 60.0);
     for x in all_x(&r) {
-        assert!(
-            g(&r, "PRISM", x) >= 2.0 * g(&r, "VANILLA", x),
-            "disparity {x} ms"
-        );
+        let p = g(&r, "PRISM", x);
+        assert!(p >= 2.0 * g(&r, "VANILLA", x), "disparity {x} ms");
+        assert!(p > g(&r, "NO-PROXY", x), "disparity {x} ms");
+        if x <= 400.0 {
+            assert!(p >= 0.9 * 2400.0, "disparity {x} ms: PRISM {p}");
+        }
     }
-    // 0.6 on fixed-delay links; the RLC retransmissions cost TCP-PRISM a
-    // few more window cuts (19 fast retransmits against 15 at 0 ms, 120 s).
-    let bound = if full_length() { 0.65 } else { 0.55 };
-    for x in [0.0, 100.0] {
-        assert!(g(&r, "PRISM", x) >= bound * 2400.0, "disparity {x} ms");
-    }
+    assert!(g(&r, "PRISM", 500.0) <= g(&r, "PRISM", 0.0));
 }
 
-/// Fig 7: PRISM keeps most of 1.44 Mbit/s up to 0.8 % loss on the slow
-/// member (0.9 of it to 0.2 %) and at least three times ns-2 vanilla's
-/// goodput. Linux's vanilla TCP-SACK (the testbed's) carries about as much
-/// as PRISM at low loss, as the paper's did (~90 %), and falls as soon as
-/// the loss grows: it never rises with loss, and PRISM's lead over it at
-/// 0.2 % loss and above is at least four times its lead at 0.001 %.
+/// Fig 7: from 10 s on (`warmup_s`, as in Fig 6), PRISM keeps most of
+/// 1.44 Mbit/s up to 0.8 % loss on the slow member (0.9 of it to 0.2 %)
+/// and at least three times ns-2 vanilla's goodput. Linux's vanilla
+/// TCP-SACK (the testbed's) carries as much as PRISM at low loss, as the
+/// paper's did (~90 %), and falls as soon as the loss grows: it never
+/// rises with loss, and from 0.2 % on PRISM leads it by at least a
+/// quarter of 1.44 Mbit/s more than at 0.001 %.
 #[test]
 fn fig7_prism_survives_loss_on_one_member() {
     let r = swept("prism-fig7", 60.0);
@@ -246,7 +249,11 @@ fn fig7_prism_survives_loss_on_one_member() {
         "Linux vanilla at {low} %: {}",
         g(&r, "VANILLA-LINUX", low)
     );
-    assert!(lead(low) >= 0.0, "PRISM below Linux vanilla at {low} %");
+    // Both carry the aggregate there (1401.8 and 1400.7 kbit/s in 60 s).
+    assert!(
+        g(&r, "PRISM", low) >= 0.99 * g(&r, "VANILLA-LINUX", low),
+        "PRISM below Linux vanilla at {low} %"
+    );
     for w in xs.windows(2) {
         assert!(
             g(&r, "VANILLA-LINUX", w[1]) <= g(&r, "VANILLA-LINUX", w[0]) + 1.0,
@@ -259,16 +266,13 @@ fn fig7_prism_survives_loss_on_one_member() {
         let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
         assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
         if x <= 0.2 {
-            // 0.9 in the file's 120 s; 0.879 in 60 s, where the first
-            // 20 s of ramp-up weigh twice as much.
-            let bound = if full_length() { 0.9 } else { 0.87 };
-            assert!(p >= bound * 1440.0, "loss {x} %: PRISM {p}");
+            assert!(p >= 0.9 * 1440.0, "loss {x} %: PRISM {p}");
         } else if x <= 0.8 {
             assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");
         }
         if x >= 0.2 {
             assert!(
-                lead(x) >= 4.0 * lead(low),
+                lead(x) >= lead(low) + 0.25 * 1440.0,
                 "loss {x} %: lead {} against {} at {low} %",
                 lead(x),
                 lead(low)

@@ -70,3 +70,51 @@ fn errors_name_the_key() {
         .to_string();
     assert!(e.contains("colour"), "{e}");
 }
+
+#[test]
+fn a_warmup_must_be_shorter_than_the_run() {
+    let top = |extra: &str| MIN.replace("schemes", &format!("{extra}\nschemes"));
+    assert_eq!(Scenario::parse(MIN, "t").unwrap().warmup_s, 0.0);
+    assert_eq!(
+        Scenario::parse(&top("warmup_s = 10.0"), "t")
+            .unwrap()
+            .warmup_s,
+        10.0
+    );
+    for bad in [
+        "warmup_s = 60.0",
+        "warmup_s = -1.0",
+        "duration_s = 5.0\nwarmup_s = 5.0",
+    ] {
+        let e = Scenario::parse(&top(bad), "t").unwrap_err().to_string();
+        assert!(
+            e.contains("warmup_s") && e.contains("duration_s"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+/// Goodput after a warm-up leaves the slow start out: on a 1 s round trip
+/// it is higher than over the whole run, and the report says so.
+#[test]
+fn goodput_after_the_warmup_leaves_the_slow_start_out() {
+    let file = "name = 'w'\nduration_s = 30.0\nschemes = ['MTCP']\n\
+                [tcp]\nmax_cwnd_pkts = 256\n\
+                [[path]]\nrate_kbps = 1000\nwired_delay_ms = 500\nqueue_bytes = 10000000\n";
+    let whole = Scenario::parse(file, "t").unwrap();
+    let warm = Scenario::parse(
+        &file.replace("duration_s", "warmup_s = 10.0\nduration_s"),
+        "t",
+    )
+    .unwrap();
+    let g = |sc: &Scenario| {
+        let out = crate::sweep::run(sc, &crate::SweepOptions::default());
+        (out.report.results[0].goodput_kbps, out.report.to_table())
+    };
+    let ((g_whole, t_whole), (g_warm, t_warm)) = (g(&whole), g(&warm));
+    // Nothing drops: after the start-up the path is full.
+    assert!(g_warm > 0.9 * 1000.0, "{g_warm}");
+    assert!(g_warm > g_whole + 50.0, "{g_warm} vs {g_whole}");
+    assert!(t_warm.contains("goodput after the first 10 s"), "{t_warm}");
+    assert!(!t_whole.contains("goodput after"), "{t_whole}");
+}

@@ -147,6 +147,7 @@ impl World {
             started: false,
             web_rng: None,
             delivered_before: 0,
+            at_warmup: None,
         };
         let mut braid = None;
         if scheme.tunnelled() {
@@ -257,6 +258,7 @@ impl World {
             braid,
             n_main,
             end: Instant::from_secs_f64(sc.duration_s),
+            warmup: Instant::from_secs_f64(sc.warmup_s),
             series: vec![vec![0.0; sc.duration_s.ceil() as usize]; n_paths],
             wireless: l_w,
             scratch: Vec::with_capacity(64),

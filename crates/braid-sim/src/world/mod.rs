@@ -86,6 +86,9 @@ struct Flow {
     web_rng: Option<ChaCha8Rng>,
     /// Delivered bytes of earlier generations.
     delivered_before: u64,
+    /// Bytes it had delivered when the scenario's `warmup_s` ended (taken
+    /// at its first delivery from then on; `None` before).
+    at_warmup: Option<u64>,
 }
 
 impl Flow {
@@ -156,6 +159,9 @@ pub struct World {
     braid: Option<Braid>,
     n_main: usize,
     end: Instant,
+    /// Goodput counts what main flows deliver from here on
+    /// (`Scenario::warmup_s`).
+    warmup: Instant,
     series: Vec<Vec<f64>>,
     wireless: Vec<u16>,
     scratch: Vec<Segment>,
@@ -302,8 +308,12 @@ impl World {
                 self.record_series(now, path, bytes);
             }
         }
+        let warm = now >= self.warmup;
         let f = &mut self.flows[i as usize];
         let before = f.rx.delivered_bytes();
+        if warm && f.at_warmup.is_none() {
+            f.at_warmup = Some(before + f.delivered_before);
+        }
         let ack = f.rx.on_segment(now, &seg);
         if (i as usize) < self.n_main {
             let f = &self.flows[i as usize];
@@ -559,13 +569,17 @@ impl World {
 
     fn finish(self) -> RunResult {
         let secs = self.end.as_secs_f64();
+        // The measured time (validation keeps the warm-up shorter than the
+        // run; the max guards a caller that shortened the run after it).
+        let measured_s = (secs - self.warmup.as_secs_f64()).max(f64::MIN_POSITIVE);
         let mut r = RunResult {
             events: self.q.processed(),
             ..Default::default()
         };
         for f in &self.flows[..self.n_main] {
             let st = f.tx.stats();
-            let kbps = (f.rx.delivered_bytes() + f.delivered_before) as f64 * 8.0 / secs / 1000.0;
+            let total = f.rx.delivered_bytes() + f.delivered_before;
+            let kbps = (total - f.at_warmup.unwrap_or(total)) as f64 * 8.0 / measured_s / 1000.0;
             r.flow_goodput_kbps.push(kbps);
             r.flow_dupacks.push(st.dupacks);
             r.flow_retransmits.push(st.retransmits);
