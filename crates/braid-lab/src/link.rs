@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{DirParams, GilbertConfig, LossSpec};
+use crate::config::{DirParams, GilbertConfig, LossSpec, RlcConfig};
 
 /// Random loss process (Bernoulli or Gilbert-Elliott) driven by a seeded
 /// RNG so that a run is repeatable.
@@ -84,6 +84,45 @@ impl LossModel {
     }
 }
 
+/// Mixed into a link's seed for its retransmission jitter's stream, apart
+/// from the loss model's (the simulator's `braid_net` link draws the same).
+pub const RLC_STREAM: u64 = 0x726c_6300_0000_0000;
+
+/// How far apart a radio link with `rlc` delivers the packets a hold
+/// released together: the emulator sends packets due at one instant back
+/// to back, microseconds apart, and the model schedules them so (the
+/// simulator's `braid_net` link is given the same spacing).
+pub const RLC_RELEASE_GAP: Duration = Duration::from_micros(2);
+
+/// Link-layer retransmission jitter ([`RlcConfig`]) with its own seeded
+/// stream, so a path with it keeps its loss draws unchanged.
+#[derive(Debug, Clone)]
+struct RlcJitter {
+    cfg: RlcConfig,
+    retx: Duration,
+    rng: ChaCha8Rng,
+}
+
+impl RlcJitter {
+    fn new(cfg: RlcConfig, seed: u64) -> Self {
+        RlcJitter {
+            cfg,
+            retx: Duration::from_secs_f64(cfg.retx_ms / 1e3),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ RLC_STREAM),
+        }
+    }
+
+    /// Delay the next packet's retransmissions add: one `retx` per failed
+    /// attempt, at most `max_attempts - 1` of them.
+    fn extra(&mut self) -> Duration {
+        let mut k = 0;
+        while k + 1 < self.cfg.max_attempts && self.rng.gen::<f64>() < self.cfg.block_error {
+            k += 1;
+        }
+        self.retx * k
+    }
+}
+
 /// What happened to an offered packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -108,6 +147,8 @@ pub struct Link {
     /// Queued bytes above which an ECN-capable arrival is marked CE.
     ecn_mark_bytes: Option<u64>,
     loss: LossModel,
+    /// Retransmission jitter of a radio link, if configured.
+    rlc: Option<RlcJitter>,
     trace: Vec<crate::config::DirTraceStep>,
     next_trace: usize,
     /// Rate, delay and loss before any trace step, restored by
@@ -133,6 +174,7 @@ impl Link {
             queue_limit: params.queue_bytes,
             ecn_mark_bytes: params.ecn_mark_bytes,
             loss: LossModel::new(params.loss, seed),
+            rlc: params.rlc.map(|r| RlcJitter::new(r, seed)),
             trace: params.trace.clone(),
             next_trace: 0,
             base_rate_bps: params.rate_bps,
@@ -224,7 +266,19 @@ impl Link {
         self.busy_until = depart;
         self.backlog.push_back((depart, ip_bytes));
         self.backlog_bytes += ip_bytes;
-        let deliver = (depart + self.delay).max(self.last_delivery);
+        // A retransmitted packet is late, and (in-sequence delivery) so are
+        // the packets behind it, which then follow it back to back.
+        let deliver = match self.rlc.as_mut() {
+            Some(r) => {
+                let at = depart + self.delay + r.extra();
+                if at <= self.last_delivery {
+                    self.last_delivery + RLC_RELEASE_GAP
+                } else {
+                    at
+                }
+            }
+            None => (depart + self.delay).max(self.last_delivery),
+        };
         self.last_delivery = deliver;
         if mark {
             Verdict::Mark(deliver)
@@ -245,6 +299,7 @@ mod tests {
             queue_bytes: queue,
             ecn_mark_bytes: None,
             loss,
+            rlc: None,
             trace: vec![],
         }
     }

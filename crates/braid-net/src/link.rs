@@ -46,6 +46,10 @@ impl Verdict {
     }
 }
 
+/// Mixed with a link's seed and `RlcParams::seed` for its retransmission
+/// stream (a caller that wants a given stream passes its seed xor this).
+pub const RLC_SEED_MIX: u64 = 0x5eed_c0ff_ee00_0002;
+
 /// Counters of one link direction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
@@ -118,7 +122,7 @@ impl Link {
             cross,
             rlc: p.rlc.map(|r| {
                 Rlc::new(&RlcParams {
-                    seed: r.seed ^ seed ^ 0x5eed_c0ff_ee00_0002,
+                    seed: r.seed ^ seed ^ RLC_SEED_MIX,
                     ..r
                 })
             }),

@@ -76,6 +76,33 @@ pub struct GilbertConfig {
     pub loss_good: f64,
 }
 
+/// Link-layer retransmission jitter of a radio link (`rlc = { ... }` on a
+/// path, both directions): each packet's radio block is sent up to
+/// `max_attempts` times, every attempt fails with probability
+/// `block_error`, each failure adds `retx_ms` before the packet is
+/// delivered, and delivery stays in sequence, so the packets behind a
+/// retransmitted one wait for it (cellular HARQ/RLC acknowledged mode).
+/// The path's rate is unchanged; nothing is lost to it. Draws are per
+/// packet, which matches a radio that sends about one packet per
+/// transmission interval (LTE's 1 ms at about 10 Mbit/s); on much faster
+/// paths it overstates the jitter. The simulator runs the same model
+/// (`braid_net::rlc`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RlcConfig {
+    /// Probability that one attempt fails (the block error rate, 0..1).
+    pub block_error: f64,
+    /// Delay each retransmission adds, ms (LTE's HARQ round trip: 8).
+    pub retx_ms: f64,
+    /// Attempts at most, the first included (default 4).
+    #[serde(default = "four")]
+    pub max_attempts: u32,
+}
+
+fn four() -> u32 {
+    4
+}
+
 fn one() -> f64 {
     1.0
 }
@@ -144,6 +171,9 @@ pub struct PathConfig {
     pub down_loss: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gilbert: Option<GilbertConfig>,
+    /// Link-layer retransmission jitter, both directions ([`RlcConfig`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc: Option<RlcConfig>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<TraceEntry>,
 }
@@ -212,6 +242,8 @@ pub struct DirParams {
     /// Queued bytes above which an ECN-capable arrival is marked CE.
     pub ecn_mark_bytes: Option<u64>,
     pub loss: LossSpec,
+    /// Link-layer retransmission jitter, if the path has it.
+    pub rlc: Option<RlcConfig>,
     pub trace: Vec<DirTraceStep>,
 }
 
@@ -280,6 +312,7 @@ impl LabConfig {
             queue_bytes,
             ecn_mark_bytes: p.ecn_mark_bytes,
             loss,
+            rlc: p.rlc,
             trace,
         }
     }

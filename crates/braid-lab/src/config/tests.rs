@@ -98,6 +98,9 @@ fn bad_values_are_named() {
         ("rate_mbit = 5.0\ntrace = [ { at_s = 2.0 } ]\n", "path[1].trace[0]"),
         ("rate_mbit = 5000.0\n", "path[1].rate_mbit"),
         ("rate_mbit = 5.0\nqueue_bytes = 20000\necn_mark_bytes = 20000\n", "path[1].ecn_mark_bytes"),
+        ("rate_mbit = 5.0\nrlc = { block_error = 1.0, retx_ms = 8.0 }\n", "path[1].rlc.block_error"),
+        ("rate_mbit = 5.0\nrlc = { block_error = 0.1, retx_ms = -1.0 }\n", "path[1].rlc.retx_ms"),
+        ("rate_mbit = 5.0\nrlc = { block_error = 0.1, retx_ms = 8.0, max_attempts = 0 }\n", "path[1].rlc.max_attempts"),
     ];
     for (extra, key) in cases {
         let text = format!("{base}[[path]]\nname = \"b\"\n{extra}");
@@ -109,6 +112,26 @@ fn bad_values_are_named() {
     assert!(err("name = \"x\"\n").contains("`path`"));
     let e = err("name = \"x\"\n[[path]]\nname = \"a\"\nrate_mbit = \"10\"\n");
     assert!(e.contains("rate_mbit") && e.contains("hint"), "{e}");
+}
+
+/// `rlc` reaches both directions of its path, with four attempts unless
+/// the file says otherwise, and round-trips (the emulator gets the config
+/// as TOML).
+#[test]
+fn rlc_jitter_applies_to_both_directions() {
+    let text = "name = \"x\"\n[[path]]\nname = \"a\"\nrate_mbit = 10.0\nrlc = { block_error = 0.1, retx_ms = 8.0 }\n[[path]]\nname = \"b\"\nrate_mbit = 10.0\n";
+    let c = LabConfig::from_toml_str(text, "t").unwrap();
+    let want = RlcConfig {
+        block_error: 0.1,
+        retx_ms: 8.0,
+        max_attempts: 4,
+    };
+    for dir in Direction::BOTH {
+        assert_eq!(c.resolve(0, dir).rlc, Some(want));
+        assert_eq!(c.resolve(1, dir).rlc, None);
+    }
+    let back = LabConfig::from_toml_str(&c.to_toml_string(), "t").unwrap();
+    assert_eq!(back, c);
 }
 
 #[test]

@@ -129,6 +129,32 @@ impl LabConfig {
                     return Err(bad(k("gilbert.p_bad_good"), "is 0, so the path would stay in the bad state forever; use a value > 0 (e.g. 0.3)".into()));
                 }
             }
+            if let Some(r) = &p.rlc {
+                if !(r.block_error >= 0.0 && r.block_error < 1.0) {
+                    return Err(bad(
+                        k("rlc.block_error"),
+                        format!(
+                            "{} must be a probability in [0, 1) (e.g. 0.1)",
+                            r.block_error
+                        ),
+                    ));
+                }
+                if !(r.retx_ms.is_finite() && (0.0..=1000.0).contains(&r.retx_ms)) {
+                    return Err(bad(
+                        k("rlc.retx_ms"),
+                        format!(
+                            "{} must be a delay in ms between 0 and 1000 (e.g. 8)",
+                            r.retx_ms
+                        ),
+                    ));
+                }
+                if !(1..=16).contains(&r.max_attempts) {
+                    return Err(bad(
+                        k("rlc.max_attempts"),
+                        format!("{} must be between 1 and 16 (e.g. 4)", r.max_attempts),
+                    ));
+                }
+            }
             let mut prev = -1.0f64;
             for (t, e) in p.trace.iter().enumerate() {
                 let tk = |field: &str| k(&format!("trace[{t}].{field}"));

@@ -79,7 +79,7 @@ fn trace_lab_start() {
         let ss = &rs.peers[0].tunnel.sender;
         let cr = &st.tunnel.reorder;
         println!(
-            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?}",
+            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?} pace={:?}",
             step_s * k as f64,
             st.tunnel.sender.lost_nack,
             st.tunnel.sender.repairs_sent,
@@ -108,6 +108,7 @@ fn trace_lab_start() {
             st.tunnel.paths.iter().map(|p| p.bandwidth_bps.map(|b| (b / 1e5).round() / 10.0)).collect::<Vec<_>>(),
             st.tunnel.paths.iter().map(|p| p.up).collect::<Vec<_>>(),
             w.tx.cubic().and_then(|c| c.min_rtt()).map(|d| d.as_millis()),
+            st.tunnel.paths.iter().map(|p| p.pacing_rate_bps.map(|b| (b / 1e5).round() / 10.0)).collect::<Vec<_>>(),
         );
         last_d = d;
         last_p = ps;
