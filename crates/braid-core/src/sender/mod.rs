@@ -99,6 +99,10 @@ pub(super) struct Record {
     attempts: u8,
     /// Waiting in the repair queue.
     repair_queued: bool,
+    /// The packet sent on the same path before this one: its arrival
+    /// tells whether this one arrived in a burst released after a hold
+    /// (see `Sender::compressed_pair`).
+    prev_on_path: Option<u64>,
 }
 
 /// The sender of one direction. `P` is the payload a packet waiting in a
@@ -313,7 +317,8 @@ impl<P> Sender<P> {
         p.sent_bytes += pkt.len as u64;
         p.last_sent = Some(now);
 
-        let prev_delta = match self.per_path[s].last_seq {
+        let prev_on_path = self.per_path[s].last_seq;
+        let prev_delta = match prev_on_path {
             Some(prev) if seq - prev <= u16::MAX as u64 => (seq - prev) as u16,
             _ => 0,
         };
@@ -375,6 +380,7 @@ impl<P> Sender<P> {
             first_sent_at: now,
             attempts: 0,
             repair_queued: false,
+            prev_on_path,
         });
         self.per_path[s].unacked.push_back(seq);
         self.stats.sent += 1;
@@ -410,6 +416,11 @@ impl<P> Sender<P> {
             }
             _ => SendOutcome::Transmit(tx),
         }
+    }
+
+    pub(super) fn record(&self, seq: u64) -> Option<&Record> {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        self.ring[idx].as_ref().filter(|r| r.seq == seq)
     }
 
     pub(super) fn record_mut(&mut self, seq: u64) -> Option<&mut Record> {
