@@ -19,8 +19,10 @@
 //!   (one transmission time interval, TTI) before the next;
 //! - RLC AM delivers in sequence, so a packet whose block was
 //!   retransmitted also holds back every packet behind it (head-of-line
-//!   blocking): delivery is `max(ready + retransmissions x retx_ms,
-//!   previous delivery)`;
+//!   blocking): delivery is `ready + retransmissions x retx_ms`, or, if
+//!   that is no later than the previous delivery, the previous delivery
+//!   plus `release_gap_ns` (0 in the PRISM files: one instant; the lab's
+//!   links space such a burst as the emulator's back-to-back sends do);
 //! - the transmitter does not stop for a retransmission (RLC AM keeps
 //!   sending new blocks inside its window), so the link's rate is
 //!   unchanged: the scenario's rate is read as the rate RLC delivers;
@@ -56,7 +58,9 @@ pub struct RlcParams {
     /// it by this much. 0 (the PRISM files) delivers them at one instant;
     /// the lab's links (`rlc` in a lab file) use the lab emulator's
     /// spacing, as it sends such a burst back to back, and a packet pair
-    /// among them then measures that spacing, as on a real device.
+    /// among them then measures that spacing, as on a real device. Set in
+    /// code only (`braid_sim::tunnel::link_params`), not by a scenario file.
+    #[serde(skip)]
     pub release_gap_ns: u64,
 }
 

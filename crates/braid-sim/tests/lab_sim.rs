@@ -216,13 +216,13 @@ fn a_far_path_full_of_someone_elses_traffic_still_adds_to_the_bond() {
 /// in ten 8 ms later and delivers in sequence. Nothing is lost, so the
 /// bond should carry nearly what it does on clean paths. Two things held
 /// it to 0.719 of the sum (seeds 1-6: 0.702-0.726; the lab measured
-/// 0.69-0.74), where MPTCP's uncoupled subflows carry 0.962: packet pairs
+/// 0.69-0.74), where MPTCP's uncoupled subflows carry 0.964: packet pairs
 /// released together after a hold (microseconds apart) read as hundreds
 /// of Mbit/s, and a stretched pair now and then pulled the pacer's median
 /// of nine down; either way the pacer's queue went over its bound and
 /// dropped bursts of the inner TCP's packets. Such pairs are now left out
-/// (`Sender::compressed_pair`) and the median is of 31: 0.870 (seeds 1-6:
-/// 0.870-0.914).
+/// (`Sender::compressed_pair`) and the median is of 31: 0.908 (seeds 1-6:
+/// 0.908-0.914), against MPTCP's 0.964.
 #[test]
 fn jittery_radio_links_keep_the_bond_near_its_ceiling() {
     let r = run(
@@ -235,11 +235,11 @@ fn jittery_radio_links_keep_the_bond_near_its_ceiling() {
     );
     let (single, mptcp, braid) = (&r.results[0], &r.results[1], &r.results[2]);
     assert!(
-        braid.share_of_sum >= 0.85,
+        braid.share_of_sum >= 0.88,
         "braid-pet {} (MPTCP {})",
         braid.share_of_sum,
         mptcp.share_of_sum
     );
-    assert!(braid.share_of_sum >= 0.9 * mptcp.share_of_sum);
+    assert!(braid.share_of_sum >= 0.92 * mptcp.share_of_sum);
     assert!(braid.share_of_sum > 1.5 * single.share_of_sum);
 }

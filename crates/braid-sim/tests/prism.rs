@@ -249,7 +249,9 @@ fn fig7_prism_survives_loss_on_one_member() {
         "Linux vanilla at {low} %: {}",
         g(&r, "VANILLA-LINUX", low)
     );
-    // Both carry the aggregate there (1401.8 and 1400.7 kbit/s in 60 s).
+    // Both carry the aggregate there (1401.8 and 1400.7 kbit/s in 60 s,
+    // 1401.3 and 1401.2 in 120 s): which is ahead is a matter of a kbit/s,
+    // so "not below" allows 1 %.
     assert!(
         g(&r, "PRISM", low) >= 0.99 * g(&r, "VANILLA-LINUX", low),
         "PRISM below Linux vanilla at {low} %"

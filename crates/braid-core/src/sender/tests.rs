@@ -529,11 +529,20 @@ fn queued_payloads_come_back_with_their_packets() {
 /// holding it (a radio link that retransmitted the packet ahead and
 /// delivers in sequence) measures nothing: its first packet came
 /// microseconds after the path's previous one, which the pacer sent two
-/// service times earlier. The same pair arriving at the pace it left
-/// counts.
+/// service times earlier. Nor does a pair whose first packet was the late
+/// one, its partner right behind it. The same pair arriving at the pace it
+/// left counts.
 #[test]
 fn a_pair_released_in_a_burst_after_a_hold_measures_nothing() {
-    for (burst, more) in [(false, 2), (true, 1)] {
+    // (arrivals of the second pair, counted): as paced; right behind the
+    // first pair; the second pair's first packet itself 8 ms late and its
+    // partner right behind it.
+    for (second, more) in [
+        ([102_400, 103_600], 2),
+        ([101_202, 101_204], 1),
+        ([109_600, 109_602], 1),
+    ] {
+        let burst = more == 1;
         let mut s = paced_sender();
         let before = s.stats().pair_samples;
         let now = Instant::from_millis(50);
@@ -552,11 +561,7 @@ fn a_pair_released_in_a_burst_after_a_hold_measures_nothing() {
         assert!(sent[2].header.flags.has(DataFlags::PAIR_FIRST));
         // The first pair 1.2 ms apart (10 Mbit/s); the second either
         // as paced (2.4 ms on) or let go right behind the first.
-        let rx_us = if burst {
-            [100_000, 101_200, 101_202, 101_204]
-        } else {
-            [100_000, 101_200, 102_400, 103_600]
-        };
+        let rx_us = [100_000, 101_200, second[0], second[1]];
         s.handle_feedback(
             Instant::from_millis(150),
             sent.iter().zip(rx_us).map(|(t, us)| FeedbackEntry {
