@@ -51,7 +51,8 @@ pub struct Report {
     pub results: Vec<SchemeSummary>,
 }
 
-/// ", goodput after the first N s" when a scenario has a warm-up.
+/// What a table's first line adds for a scenario's warm-up:
+/// " (goodput after the first N s)", or nothing without one.
 pub(crate) fn warmup_note(warmup_s: f64) -> String {
     if warmup_s > 0.0 {
         format!(" (goodput after the first {warmup_s} s)")
