@@ -59,6 +59,12 @@
 //!   waited that long, the hole is presumed lost, NACKed (with loss
 //!   detection on) and every held ACK is released in its original form,
 //!   as in LOSS. `None` is the paper's behaviour.
+//! - **A segment sent more than once** gives no round-trip sample and
+//!   reveals no losses when it is identified, since the ACK does not say
+//!   which copy arrived (Karn's rule). The paper's identification assumes
+//!   one copy; after a sender's timeout and go-back-N the latest copy sits
+//!   behind the rest of the window on its link, and taking it for the one
+//!   that arrived NACKed that whole window.
 //! - With [`RpcConfig::loss_detection`] off the controller only
 //!   re-sequences: the "partial RPC" of Fig 13, whose losses wait for the
 //!   hold bound or the sender's RTO.
@@ -231,6 +237,10 @@ struct SentOn {
     /// Send order on that link.
     idx: u64,
     at: Instant,
+    /// The segment was sent before this copy: when it is identified, the
+    /// ACK cannot say which copy arrived (Karn's retransmission
+    /// ambiguity).
+    resent: bool,
 }
 
 /// The reverse-path controller of one TCP connection; see the module docs.
@@ -368,11 +378,13 @@ impl<T> Rpc<T> {
         self.history[l].push_back((seq, idx));
         let slot = (seq & self.mask) as usize;
         self.unsent[slot] = false;
+        let resent = self.sent[slot].is_some_and(|e| e.seq == seq);
         self.sent[slot] = Some(SentOn {
             seq,
             link: link.0,
             idx,
             at: now,
+            resent,
         });
         // A retransmission of a segment whose arrival was recorded (it
         // cannot be: the receiver would not need it) leaves `meta` as is.
@@ -561,6 +573,17 @@ impl<T> Rpc<T> {
                     seq: s,
                     link: PathId(e.link),
                 });
+                if e.resent {
+                    // Which copy arrived is unknown. Taking it for the
+                    // latest would time it too short and, worse, declare
+                    // lost every segment sent on the latest copy's link
+                    // before it: after the sender's go-back-N those are
+                    // usually still queued (a whole window NACKed at
+                    // once). As Karn's rule for RTT samples, the arrival
+                    // of an ambiguous segment proves nothing; the link's
+                    // next unambiguous arrival reveals its losses.
+                    continue;
+                }
                 if causing == Some(s) {
                     // One round-trip sample per ACK, from the segment whose
                     // arrival caused it.

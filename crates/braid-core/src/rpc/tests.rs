@@ -205,3 +205,41 @@ fn out_of_window_input_is_bounded() {
     r.handle_timeout(at(100));
     assert!(drain(&mut r).len() >= 2);
 }
+
+/// Karn's ambiguity: segment 1 is lost on link 0 and NACKed; the sender
+/// resends it on link 1 and, after its timeout, once more on link 0
+/// behind segments 4 and 5, which are still queued there. When the ACK
+/// shows 1 arrived (the first resend), that proves nothing about link 0:
+/// 4 and 5 are not lost. Their own arrival later reveals nothing either,
+/// and a real loss behind them on link 0 is still found.
+#[test]
+fn an_ambiguous_resend_reveals_no_losses() {
+    let mut r = rpc(true, None);
+    for s in 0..3 {
+        r.on_data_sent(Instant::ZERO, s, L0);
+    }
+    r.handle_ack(at(1), &AckView::new(1, &[]), 0);
+    r.handle_ack(at(2), &AckView::new(1, &[(2, 3)]), 1);
+    assert_eq!(r.stats().losses_detected, 1, "1 is lost");
+    drain(&mut r);
+    r.on_data_sent(at(2), 1, L1);
+    for s in 3..7 {
+        r.on_data_sent(at(3), s, L0);
+    }
+    r.on_data_sent(at(4), 1, L0); // go-back-N after a timeout
+    r.on_data_sent(at(4), 7, L0);
+    // 3 arrives, then the first resend of 1 fills the hole.
+    r.handle_ack(at(5), &AckView::new(1, &[(2, 4)]), 2);
+    r.handle_ack(at(6), &AckView::new(4, &[]), 3);
+    assert_eq!(r.stats().losses_detected, 1, "4-6 are queued, not lost");
+    // 4 and 5 arrive, 6 is lost, 7 arrives: 6 alone is NACKed.
+    r.handle_ack(at(7), &AckView::new(5, &[]), 4);
+    r.handle_ack(at(8), &AckView::new(6, &[]), 5);
+    r.handle_ack(at(9), &AckView::new(6, &[(7, 8)]), 6);
+    assert_eq!(r.stats().losses_detected, 2);
+    let info = drain(&mut r)
+        .into_iter()
+        .find_map(|x| x.loss)
+        .expect("loss information");
+    assert_eq!(info.seqs(), &[6]);
+}
