@@ -18,15 +18,11 @@
 //!   flight, gives the shortest-delay member the most packets while RR
 //!   alternates (RR 361-399 against ADAS 297-361 kbit/s in 300 s).
 //! - Fig 12, ADAS >= 1.1 x the next scheme: U-only is within 1 % of it
-//!   (1633 against 1638 kbit/s in 300 s; in reverse member order on
+//!   (1633 against 1635 kbit/s in 300 s; in reverse member order on
 //!   fixed-delay links U-only led): hRTT adds nothing U does not already
 //!   count, with or without the RLC delay swings.
 //! - Fig 14, ADAS >= 1.1 x WRR: on four near-equal links WRR's quanta are
 //!   one or two packets, and with the controller both carry 0.97 of the sum.
-//! - Fig 7, PRISM >= 0.9 x 1.44 Mbit/s at 0.4-0.8 % loss (0.89, 0.81,
-//!   0.79 from 10 s on): each loss cuts the window to 0.875 x (Section
-//!   6.2.1's p for the 360 kbit/s member), regained at one packet per
-//!   0.6 s round trip.
 //!
 //! The testbed's vanilla TCP (Figs 6-8) was Linux 2.4's TCP-SACK, which
 //! adapts its duplicate-ACK threshold to measured reordering and undoes
@@ -34,15 +30,23 @@
 //! threshold), `VANILLA-LINUX` models Linux's response. Against
 //! `VANILLA-LINUX`, PRISM's lead grows with loss as in Fig 7 (asserted);
 //! against `VANILLA`, PRISM keeps >= 2 x in Figs 6 and 8 (asserted), which
-//! `VANILLA-LINUX` does not allow (it reaches 0.96-0.97 of PRISM at
-//! 200-500 ms in Fig 6 and 0.73 in Fig 8).
+//! `VANILLA-LINUX` does not allow (it reaches 0.82-0.99 of PRISM at
+//! 200-500 ms in Fig 6, and 0.50 and 0.71 of it over Fig 8's two
+//! windows).
 //!
 //! Figs 6-8 ran on a testbed whose members NIST Net emulated; it drops
 //! for congestion only by its DRD, which the paper does not set, so their
 //! queues are unbounded here (10 MB), and Figs 6 and 7 count goodput
-//! after the first 10 s (the paper's rates exclude a 1 s path's slow
-//! start). The scenario notes give the figures under the earlier reading
-//! (40-packet queues, whole runs) too.
+//! after the first 10 s (the paper's rates exclude the slow start). The
+//! members' delays are the UMTS trace's mean delay of a data packet of
+//! the figure's size (500 ms for 1.4 KB, 300 ms for 1 KB: a delay that
+//! depends on the packet size is a one-way delay of data), so they apply
+//! to the data direction and the ACKs come back undelayed
+//! (`wired_reverse_delay_ms = 0`). With the delay both ways PRISM keeps
+//! 0.95 of 1.44 Mbit/s in Fig 7 only to 0.2 % loss (0.89, 0.81, 0.79 at
+//! 0.4-0.8 %: each loss cuts the window to 0.875 x, regained at one
+//! packet per 0.62 s round trip). The scenario notes give the figures
+//! under the earlier readings too.
 
 use std::path::PathBuf;
 
@@ -188,7 +192,7 @@ fn fig13_each_part_of_the_controller_counts() {
 
 /// Fig 14: with the controller, ADAS carries at least 0.9 of 2.92 Mbit/s,
 /// as much as PRISM's WRR (within 1 %), and WRR's mean re-sequencing
-/// buffer is at least 1.2 x ADAS's (1.52 x in 300 s; the paper: 1.5 x).
+/// buffer is at least 1.2 x ADAS's (1.44 x in 300 s; the paper: 1.5 x).
 /// (The paper's 1.1 x throughput margin is not reached: both carry 0.97 of
 /// the sum; module docs.)
 #[test]
@@ -228,30 +232,32 @@ fn fig6_prism_survives_delay_disparity() {
             assert!(p >= 0.9 * 2400.0, "disparity {x} ms: PRISM {p}");
         }
     }
-    assert!(g(&r, "PRISM", 500.0) <= g(&r, "PRISM", 0.0));
+    // The paper's PRISM degrades "a little" beyond 400 ms; here it stays
+    // flat (the held ACKs stay under six packets), so the check is only
+    // that disparity does not help it.
+    assert!(g(&r, "PRISM", 500.0) <= 1.01 * g(&r, "PRISM", 0.0));
 }
 
-/// Fig 7: from 10 s on (`warmup_s`, as in Fig 6), PRISM keeps most of
-/// 1.44 Mbit/s up to 0.8 % loss on the slow member (0.9 of it to 0.2 %)
-/// and at least three times ns-2 vanilla's goodput. Linux's vanilla
-/// TCP-SACK (the testbed's) carries as much as PRISM at low loss, as the
-/// paper's did (~90 %), and falls as soon as the loss grows: it never
-/// rises with loss, and from 0.2 % on PRISM leads it by at least a
-/// quarter of 1.44 Mbit/s more than at 0.001 %.
+/// Fig 7: from 10 s on (`warmup_s`, as in Fig 6), PRISM keeps 0.9 of
+/// 1.44 Mbit/s up to 0.8 % loss on the slow member, and at least three
+/// times ns-2 vanilla's goodput. Linux's vanilla TCP-SACK (the testbed's)
+/// carries as much as PRISM at low loss, as the paper's did (~90 %), and
+/// falls as soon as the loss grows: it never rises with loss, PRISM's
+/// lead over it never shrinks (by more than 1 % of 1.44 Mbit/s), and at
+/// 1 % it exceeds the low-loss lead by a quarter of 1.44 Mbit/s.
 #[test]
 fn fig7_prism_survives_loss_on_one_member() {
     let r = swept("prism-fig7", 60.0);
     let lead = |x: f64| g(&r, "PRISM", x) - g(&r, "VANILLA-LINUX", x);
     let xs = all_x(&r);
-    let low = xs[0];
+    let (low, high) = (xs[0], *xs.last().expect("values"));
     assert!(
         g(&r, "VANILLA-LINUX", low) >= 0.8 * 1440.0,
         "Linux vanilla at {low} %: {}",
         g(&r, "VANILLA-LINUX", low)
     );
-    // Both carry the aggregate there (1401.8 and 1400.7 kbit/s in 60 s,
-    // 1401.3 and 1401.2 in 120 s): which is ahead is a matter of a kbit/s,
-    // so "not below" allows 1 %.
+    // Both carry the aggregate there (1401.8 and 1401.1 kbit/s in 60 s):
+    // which is ahead is a matter of a kbit/s, so "not below" allows 1 %.
     assert!(
         g(&r, "PRISM", low) >= 0.99 * g(&r, "VANILLA-LINUX", low),
         "PRISM below Linux vanilla at {low} %"
@@ -263,22 +269,26 @@ fn fig7_prism_survives_loss_on_one_member() {
             w[0],
             w[1]
         );
+        assert!(
+            lead(w[1]) >= lead(w[0]) - 0.01 * 1440.0,
+            "PRISM's lead fell from {} at {} % to {} at {} %",
+            lead(w[0]),
+            w[0],
+            lead(w[1]),
+            w[1]
+        );
     }
+    assert!(
+        lead(high) >= lead(low) + 0.25 * 1440.0,
+        "lead {} at {high} % against {} at {low} %",
+        lead(high),
+        lead(low)
+    );
     for &x in &xs {
         let (p, v) = (g(&r, "PRISM", x), g(&r, "VANILLA", x));
         assert!(p >= 3.0 * v, "loss {x} %: PRISM {p} vanilla {v}");
-        if x <= 0.2 {
+        if x <= 0.8 {
             assert!(p >= 0.9 * 1440.0, "loss {x} %: PRISM {p}");
-        } else if x <= 0.8 {
-            assert!(p >= 0.75 * 1440.0, "loss {x} %: PRISM {p}");
-        }
-        if x >= 0.2 {
-            assert!(
-                lead(x) >= lead(low) + 0.25 * 1440.0,
-                "loss {x} %: lead {} against {} at {low} %",
-                lead(x),
-                lead(low)
-            );
         }
     }
 }

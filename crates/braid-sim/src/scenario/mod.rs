@@ -145,8 +145,16 @@ pub struct PathSpec {
     /// Proxy to base station link.
     #[serde(default = "default_wired_rate")]
     pub wired_rate_kbps: f64,
+    /// One-way delay of the proxy to base station link, the direction
+    /// data takes, ms.
     #[serde(default = "default_wired_delay")]
     pub wired_delay_ms: f64,
+    /// One-way delay of the way back, base station to proxy (the
+    /// direction of the TCP ACKs), ms; default `wired_delay_ms`. A paper
+    /// that quotes a measured delay of data-sized packets (PRISM's
+    /// testbed, Section 7.3: "average delay from the UMTS trace with the
+    /// packet size of 1 KB") gives the data direction only.
+    pub wired_reverse_delay_ms: Option<f64>,
     /// Base-station buffer (bytes), shared by all flows under WFQ.
     #[serde(default = "default_bs_queue")]
     pub queue_bytes: u64,
@@ -165,6 +173,14 @@ pub struct PathSpec {
     /// defaults (10 % BLER, 10 ms per retransmission, 4 attempts); the
     /// stream is seeded from the run's seed, the path and `seed`.
     pub rlc: Option<braid_net::RlcParams>,
+}
+
+impl PathSpec {
+    /// The base station to proxy delay, ms: `wired_reverse_delay_ms`,
+    /// else the same as the way out.
+    pub fn reverse_delay_ms(&self) -> f64 {
+        self.wired_reverse_delay_ms.unwrap_or(self.wired_delay_ms)
+    }
 }
 
 fn default_wired_rate() -> f64 {
@@ -504,8 +520,13 @@ impl Scenario {
                     );
                 }
             }
-            if !(p.wired_delay_ms >= 0.0 && p.wired_delay_ms.is_finite()) {
-                return bad(&format!("path[{i}].wired_delay_ms"), "must be >= 0");
+            for (k, v) in [
+                ("wired_delay_ms", p.wired_delay_ms),
+                ("wired_reverse_delay_ms", p.reverse_delay_ms()),
+            ] {
+                if !(v >= 0.0 && v.is_finite()) {
+                    return bad(&format!("path[{i}].{k}"), "must be >= 0 ms");
+                }
             }
             if !(0.0..1.0).contains(&p.loss) {
                 return bad(&format!("path[{i}].loss"), "must be in [0, 1)");

@@ -94,7 +94,7 @@ impl World {
         let cross_delay = sc.cross.as_ref().map_or(65.0, |c| c.delay_ms);
         for (k, p) in paths.iter().enumerate() {
             l_pb.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
-            l_bp.push(add(fifo(p.wired_rate_kbps, p.wired_delay_ms)));
+            l_bp.push(add(fifo(p.wired_rate_kbps, p.reverse_delay_ms())));
             // The wireless bottleneck: the base station's fair queue, and
             // the member's RLC retransmissions if the file gives them (on
             // a stream of their own, so the other draws stay as they are).
@@ -114,8 +114,8 @@ impl World {
             l_xin.push(add(fifo(10_000.0, cross_delay)));
             l_xout.push(add(fifo(10_000.0, cross_delay)));
         }
-        // TCP ACKs of the main connection return over the lowest-delay path
-        // unless the scenario names one.
+        // TCP ACKs of the main connection return over the path with the
+        // shortest way back unless the scenario names one.
         let ack_path = sc
             .prism
             .ack_path
@@ -124,8 +124,8 @@ impl World {
                 (0..paths.len())
                     .min_by(|&a, &b| {
                         paths[a]
-                            .wired_delay_ms
-                            .total_cmp(&paths[b].wired_delay_ms)
+                            .reverse_delay_ms()
+                            .total_cmp(&paths[b].reverse_delay_ms())
                             .then(paths[b].rate_kbps.total_cmp(&paths[a].rate_kbps))
                     })
                     .unwrap_or(0)
