@@ -51,9 +51,10 @@ fn mix(mut x: u64) -> u64 {
     x
 }
 
-/// The connection key, sequence number and payload length of an IPv4 or
-/// IPv6 TCP packet, or `None` for anything else (or anything malformed).
-pub fn tcp_segment(packet: &[u8]) -> Option<(u64, u32, u32)> {
+/// The TCP header (with options) and the connection key's address bytes
+/// of an IPv4 or IPv6 TCP packet, and its payload length, or `None` for
+/// anything else (or anything malformed, or a fragment).
+fn tcp_parts(packet: &[u8]) -> Option<(&[u8], &[u8], usize)> {
     let version = packet.first()? >> 4;
     let (proto, l4, payload_end, addr) = match version {
         4 => {
@@ -91,12 +92,36 @@ pub fn tcp_segment(packet: &[u8]) -> Option<(u64, u32, u32)> {
     if off < 20 || off > tcp.len() {
         return None;
     }
+    Some((&tcp[..off], addr, tcp.len() - off))
+}
+
+/// The connection key, sequence number and payload length of an IPv4 or
+/// IPv6 TCP packet, or `None` for anything else (or anything malformed).
+pub fn tcp_segment(packet: &[u8]) -> Option<(u64, u32, u32)> {
+    let (tcp, addr, len) = tcp_parts(packet)?;
     let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
     let mut key = 0xcbf29ce484222325u64;
     for &b in addr.iter().chain(&tcp[0..4]) {
         key = (key ^ b as u64).wrapping_mul(0x100000001b3);
     }
-    Some((key, seq, (tcp.len() - off) as u32))
+    Some((key, seq, len as u32))
+}
+
+/// Whether `packet` is a pure TCP ACK: no payload, ACK set, none of SYN,
+/// FIN, RST and URG. Such a packet needs no order: a later cumulative ACK
+/// carries all it says, and TCP ignores one older than the latest.
+/// (Its SACK blocks are only repeated by later ACKs while the holes stay
+/// open, which is when it matters; a window update also travels in the
+/// next ACK.)
+pub fn pure_tcp_ack(packet: &[u8]) -> bool {
+    const FIN: u8 = 0x01;
+    const SYN: u8 = 0x02;
+    const RST: u8 = 0x04;
+    const ACK: u8 = 0x10;
+    const URG: u8 = 0x20;
+    tcp_parts(packet).is_some_and(|(tcp, _, len)| {
+        len == 0 && tcp[13] & ACK != 0 && tcp[13] & (FIN | SYN | RST | URG) == 0
+    })
 }
 
 #[cfg(test)]
@@ -141,5 +166,30 @@ mod tests {
         let mut udp = ipv4_tcp(0, 10);
         udp[9] = 17;
         assert!(tcp_segment(&udp).is_none());
+    }
+
+    #[test]
+    fn tells_a_pure_ack() {
+        let with_flags = |payload: usize, flags: u8| {
+            let mut p = ipv4_tcp(1, payload);
+            p[33] = flags;
+            p
+        };
+        assert!(pure_tcp_ack(&with_flags(0, 0x10)));
+        assert!(pure_tcp_ack(&with_flags(0, 0x18)), "PSH is harmless");
+        assert!(pure_tcp_ack(&with_flags(0, 0x50)), "ECE too");
+        assert!(!pure_tcp_ack(&with_flags(1, 0x10)), "it carries data");
+        for f in [0x12, 0x11, 0x14, 0x30, 0x00] {
+            assert!(!pure_tcp_ack(&with_flags(0, f)), "flags {f:#x}");
+        }
+        let ack = with_flags(0, 0x10);
+        assert!(!pure_tcp_ack(&ack[..39]), "truncated");
+        let mut udp = ack.clone();
+        udp[9] = 17;
+        assert!(!pure_tcp_ack(&udp));
+        let mut frag = ack.clone();
+        frag[7] = 1;
+        assert!(!pure_tcp_ack(&frag), "a fragment");
+        assert!(!pure_tcp_ack(&[]));
     }
 }

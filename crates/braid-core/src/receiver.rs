@@ -117,6 +117,24 @@ impl<P> Receiver<P> {
 
     /// One data frame arrived at `now`; `len` bytes of inner packet.
     pub fn handle_data(&mut self, now: Instant, hdr: &DataHeader, len: usize, payload: P) {
+        self.data(now, hdr, len, payload, false);
+    }
+
+    /// A data frame whose inner packet needs no order (a pure TCP ACK):
+    /// handed up at once while the line waits for the repair of a loss
+    /// this receiver detected ([`Resequencer::handle_unordered`]);
+    /// feedback and loss detection as for any data frame.
+    pub fn handle_unordered_data(
+        &mut self,
+        now: Instant,
+        hdr: &DataHeader,
+        len: usize,
+        payload: P,
+    ) {
+        self.data(now, hdr, len, payload, true);
+    }
+
+    fn data(&mut self, now: Instant, hdr: &DataHeader, len: usize, payload: P, unordered: bool) {
         let seq = wire::seq::extend(hdr.seq, self.highest.unwrap_or(0));
         self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
         let prev = match hdr.prev_delta {
@@ -128,6 +146,7 @@ impl<P> Receiver<P> {
         } else if self.cfg.nack {
             let slot = hdr.path.0 as usize % MAX_PATHS;
             if let Some(run) = self.detector.on_data(slot, seq, prev) {
+                self.reseq.note_loss(run.upto);
                 if self.nacks.len() >= MAX_NACK_RANGES {
                     // The sender's FIFO rule and timeout still find it.
                     self.nacks.remove(0);
@@ -148,8 +167,13 @@ impl<P> Receiver<P> {
             p.since.get_or_insert(now);
             p.large |= len > self.cfg.small_packet_bytes;
         }
-        self.reseq
-            .handle_packet(now, hdr.path, seq, prev, len, payload);
+        if unordered {
+            self.reseq
+                .handle_unordered(now, hdr.path, seq, prev, len, payload);
+        } else {
+            self.reseq
+                .handle_packet(now, hdr.path, seq, prev, len, payload);
+        }
     }
 
     /// A packet rebuilt from FEC parity that came on `path`: it fills its

@@ -174,6 +174,12 @@ pub struct ConnConfig {
     /// spread plus repair), within `min_hold`..`max_hold`, instead of a
     /// fixed 0.5 s.
     pub reorder_adaptive_hold: bool,
+    /// Pure TCP ACKs are handed up at once while the resequencer waits
+    /// for the repair of a detected loss, instead of waiting behind it
+    /// (`Resequencer::handle_unordered`: a later cumulative ACK carries
+    /// all an earlier one says). On by default; off only to measure what
+    /// it does.
+    pub acks_unordered: bool,
     /// The redundant mode (see [`crate::redundancy`]): which packets get
     /// copies on a second path. Off by default.
     pub redundancy: RedundancyConfig,
@@ -230,6 +236,7 @@ impl Default for ConnConfig {
             // About 2 s of a 30 Mbit/s bond.
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
+            acks_unordered: true,
             redundancy: RedundancyConfig::default(),
             rpc: None,
         }

@@ -109,6 +109,9 @@ pub struct ReorderStats {
     pub queued_bytes: usize,
     /// Gaps that filled while held (reordering settled, or a repair came).
     pub gaps_filled: u64,
+    /// Packets handed up at once ahead of a gap known lost because they
+    /// need no order (pure TCP ACKs, `Resequencer::handle_unordered`).
+    pub unordered: u64,
     /// The loss timer's current value (the hold), nanoseconds.
     pub hold_ns: u64,
 }

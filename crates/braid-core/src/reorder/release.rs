@@ -16,6 +16,10 @@ use crate::time::{Duration, Instant};
 impl<P> Resequencer<P> {
     /// Next packet to hand up at `now`, if one is due (pacing respected).
     pub fn poll_release(&mut self, now: Instant) -> Option<P> {
+        if let Some(p) = self.unordered.pop_front() {
+            self.stats.released += 1;
+            return Some(p);
+        }
         let (seq, _, _, _) = self.ready.front()?;
         let urgent = self.is_urgent(*seq);
         if !urgent && now < self.next_release_at {
@@ -134,6 +138,8 @@ impl<P> Resequencer<P> {
     /// Moves the lowest buffered packet to the release queue.
     pub(super) fn pop_buffered_to_ready(&mut self, now: Instant) {
         if let Some((seq, (len, path, arrived, payload))) = self.buf.pop_first() {
+            // A number whose packet went up out of order: nothing to hand up.
+            let Some(payload) = payload else { return };
             self.stats.buffered_packets -= 1;
             self.stats.buffered_bytes -= len;
             let slot = &mut self.paths[path.0 as usize];
@@ -189,7 +195,7 @@ impl<P> Resequencer<P> {
         } else if self.stats.buffered_bytes + len > max {
             self.stats.dropped_overflow += 1;
         } else {
-            self.buf.insert(seq, (len, path, now, payload));
+            self.buf.insert(seq, (len, path, now, Some(payload)));
             let slot = &mut self.paths[path.0 as usize];
             slot.buffered_packets += 1;
             slot.buffered_bytes += len;

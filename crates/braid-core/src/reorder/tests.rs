@@ -567,3 +567,68 @@ fn occupancy_is_counted_per_path() {
         assert_eq!(r.buffered_on(p), (0, 0));
     }
 }
+
+/// A packet that needs no order (a pure TCP ACK) goes up at once ahead of
+/// a gap known lost (its repair awaited); behind a gap that may be
+/// reordering, and in order, it is an ordinary packet. Ordinary packets
+/// still wait; the gap is still filled by its repair (then released in
+/// order) or given up by the timer; nothing goes up twice.
+#[test]
+fn an_unordered_packet_goes_up_ahead_of_a_lost_gap_once() {
+    // As in the tunnel, where the sender repairs losses.
+    let mut r = Resequencer::new(
+        ReorderConfig {
+            repair_wait: true,
+            ..cfg()
+        },
+        0,
+    );
+    r.add_path(ms(0), P0);
+    r.add_path(ms(0), P1);
+    r.handle_packet(ms(0), P0, 0, None, 60, 0);
+    assert_eq!(drain(&mut r, ms(0)), vec![0]);
+    // 1 is missing. Until it is known lost it may be reordering: 2 waits.
+    r.handle_unordered(ms(1), P0, 2, Some(0), 60, 2);
+    assert_eq!(drain(&mut r, ms(1)), Vec::<u64>::new(), "reordering");
+    // Known lost: 4 needs no order and goes up; 3 does and waits.
+    r.note_loss(1);
+    r.handle_unordered(ms(2), P0, 4, Some(2), 60, 4);
+    assert_eq!(drain(&mut r, ms(2)), vec![4], "ahead of the lost gap");
+    r.handle_packet(ms(2), P0, 3, Some(2), 1400, 3);
+    assert_eq!(drain(&mut r, ms(2)), Vec::<u64>::new(), "3 waits for 1");
+    assert_eq!(
+        r.stats().buffered_packets,
+        2,
+        "2 and 3; the placeholder of 4 is not counted"
+    );
+    assert!(r.poll_timeout().is_some(), "the gap's timer runs");
+    // A copy of 4 is a duplicate.
+    r.handle_unordered(ms(3), P1, 4, None, 60, 4);
+    assert_eq!(r.stats().duplicates, 1);
+    // The repair of 1 arrives: 1, 2 and 3 go up, 4 does not again.
+    r.handle_packet(ms(4), P1, 1, None, 1400, 1);
+    assert_eq!(drain(&mut r, ms(4)), vec![1, 2, 3]);
+    assert_eq!(r.next_expected(), 5);
+    let st = r.stats();
+    assert_eq!((st.received, st.released, st.unordered), (6, 5, 1));
+    assert_eq!((st.buffered_packets, st.buffered_bytes), (0, 0));
+
+    // Only unordered packets above a lost number: the timer gives it up
+    // and nothing more goes up.
+    r.note_loss(5);
+    r.handle_unordered(ms(10), P0, 6, Some(4), 60, 6);
+    r.handle_unordered(ms(11), P0, 7, Some(6), 60, 7);
+    assert_eq!(drain(&mut r, ms(11)), vec![6, 7]);
+    let t = r.poll_timeout().expect("the gap at 5 is timed");
+    r.handle_timeout(t);
+    assert_eq!(drain(&mut r, t), Vec::<u64>::new());
+    assert_eq!(r.next_expected(), 8);
+    assert_eq!(r.stats().lost_timer, 1);
+    // In order, an unordered packet is an ordinary one; past the loss,
+    // one ahead of a new gap waits again.
+    r.handle_unordered(t, P0, 8, Some(7), 60, 8);
+    assert_eq!(drain(&mut r, t), vec![8]);
+    r.handle_unordered(t, P0, 10, Some(8), 60, 10);
+    assert_eq!(drain(&mut r, t), Vec::<u64>::new());
+    assert_eq!(r.stats().unordered, 3);
+}

@@ -98,8 +98,13 @@ impl Tunnel {
                     l.data_rx_packets += 1;
                     l.data_rx_bytes += payload.len() as u64;
                 }
-                self.receiver
-                    .handle_data(now, &h, payload.len(), payload.to_vec());
+                if self.cfg.acks_unordered && crate::flow::pure_tcp_ack(payload) {
+                    self.receiver
+                        .handle_unordered_data(now, &h, payload.len(), payload.to_vec());
+                } else {
+                    self.receiver
+                        .handle_data(now, &h, payload.len(), payload.to_vec());
+                }
                 self.fec_on_data(now, h.path, h.seq, payload);
             }
             Frame::Parity(h, shard) => self.fec_on_parity(now, h.path, &h, shard),

@@ -235,3 +235,51 @@ fn the_transfer_waits_for_every_path_when_asked() {
         "started {at:?} after establishment"
     );
 }
+
+/// A 46.6 Mbit/s path beside a 7 Mbit/s one with bursty (Gilbert) loss,
+/// both about 160 ms away (`lab/sweep-random.sh 40 2027`, set 31). The
+/// inner TCP's ACKs cross the lossy path too. Held in order behind a lost
+/// ACK for its repair, a round trip away, they stopped coming for 0.4 s,
+/// past the inner TCP's RTO: two timeouts in 15 s, each resending the
+/// whole window, and 3.2 Mbit/s where the fast path alone carries 37.
+/// Pure ACKs handed up at once (`ConnConfig::acks_unordered`) leave no
+/// timeout (10.8 Mbit/s in 15 s, the rest being HyStart's early exit).
+#[test]
+fn acks_do_not_wait_behind_a_lost_ack() {
+    let cfg = LabConfig::from_toml_str(
+        "name = \"fast-beside-bursty\"\nseed = 32\n\
+         [[path]]\nname = \"p0\"\nrate_mbit = 46.6\ndelay_ms = 159.9\nqueue_bytes = 1862835\n\
+         [[path]]\nname = \"p1\"\nrate_mbit = 7.05\ndelay_ms = 156.6\nqueue_bytes = 276007\n\
+         gilbert = { p_good_bad = 0.004, p_bad_good = 0.2, loss_bad = 0.5 }\n",
+        "test",
+    )
+    .unwrap();
+    let run = |unordered: bool| {
+        let conn = ConnConfig {
+            acks_unordered: unordered,
+            ..ConnConfig::default()
+        };
+        let mut w = TunnelWorld::build(TunnelSetup {
+            up: links(&cfg, Direction::Up),
+            down: links(&cfg, Direction::Down),
+            conn,
+            tcp: lab_tcp(
+                u32::from(braid_core::conn::DEFAULT_INNER_MTU),
+                &LabRunOptions::default(),
+            ),
+            total_packets: None,
+            seed: 1,
+            faults: Faults::default(),
+        });
+        run_transfer(&mut w, 15);
+        let acks = w.client.status(w.now).tunnel.reorder.unordered;
+        (w.tx.stats().timeouts, w.tx.snd_una(), acks)
+    };
+    let (timeouts, una_held, acks) = run(false);
+    assert_eq!(acks, 0);
+    assert!(timeouts >= 1, "ACKs held in order no longer time out");
+    let (timeouts, una, acks) = run(true);
+    assert!(acks > 0, "no ACK went up ahead of a gap");
+    assert_eq!(timeouts, 0);
+    assert!(una > 2 * una_held, "{una} against {una_held} packets");
+}
