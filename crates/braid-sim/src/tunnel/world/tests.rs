@@ -32,6 +32,23 @@ fn run_transfer(w: &mut TunnelWorld, secs: u64) {
     w.run_until(t + Duration::from_secs(secs));
 }
 
+/// The tunnel world of a lab file with `conn` on both ends, the lab's
+/// inner TCP and seed 1.
+fn lab_world(cfg: &LabConfig, conn: ConnConfig) -> TunnelWorld {
+    TunnelWorld::build(TunnelSetup {
+        up: links(cfg, Direction::Up),
+        down: links(cfg, Direction::Down),
+        conn,
+        tcp: lab_tcp(
+            u32::from(braid_core::conn::DEFAULT_INNER_MTU),
+            &LabRunOptions::default(),
+        ),
+        total_packets: None,
+        seed: 1,
+        faults: Faults::default(),
+    })
+}
+
 /// A lab file of `paths`: (name, Mbit/s, one-way ms, queue bytes, loss).
 fn lab_set(name: &str, seed: u64, paths: &[(&str, f64, f64, u64, Option<f64>)]) -> LabConfig {
     let mut toml = format!("name = \"{name}\"\nseed = {seed}\n");
@@ -122,18 +139,7 @@ fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
     let run = |copy_lossy: bool| {
         let mut conn = ConnConfig::default();
         conn.sender.repair.copy_lossy = copy_lossy;
-        let mut w = TunnelWorld::build(TunnelSetup {
-            up: links(&cfg, Direction::Up),
-            down: links(&cfg, Direction::Down),
-            conn,
-            tcp: lab_tcp(
-                u32::from(braid_core::conn::DEFAULT_INNER_MTU),
-                &LabRunOptions::default(),
-            ),
-            total_packets: None,
-            seed: 1,
-            faults: Faults::default(),
-        });
+        let mut w = lab_world(&cfg, conn);
         run_transfer(&mut w, 8);
         let copies = w.client.status(w.now).tunnel.sender.repair_copies;
         (w.tx.stats().timeouts, w.tx.ssthresh(), copies)
@@ -259,18 +265,7 @@ fn acks_do_not_wait_behind_a_lost_ack() {
             acks_unordered: unordered,
             ..ConnConfig::default()
         };
-        let mut w = TunnelWorld::build(TunnelSetup {
-            up: links(&cfg, Direction::Up),
-            down: links(&cfg, Direction::Down),
-            conn,
-            tcp: lab_tcp(
-                u32::from(braid_core::conn::DEFAULT_INNER_MTU),
-                &LabRunOptions::default(),
-            ),
-            total_packets: None,
-            seed: 1,
-            faults: Faults::default(),
-        });
+        let mut w = lab_world(&cfg, conn);
         run_transfer(&mut w, 15);
         let acks = w.client.status(w.now).tunnel.reorder.unordered;
         (w.tx.stats().timeouts, w.tx.snd_una(), acks)
