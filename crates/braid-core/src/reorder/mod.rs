@@ -333,10 +333,7 @@ impl<P> Resequencer<P> {
         self.note_links(now, seq, prev_on_path);
         self.unordered.push_back(payload);
         self.buf.insert(seq, (0, path, now, None));
-        self.arrivals.push_back((now, seq));
-        if self.arrivals.len() > MAX_SPAN as usize {
-            self.arrivals.pop_front();
-        }
+        self.note_buffered_arrival(now, seq);
         self.advance(now);
         self.rearm(now, ne_before);
     }

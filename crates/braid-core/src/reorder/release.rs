@@ -199,11 +199,7 @@ impl<P> Resequencer<P> {
             let slot = &mut self.paths[path.0 as usize];
             slot.buffered_packets += 1;
             slot.buffered_bytes += len;
-            self.arrivals.push_back((now, seq));
-            if self.arrivals.len() > MAX_SPAN as usize {
-                // Forgetting the earliest only makes the timer later.
-                self.arrivals.pop_front();
-            }
+            self.note_buffered_arrival(now, seq);
             self.stats.buffered_packets += 1;
             self.stats.buffered_bytes += len;
             self.stats.max_buffered_bytes =
@@ -211,6 +207,16 @@ impl<P> Resequencer<P> {
         }
         if flushed {
             self.mark_urgent(now);
+        }
+    }
+
+    /// Remembers when `seq`, now in `buf`, arrived (the front of
+    /// `arrivals` dates the head gap).
+    pub(super) fn note_buffered_arrival(&mut self, now: Instant, seq: u64) {
+        self.arrivals.push_back((now, seq));
+        if self.arrivals.len() > MAX_SPAN as usize {
+            // Forgetting the earliest only makes the timer later.
+            self.arrivals.pop_front();
         }
     }
 }
