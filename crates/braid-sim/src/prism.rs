@@ -209,6 +209,7 @@ mod tests {
     const PKT: PacketInfo = PacketInfo {
         len: 1500,
         retransmit: false,
+        stream: false,
     };
 
     #[test]

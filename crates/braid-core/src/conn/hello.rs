@@ -27,6 +27,11 @@
 //!   versions therefore do not talk. Added: the NACK frame (type 0x06,
 //!   [`crate::wire::nack`]), the `REPAIR` data flag, the `SKIP` control
 //!   message and the FEC parity frame (type 0x07, [`crate::wire::parity`]).
+//! - 3: rate probes. Added: filler inner packets (first byte 0, IP version
+//!   0) that a tunnel sends in pairs on a path it has no rate estimate for
+//!   while it is quiet (`conn::tunnel::rate_probe`), and drops when it
+//!   receives them. A version-2 receiver would hand them to its TUN device,
+//!   which refuses them, and count them as delivered.
 
 use std::net::Ipv4Addr;
 
@@ -35,7 +40,7 @@ use super::TunnelParams;
 /// Version of the hello payloads (and so of the tunnel protocol on top of
 /// the Noise prologue's `braid v2`); see the module doc for what each
 /// version carries.
-pub const HELLO_VERSION: u8 = 2;
+pub const HELLO_VERSION: u8 = 3;
 
 /// Why a hello payload was refused.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -171,7 +176,7 @@ mod tests {
     use super::*;
 
     static SERVER_BYTES: [u8; 20] = [
-        0x02, // version
+        0x03, // version
         0, 0, 0, 0, 0, 0, 0x12, 0x34, // epoch
         10, 77, 0, 2,  // address
         24, // prefix
@@ -203,10 +208,10 @@ mod tests {
         assert_eq!(ServerHello::parse(&SERVER_BYTES[..19]), malformed);
         assert_eq!(ServerHello::parse(&[]), malformed);
         let mut b = SERVER_BYTES;
-        b[0] = 3;
+        b[0] = 4;
         assert_eq!(
             ServerHello::parse(&b),
-            Err(HelloError::Version { got: 3 }),
+            Err(HelloError::Version { got: 4 }),
             "version"
         );
         let mut b = SERVER_BYTES;
@@ -223,7 +228,7 @@ mod tests {
             conn_id: 0xdead_beef_0102_0304,
         };
         let b = h.to_bytes();
-        assert_eq!(b, [2, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
+        assert_eq!(b, [3, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
         assert_eq!(ClientHello::parse(&b), Ok(h));
         assert_eq!(ClientHello::parse(&b[..8]), Err(HelloError::Malformed));
         assert_eq!(ClientHello::parse(&[]), Err(HelloError::Malformed));
@@ -251,7 +256,7 @@ mod tests {
         );
         let text = HelloError::Version { got: 1 }.to_string();
         assert!(
-            text.contains("version 1") && text.contains("speaks 2"),
+            text.contains("version 1") && text.contains("speaks 3"),
             "{text}"
         );
     }

@@ -39,6 +39,10 @@ pub(crate) struct PathLink {
     pub rx_bytes: u64,
     pub data_rx_packets: u64,
     pub data_rx_bytes: u64,
+    /// Rate probe pairs sent since the path last came up, and when the
+    /// latest went (`tunnel::rate_probe`).
+    pub rate_probes: u32,
+    pub rate_probe_at: Option<Instant>,
 }
 
 impl PathLink {
@@ -60,6 +64,8 @@ impl PathLink {
             rx_bytes: 0,
             data_rx_packets: 0,
             data_rx_bytes: 0,
+            rate_probes: 0,
+            rate_probe_at: None,
         }
     }
 

@@ -180,6 +180,11 @@ pub struct ConnConfig {
     /// all an earlier one says). On by default; off only to measure what
     /// it does.
     pub acks_unordered: bool,
+    /// Rate probe pairs of filler a path gets, each time it comes up,
+    /// while it has no rate estimate and the tunnel is idle
+    /// (`tunnel::rate_probe`); 0 disables. Two: one pair may give no
+    /// sample (PET's `initial_pairs` is two for the same reason).
+    pub rate_probe_pairs: u32,
     /// The redundant mode (see [`crate::redundancy`]): which packets get
     /// copies on a second path. Off by default.
     pub redundancy: RedundancyConfig,
@@ -237,6 +242,7 @@ impl Default for ConnConfig {
             repair_retain_bytes: 8 << 20,
             reorder_adaptive_hold: true,
             acks_unordered: true,
+            rate_probe_pairs: 2,
             redundancy: RedundancyConfig::default(),
             rpc: None,
         }
@@ -320,6 +326,11 @@ pub struct Counters {
     pub packets_sent: u64,
     /// Inner packets delivered (`Output::Deliver`).
     pub packets_delivered: u64,
+    /// Filler packets sent in rate probe pairs on paths without a rate
+    /// estimate, while the tunnel was idle (`conn::tunnel::rate_probe`).
+    pub rate_probes_sent: u64,
+    /// The peer's filler packets received and dropped.
+    pub rate_probe_fillers: u64,
     /// Handshakes completed (client: responses accepted; server: inits
     /// accepted).
     pub handshakes: u64,
@@ -417,6 +428,8 @@ impl Counters {
             tx_bytes,
             packets_sent,
             packets_delivered,
+            rate_probes_sent,
+            rate_probe_fillers,
             handshakes,
             drop_malformed,
             drop_unknown_index,
@@ -449,7 +462,7 @@ impl Counters {
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 34] {
+    pub fn fields(&self) -> [(&'static str, u64); 36] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -457,6 +470,8 @@ impl Counters {
             ("tx_bytes", self.tx_bytes),
             ("packets_sent", self.packets_sent),
             ("packets_delivered", self.packets_delivered),
+            ("rate_probes_sent", self.rate_probes_sent),
+            ("rate_probe_fillers", self.rate_probe_fillers),
             ("handshakes", self.handshakes),
             ("drop_malformed", self.drop_malformed),
             ("drop_unknown_index", self.drop_unknown_index),

@@ -22,6 +22,7 @@
 
 mod fec;
 mod links;
+mod rate_probe;
 mod receive;
 mod reports;
 mod status;
@@ -138,6 +139,10 @@ pub(crate) struct Tunnel {
     fec: fec::TunnelFec,
     /// PRISM's reverse-path ACK controller (`reorder = "prism-rpc"`).
     rpc: Option<TcpRpc>,
+    /// When an inner packet was last sent or delivered, or a path came
+    /// up: rate probes go only after a quiet spell from then
+    /// (`rate_probe`).
+    quiet_from: Option<Instant>,
 }
 
 impl Tunnel {
@@ -165,6 +170,7 @@ impl Tunnel {
             redundancy: Policy::new(cfg.redundancy.clone()),
             fec: fec::TunnelFec::new(cfg),
             rpc: cfg.rpc.clone().map(TcpRpc::new),
+            quiet_from: None,
         }
     }
 
@@ -262,11 +268,13 @@ impl Tunnel {
             self.counters.drop_no_session += 1;
             return;
         }
-        let retransmit =
-            tcp_segment(packet).is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
+        self.quiet_from = Some(now);
+        let segment = tcp_segment(packet);
+        let retransmit = segment.is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
         let info = PacketInfo {
             len: (packet.len() + super::OUTER_OVERHEAD) as u32,
             retransmit,
+            stream: segment.is_some_and(|(_, _, len)| len > 0),
         };
         let class = self.redundancy.classify(now, packet, info.len as usize);
         let tx = match self.sender.send_paced(now, &info, || packet.to_vec()) {
@@ -350,7 +358,9 @@ impl Tunnel {
         let ok = tx.header.emit(&mut plain).is_ok();
         plain.extend_from_slice(packet);
         if ok && self.transmit(now, tx.path, &plain, out) {
-            self.counters.packets_sent += 1;
+            if !rate_probe::is_filler(packet) {
+                self.counters.packets_sent += 1;
+            }
             if let Some(r) = self.rpc.as_mut() {
                 r.on_data_sent(now, packet, tx.path);
             }
@@ -422,6 +432,7 @@ impl Tunnel {
                 self.send_keepalive(now, id, out);
             }
         }
+        self.send_rate_probes(now, out);
         self.flush(now, out);
     }
 
@@ -443,6 +454,7 @@ impl Tunnel {
                 t = Some(t.map_or(x, |y| y.min(x)));
             }
         };
+        take(self.rate_probe_timeout());
         for l in &self.links {
             take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {

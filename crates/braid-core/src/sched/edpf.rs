@@ -160,6 +160,7 @@ mod tests {
             let pkt = PacketInfo {
                 len: 1500,
                 retransmit: false,
+                stream: false,
             };
             let i = edpf
                 .select(now, &pkt, &paths, &SendQueues::UNPACED)
@@ -183,6 +184,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1000,
             retransmit: false,
+            stream: false,
         };
         assert_eq!(
             edpf.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)

@@ -80,6 +80,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1000,
             retransmit: false,
+            stream: false,
         };
         assert_eq!(
             s.select(Instant::ZERO, &pkt, &paths, &SendQueues::UNPACED)

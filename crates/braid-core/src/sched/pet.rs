@@ -22,6 +22,7 @@ mod config;
 mod delays;
 #[cfg(test)]
 mod tests;
+mod thin;
 
 pub use config::PetConfig;
 use delays::Delays;
@@ -33,6 +34,8 @@ struct OpenPair {
     /// Until when a second packet sent now would still queue behind the
     /// first at the bottleneck (and so measure it).
     valid_until: Instant,
+    /// The first packet was a probe (its second follows it anywhere).
+    probe: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -80,11 +83,12 @@ impl Pet {
     fn edpf(
         &self,
         now: Instant,
-        len: u32,
+        pkt: &PacketInfo,
         paths: &[PathState],
         delays: &Delays,
         paced: &SendQueues,
     ) -> Option<(usize, Instant)> {
+        let len = pkt.len;
         let small = len <= self.cfg.small_packet_bytes;
         // Small packets may use a thin path: skip the rule's scans for them
         // (every TCP ACK of the reverse direction comes here).
@@ -100,7 +104,16 @@ impl Pet {
             ))
         };
         let excess = self.excess_delays(paths, delays);
-        // EDPF with each path's delivery time counted `excess` earlier.
+        // Thin paths nearer than the fastest count as far as it
+        // (`PetConfig::thin_near_floor`); small packets that carry no TCP
+        // payload keep their delays.
+        let raised = if small && !pkt.stream {
+            [Duration::ZERO; MAX_PATHS]
+        } else {
+            self.thin_near_raise(paths, delays, &excess)
+        };
+        // EDPF with each path's delivery time counted `excess` earlier and
+        // `raised` later.
         let earliest = |pred: &dyn Fn(&PathState) -> Option<(Duration, f64)>| {
             let mut best: Option<(usize, Instant, Instant)> = None;
             for (i, p) in paths.iter().enumerate().filter(|(_, p)| p.usable) {
@@ -108,7 +121,8 @@ impl Pet {
                     continue;
                 };
                 let d = self.delivery_time(p, paced, now, delay, len, rate);
-                let score = d - excess[p.id.0 as usize % MAX_PATHS];
+                let slot = p.id.0 as usize % MAX_PATHS;
+                let score = d - excess[slot] + raised[slot];
                 if best.is_none_or(|(_, _, b)| score < b) {
                     best = Some((i, d, score));
                 }
@@ -158,32 +172,6 @@ impl Pet {
                 .then_some((delay, rate))
         };
         earliest(&spill).or(best)
-    }
-
-    /// Which paths carry no data for being thin and lossy
-    /// (`PetConfig::thin_share`): a rate estimate below `thin_share` of the
-    /// usable paths' together and a smoothed loss rate above `thin_loss`,
-    /// while the fastest path's base round trip is over `thin_far_rtt`. A
-    /// path without an estimate is not thin, nor is the fastest path (with
-    /// more than ten paths it could be under the share itself).
-    fn thin_and_lossy<'a>(&self, paths: &'a [PathState]) -> impl Fn(&PathState) -> bool + use<'a> {
-        let (share, loss) = (self.cfg.thin_share, self.cfg.thin_loss);
-        let usable = || paths.iter().filter(|p| p.usable);
-        let total: f64 = usable().filter_map(|p| p.bw.estimate_bps()).sum();
-        let fastest = usable()
-            .filter_map(|p| Some((p.bw.estimate_bps()?, p)))
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, p)| p);
-        let far = fastest
-            .and_then(|p| p.rtt.min_rtt().or(p.rtt_hint))
-            .is_some_and(|rtt| rtt > self.cfg.thin_far_rtt);
-        let fastest = fastest.map(|p| p.id);
-        move |p: &PathState| {
-            far && share > 0.0
-                && Some(p.id) != fastest
-                && p.loss.rate() > loss
-                && p.bw.estimate_bps().is_some_and(|r| r < share * total)
-        }
     }
 
     /// Books the packet on the path's virtual queue, if PET can model it,
@@ -270,11 +258,12 @@ impl Pet {
     fn place_pair(
         &mut self,
         now: Instant,
-        len: u32,
+        pkt: &PacketInfo,
         paths: &[PathState],
         delays: &Delays,
         paced: &SendQueues,
     ) -> Option<(usize, bool)> {
+        let len = pkt.len;
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
         // Initial phase: round robin among paths still without an estimate.
         // Only full-size pairs count: pings and handshakes before a transfer
@@ -282,7 +271,7 @@ impl Pet {
         let small = len <= self.cfg.small_packet_bytes;
         let limit = self.cfg.initial_pairs;
         let sent = self.initial_pairs_sent;
-        let best = self.edpf(now, len, paths, delays, paced);
+        let best = self.edpf(now, pkt, paths, delays, paced);
         // A path known to be far (its delay from a round trip measured
         // outside the data stream) gets its initial pairs only where they
         // arrive no later than `probe_slack` after the packet would on the
@@ -316,10 +305,20 @@ impl Pet {
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
+        // A thin near path's probe counts as far as the fastest path, and
+        // waits behind a packet of it (`Pet::thin_probe_waits`).
+        let raised = if small && !pkt.stream {
+            [Duration::ZERO; MAX_PATHS]
+        } else {
+            self.thin_near_raise(paths, delays, &[Duration::ZERO; MAX_PATHS])
+        };
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
-                self.delivery_time(p, paced, now, delay, len, rate) <= best_d + self.cfg.probe_slack
+                let raise = raised[slot(p)];
+                self.delivery_time(p, paced, now, delay, len, rate) + raise
+                    <= best_d + self.cfg.probe_slack
+                    && self.thin_probe_waits(now, paths, raise)
             }
             // Without an estimate of the path only its delay, if known,
             // predicts anything (a small packet is predicted as if the
@@ -401,7 +400,7 @@ impl Scheduler for Pet {
         if pkt.retransmit {
             // Never paired; a pending pair is abandoned (no longer back to back).
             self.pending = None;
-            let i = match self.edpf(now, pkt.len, paths, delays, paced) {
+            let i = match self.edpf(now, pkt, paths, delays, paced) {
                 Some((i, _)) => i,
                 None => self.round_robin_near(paths, delays)?,
             };
@@ -412,7 +411,25 @@ impl Scheduler for Pet {
             });
         }
         if let Some(open) = self.pending.take().filter(|o| now <= o.valid_until) {
-            if let Some(i) = paths.iter().position(|p| p.id == open.path && p.usable) {
+            // A packet the thin-near rule places far does not follow an
+            // open pair onto a raised path: a pure ACK opened one on the
+            // near path and the transfer's first data packet, right behind
+            // it, went there as its second (`Pet::thin_near_raise`).
+            let raised = || {
+                if open.probe {
+                    return false;
+                }
+                let small = pkt.len <= self.cfg.small_packet_bytes;
+                let slot = open.path.0 as usize % MAX_PATHS;
+                (!small || pkt.stream)
+                    && !self.thin_near_raise(paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
+                        .is_zero()
+            };
+            if let Some(i) = paths
+                .iter()
+                .position(|p| p.id == open.path && p.usable)
+                .filter(|_| !raised())
+            {
                 let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
                 return Some(Decision {
                     index: i,
@@ -422,12 +439,13 @@ impl Scheduler for Pet {
                 });
             }
         }
-        let (i, probe) = self.place_pair(now, pkt.len, paths, delays, paced)?;
+        let (i, probe) = self.place_pair(now, pkt, paths, delays, paced)?;
         self.last_pair_at[paths[i].id.0 as usize % MAX_PATHS] = Some(now);
         let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
         self.pending = Some(OpenPair {
             path: paths[i].id,
             valid_until: self.pair_deadline(now, paths, delays, paced, i),
+            probe,
         });
         Some(Decision {
             index: i,

@@ -46,6 +46,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1500,
             retransmit: false,
+            stream: false,
         };
         let picks: Vec<usize> = (0..4)
             .map(|_| {

@@ -43,6 +43,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1500,
             retransmit: false,
+            stream: false,
         };
         assert_eq!(
             Single

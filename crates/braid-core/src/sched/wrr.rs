@@ -61,6 +61,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1500,
             retransmit: false,
+            stream: false,
         };
         let mut counts = [0; 3];
         for _ in 0..700 {
@@ -79,6 +80,7 @@ mod tests {
         let pkt = PacketInfo {
             len: 1500,
             retransmit: false,
+            stream: false,
         };
         let picks: Vec<usize> = (0..6)
             .map(|_| {

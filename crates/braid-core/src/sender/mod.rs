@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 
 use crate::path::{PathId, PathParams, PathState, MAX_PATHS};
-use crate::sched::{PacketInfo, PairRole, Scheduler};
+use crate::sched::{Decision, PacketInfo, PairRole, Scheduler, SendQueues};
 use crate::time::{Duration, Instant};
 use crate::wire::{DataFlags, DataHeader};
 use loss::LossCause;
@@ -261,6 +261,53 @@ impl<P> Sender<P> {
             self.stats.no_path += 1;
             return SendOutcome::NoPath;
         };
+        self.send_decided(now, pkt, d, &queues, payload)
+    }
+
+    /// Sends one packet of a rate probe pair on path `id`, outside the
+    /// scheduler: the tunnel measures a path it has no rate estimate for
+    /// while nothing else is in flight (`conn::tunnel`'s rate probes). The
+    /// packet is numbered, paired and reported like any other; the caller
+    /// sends the `First` and then at once the `Second`.
+    pub fn send_rate_probe(
+        &mut self,
+        now: Instant,
+        id: PathId,
+        role: PairRole,
+        pkt: &PacketInfo,
+        payload: impl FnOnce() -> P,
+    ) -> SendOutcome {
+        let Some(index) = self.paths.iter().position(|p| p.id == id && p.usable) else {
+            return SendOutcome::NoPath;
+        };
+        let queues = self.send_queues(now);
+        let d = Decision {
+            index,
+            pair: role,
+            probe: true,
+            eta_ns: None,
+        };
+        self.send_decided(now, pkt, d, &queues, payload)
+    }
+
+    /// Whether no packet is in flight on any path, queued by the pacer or
+    /// waiting for repair.
+    pub fn is_idle(&self) -> bool {
+        self.paths.iter().all(|p| p.in_flight_packets == 0)
+            && self.per_path.iter().all(|s| s.paced.is_empty())
+            && self.repair_queue.is_empty()
+    }
+
+    /// Sends a packet where `d` says (the scheduler's decision, or a rate
+    /// probe's).
+    fn send_decided(
+        &mut self,
+        now: Instant,
+        pkt: &PacketInfo,
+        d: Decision,
+        queues: &SendQueues,
+        payload: impl FnOnce() -> P,
+    ) -> SendOutcome {
         // Pacing: when this packet may leave.
         let mut release_at = None;
         let chosen = &self.paths[d.index];

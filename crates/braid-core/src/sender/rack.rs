@@ -157,6 +157,7 @@ mod tests {
         let p = PacketInfo {
             len: 1500,
             retransmit: false,
+            stream: false,
         };
         s.send(ms(at), &p).unwrap()
     }

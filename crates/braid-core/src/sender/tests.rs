@@ -8,6 +8,7 @@ pub(super) fn pkt() -> PacketInfo {
     PacketInfo {
         len: 1500,
         retransmit: false,
+        stream: false,
     }
 }
 
@@ -265,6 +266,7 @@ fn unpaced_pair_is_held_for_its_partner_but_not_longer() {
     let small = PacketInfo {
         len: 100,
         retransmit: false,
+        stream: false,
     };
     assert!(matches!(
         s.send_paced(t0 + hold, &small, || ()),
@@ -418,6 +420,7 @@ fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     let small = PacketInfo {
         len: 100,
         retransmit: false,
+        stream: false,
     };
     let (c, d) = loop {
         let c = s.send(Instant::ZERO, &small).unwrap();
@@ -517,6 +520,7 @@ fn queued_payloads_come_back_with_their_packets() {
     let small = PacketInfo {
         len: 100,
         retransmit: false,
+        stream: false,
     };
     s.add_path(PathId(2), PathParams::default());
     let out = s.send_paced(t1, &small, || {

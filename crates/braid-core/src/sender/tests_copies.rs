@@ -9,6 +9,7 @@ fn pkt() -> PacketInfo {
     PacketInfo {
         len: 1500,
         retransmit: false,
+        stream: false,
     }
 }
 

@@ -456,10 +456,15 @@ impl World {
                     seg.payload_bytes.max(1),
                 );
                 let len = seg.wire_bytes + b.overhead;
-                match b
-                    .sender
-                    .send_paced(now, &PacketInfo { len, retransmit }, || (seg, len))
-                {
+                match b.sender.send_paced(
+                    now,
+                    &PacketInfo {
+                        len,
+                        retransmit,
+                        stream: false,
+                    },
+                    || (seg, len),
+                ) {
                     SendOutcome::Transmit(tx) => self.tunnel_out(now, tx, seg, len),
                     SendOutcome::Queued { .. } => self.release_held(now),
                     SendOutcome::Dropped | SendOutcome::NoPath => {}

@@ -172,6 +172,8 @@ pub fn counter_help(name: &str) -> &'static str {
         "drop_output_overflow" => "Outputs dropped because the daemon fell behind the protocol core.",
         "stray_datagrams" => "Client: datagrams from an address other than the configured server's (accepted only if they authenticate).",
         "udp_receive_errors" => "Failed reads of a UDP socket (each followed by a growing pause).",
+        "rate_probes_sent" => "Filler packets sent in rate probe pairs, on paths without a rate estimate while the tunnel was quiet.",
+        "rate_probe_fillers" => "The peer's rate probe filler packets received and dropped.",
         "redundant_copies" => "Redundant copies of inner packets sent on a second path (the redundant mode).",
         "redundant_bytes" => "Bytes the redundant copies took on the paths (inner packet plus tunnel overhead): what redundancy cost.",
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",

@@ -94,6 +94,10 @@ impl Tunnel {
     }
 
     pub(super) fn path_up(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
+        if let Some(l) = self.link_mut(id) {
+            l.rate_probes = 0;
+        }
+        self.quiet_from = Some(self.quiet_from.map_or(now, |t| t.max(now)));
         if self.sender.path(id).is_some() {
             self.sender.set_usable(id, true);
         } else {

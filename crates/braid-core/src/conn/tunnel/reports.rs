@@ -101,7 +101,21 @@ impl Tunnel {
             self.transmit(now, path, &fb[..n], out);
         }
         self.fb = fb;
+        let delivered = self.counters.packets_delivered;
+        self.deliver(now, out);
+        if self.counters.packets_delivered != delivered {
+            self.quiet_from = Some(now);
+        }
+    }
+
+    /// Hands the inner packets the receiver released up, through the
+    /// server's source filter and the reverse-path controller.
+    fn deliver(&mut self, now: Instant, out: &mut Outputs) {
         while let Some(pkt) = self.receiver.poll_release(now) {
+            if super::rate_probe::is_filler(&pkt) {
+                self.counters.rate_probe_fillers += 1;
+                continue;
+            }
             if let Some(want) = self.source_filter {
                 match ipv4_source(&pkt) {
                     None => {

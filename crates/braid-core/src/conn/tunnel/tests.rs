@@ -66,6 +66,7 @@ fn the_hold_floor_follows_an_rtt_change() {
     let pkt = PacketInfo {
         len: 1200,
         retransmit: false,
+        stream: false,
     };
     let mut seqs = Vec::new();
     for _ in 0..4 {

@@ -8,10 +8,12 @@ use proptest::prelude::*;
 const DATA: PacketInfo = PacketInfo {
     len: 1500,
     retransmit: false,
+    stream: false,
 };
 const RETX: PacketInfo = PacketInfo {
     len: 1500,
     retransmit: true,
+    stream: false,
 };
 
 fn pick(s: &mut Adas, pkt: &PacketInfo, paths: &[PathState]) -> usize {

@@ -5,6 +5,7 @@ fn pkt(retransmit: bool) -> PacketInfo {
     PacketInfo {
         len: 1500,
         retransmit,
+        stream: false,
     }
 }
 
@@ -73,6 +74,7 @@ fn small_packets_take_the_nearest_path_without_an_estimate() {
     let ack = PacketInfo {
         len: 52,
         retransmit: false,
+        stream: false,
     };
     for k in 0..20 {
         let now = Instant::from_millis(k);
@@ -338,6 +340,7 @@ fn a_far_path_is_probed_only_when_it_delivers_in_order() {
     let ack = PacketInfo {
         len: 52,
         retransmit: false,
+        stream: false,
     };
     assert_eq!(
         pet.select(Instant::ZERO, &ack, &paths, &SendQueues::UNPACED)
@@ -458,6 +461,95 @@ fn a_thin_lossy_path_carries_only_probes_beside_a_far_fast_path() {
         let (data, _) = run(cfg, paths);
         assert!(data > 100, "{what}, the thin path carried {data} packets");
     }
+}
+
+/// A thin path nearer than the fastest path counts as far as the fastest
+/// (`PetConfig::thin_near_floor`): on an idle bond the first packets of a
+/// transfer go on the fastest path, and no probe goes on the thin path
+/// until a packet of the fastest path is just ahead of it; below the
+/// fastest path's rate the thin path carries no data, above it its share.
+/// With the rule off, the transfer starts on the thin path.
+#[test]
+fn a_thin_near_path_counts_as_far_as_the_fastest() {
+    // 1.5 Mbit/s, 100 ms nearer than 46 Mbit/s: 3 % of the sum.
+    let paths = || {
+        let mut paths = with_estimates(&[1.5e6, 46e6]);
+        paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+        for p in paths.iter_mut() {
+            p.last_sent = None;
+        }
+        paths
+    };
+    // `per_ms` full-size packets a millisecond for `ms`, from an idle
+    // bond at 1 s: the first decision, and the thin path's data packets
+    // and probe packets.
+    let run = |cfg: PetConfig, per_ms: u32, ms: u32| {
+        let mut paths = paths();
+        let mut pet = Pet::new(cfg);
+        let mut now = Instant::from_millis(1000);
+        let (mut first, mut data, mut probes) = (None, 0u32, 0u32);
+        for k in 0..per_ms * ms {
+            if k % per_ms == 0 {
+                now += Duration::from_millis(1);
+            }
+            let d = send(&mut pet, now, &mut paths);
+            first.get_or_insert((d.index, d.probe));
+            if d.index == 0 {
+                if d.probe || d.pair == PairRole::Second {
+                    probes += 1;
+                } else {
+                    data += 1;
+                }
+            }
+        }
+        (first, data, probes)
+    };
+    // 12 Mbit/s for a second: all of it fits the fast path.
+    let (first, data, probes) = run(PetConfig::default(), 1, 1000);
+    assert_eq!(first, Some((1, false)), "the transfer started elsewhere");
+    assert_eq!(
+        data, 0,
+        "the thin path carried data below the fast path's rate"
+    );
+    assert!(probes >= 2, "the thin path was never probed");
+    // 48 Mbit/s: beyond the fast path, the thin path takes a share.
+    let (_, data, _) = run(PetConfig::default(), 4, 1000);
+    assert!(
+        data > 20,
+        "the thin path carried {data} packets beyond the fast path's rate"
+    );
+    // A small packet of TCP data (an application's first short write)
+    // counts the same; a pure ACK keeps the thin path's delay.
+    let small = |stream: bool| {
+        let mut paths = paths();
+        let mut pet = Pet::new(PetConfig::default());
+        let pkt = PacketInfo {
+            len: 150,
+            retransmit: false,
+            stream,
+        };
+        let d = pet
+            .select(
+                Instant::from_millis(1000),
+                &pkt,
+                &paths,
+                &SendQueues::UNPACED,
+            )
+            .unwrap();
+        paths[d.index].last_sent = Some(Instant::from_millis(1000));
+        d.index
+    };
+    assert_eq!(small(true), 1, "a short write went on the thin path");
+    assert_eq!(small(false), 0, "an ACK left the near path");
+    // Plain EDPF: the nearer thin path takes the first packets.
+    let off = PetConfig {
+        thin_near_floor: false,
+        ..Default::default()
+    };
+    let (first, data, _) = run(off, 1, 1000);
+    assert_eq!(first.map(|f| f.0), Some(0));
+    assert!(data > 20, "{data}");
 }
 
 /// The fastest path is never left out for being thin: eleven equal paths,
