@@ -19,7 +19,10 @@
 # transfer once every path is up (`braid sim run --wait-paths`), as on a
 # bond that is up before its first transfer, and as in the lab, whose
 # paths are usually up when iperf3 starts; by default it starts when the
-# tunnel is. Needs python3.
+# tunnel is. IDLE=SECONDS lets the tunnel idle that long after it is
+# established before the transfer (`braid sim run --idle`), as a bond in
+# use was up before it: its rate probes have measured every path. Needs
+# python3.
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
@@ -54,8 +57,9 @@ for k in range(count):
             f.write(head.replace(f'"rand{k}"', f'"rand{k}_p{i}"') + '\n' + p + '\n')
 PY
 wait_paths=${WAIT_PATHS:-0}
+idle=${IDLE:-0}
 goodput() {
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" -q --format json |
+    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" -q --format json |
         python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
 }
 below=0

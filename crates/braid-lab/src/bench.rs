@@ -193,6 +193,13 @@ pub struct BenchOptions {
     /// same in simulation.
     #[serde(default)]
     pub wait_paths_s: f64,
+    /// Tunnel modes: let the tunnel idle this many seconds (after the wait
+    /// for its paths) before the measurement starts, as a bond in use was
+    /// up before its transfer (0: no pause). `braid sim run --idle` does
+    /// the same in simulation, counted there from the tunnel's
+    /// establishment.
+    #[serde(default)]
+    pub idle_s: f64,
 }
 
 /// Port of the competing flow's iperf3 (next to the measurement's).
@@ -235,6 +242,7 @@ impl Default for BenchOptions {
             cross_tcp_path: None,
             cross_lead_s: 0,
             wait_paths_s: 0.0,
+            idle_s: 0.0,
         }
     }
 }

@@ -88,6 +88,12 @@ pub enum LabCmd {
         /// the simulator counts both from establishment and waits for the longer.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         wait_paths: f64,
+        /// braid-<scheduler> modes: let the tunnel idle this many seconds (after --wait-paths)
+        /// before the measurement starts (default 0: at once). This measures a bond that was
+        /// up before its transfer, as one in use is: by then it has sent its rate probes and
+        /// knows every path's rate. `braid sim run --idle` does the same in simulation.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+        idle: f64,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -231,6 +237,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             cross_tcp,
             cross_lead,
             wait_paths,
+            idle,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -246,6 +253,9 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 }
             }
             check_wait_paths(wait_paths)?;
+            if !(0.0..=600.0).contains(&idle) {
+                anyhow::bail!("--idle must be between 0 and 600 seconds (got {idle})");
+            }
             let cfg = load(&file)?;
             let udp_rate_mbit = udp
                 .as_deref()
@@ -262,6 +272,9 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             let tunnel_mode = modes.iter().any(|m| is_tunnel_mode(m));
             if wait_paths > 0.0 && !tunnel_mode {
                 anyhow::bail!("--wait-paths applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
+            }
+            if idle > 0.0 && !tunnel_mode {
+                anyhow::bail!("--idle applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
             }
             if relay.is_some() && !tunnel_mode {
                 anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
@@ -294,6 +307,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 cross_tcp_path,
                 cross_lead_s: cross_lead,
                 wait_paths_s: wait_paths,
+                idle_s: idle,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);

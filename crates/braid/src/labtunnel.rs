@@ -358,6 +358,9 @@ pub fn mode_with(
             if ctx.opts.wait_paths_s > 0.0 {
                 wait_paths_up(Duration::from_secs_f64(ctx.opts.wait_paths_s));
             }
+            if ctx.opts.idle_s > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(ctx.opts.idle_s));
+            }
             Ok(ModeSetup {
                 target: topo::SRV_ADDR,
                 bind: Some(CLIENT_TUNNEL_ADDR),

@@ -60,6 +60,13 @@ pub enum SimCmd {
         /// up by the time iperf3 starts, so this is the closer match to it.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         wait_paths: f64,
+        /// Lab files: let the tunnel idle this many seconds after it is
+        /// established before each braid mode's transfer starts (default
+        /// 0: at once). This measures a bond that was up before the
+        /// transfer, as one in use is: by then it has sent its rate probes
+        /// and knows every path's rate.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+        idle: f64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -195,7 +202,7 @@ fn run_lab(
     file: &Path,
     modes: &str,
     (duration, omit, from, rwnd): (f64, f64, Option<f64>, u32),
-    (cross_tcp, cross_lead, wait_paths): (Option<&str>, f64, f64),
+    (cross_tcp, cross_lead, wait_paths, idle): (Option<&str>, f64, f64, f64),
     seeds: Option<u32>,
     format: Format,
     quiet: bool,
@@ -219,6 +226,9 @@ fn run_lab(
         anyhow::bail!("--cross-lead must be between 0 and 3600 seconds (got {cross_lead})");
     }
     crate::lab::check_wait_paths(wait_paths)?;
+    if !(0.0..=3600.0).contains(&idle) {
+        anyhow::bail!("--idle must be between 0 and 3600 seconds (got {idle})");
+    }
     let cross_tcp = crate::lab::cross_tcp_path(&cfg, cross_tcp, cross_lead > 0.0)?;
     let opts = LabRunOptions {
         duration_s: duration,
@@ -228,6 +238,7 @@ fn run_lab(
         cross_tcp,
         cross_lead_s: cross_lead,
         wait_paths_s: wait_paths,
+        idle_s: idle,
         ..LabRunOptions::default()
     };
     let start = std::time::Instant::now();
@@ -297,6 +308,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             cross_tcp,
             cross_lead,
             wait_paths,
+            idle,
             format,
             seeds,
             plot,
@@ -311,7 +323,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                     &file,
                     &modes,
                     (duration, omit, from, rwnd),
-                    (cross_tcp.as_deref(), cross_lead, wait_paths),
+                    (cross_tcp.as_deref(), cross_lead, wait_paths, idle),
                     seeds,
                     format,
                     quiet,
@@ -319,6 +331,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             if cross_tcp.is_some() {
                 anyhow::bail!("--cross-tcp applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
+            }
+            if idle != 0.0 {
+                anyhow::bail!("--idle applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
             }
             if wait_paths != 0.0 {
                 anyhow::bail!("--wait-paths applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());

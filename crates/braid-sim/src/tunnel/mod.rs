@@ -119,6 +119,11 @@ pub struct LabRunOptions {
     /// that is up before its first transfer, as a bond usually is, starts
     /// with every path measured by its keepalives.
     pub wait_paths_s: f64,
+    /// The tunnel idles this many seconds after it is established before
+    /// each braid mode's transfer starts (0: it does not). A bond in use
+    /// was up before the transfer and has measured its paths' rates with
+    /// its rate probes (`braid_core::conn::ConnConfig::rate_probe_pairs`).
+    pub idle_s: f64,
 }
 
 impl Default for LabRunOptions {
@@ -132,6 +137,7 @@ impl Default for LabRunOptions {
             cross_tcp: None,
             cross_lead_s: 0.0,
             wait_paths_s: 0.0,
+            idle_s: 0.0,
         }
     }
 }

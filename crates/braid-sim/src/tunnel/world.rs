@@ -217,7 +217,8 @@ pub(crate) struct TunnelWorld {
     /// established.
     pub(crate) cross: Option<CrossFlow>,
     /// How long after the tunnel is established the transfer starts (the
-    /// competing flow's head start, `LabRunOptions::cross_lead_s`).
+    /// competing flow's head start, `LabRunOptions::cross_lead_s`, or the
+    /// tunnel's idle time before it, `LabRunOptions::idle_s`).
     lead: Duration,
     /// When the tunnel was established.
     established: Option<Instant>,
@@ -245,6 +246,7 @@ impl TunnelWorld {
             w.lead = secs(opts.cross_lead_s);
         }
         w.wait_paths = secs(opts.wait_paths_s);
+        w.lead = w.lead.max(secs(opts.idle_s));
         w
     }
 
@@ -577,7 +579,7 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
     let mut w = TunnelWorld::new(cfg, kind, opts);
     // The handshake: retried every few seconds if lost, so allow a while.
     let mut t = Instant::ZERO;
-    let give_up = Instant::from_millis(60_000) + secs(opts.cross_lead_s);
+    let give_up = Instant::from_millis(60_000) + secs(opts.cross_lead_s.max(opts.idle_s));
     while w.started.is_none() && t < give_up {
         t += Duration::from_millis(50);
         w.run_until(t);

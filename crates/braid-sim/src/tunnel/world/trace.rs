@@ -42,6 +42,11 @@ fn trace_lab_start() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0.0),
+        // BRAID_TRACE_IDLE=3: the tunnel idles 3 s before the transfer.
+        idle_s: std::env::var("BRAID_TRACE_IDLE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
         ..LabRunOptions::default()
     };
     let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &opts);
