@@ -337,10 +337,10 @@ fn an_idle_tunnel_measures_every_path_with_filler() {
 /// rate probes give both paths a rate, so the thin near path counts as far
 /// as the fast one (`PetConfig::thin_near_floor`), the transfer starts on
 /// the fast path and the inner TCP's slow start runs to the fast path's
-/// window. Measured over the transfer's 15 s: 42.4 Mbit/s, against 16.4
+/// window. Measured over the transfer's 15 s: 41.6 Mbit/s, against 16.4
 /// without the probes (HyStart ended slow start at 48 packets on the near
 /// path, and the far path got its first pair 2 s in) and 28.3 for the
-/// fast path alone (the lab bench's measure, the first 2 s left out; 47.2
+/// fast path alone (the lab bench's measure, the first 2 s left out; 46.3
 /// and 18.2 for the tunnel so measured). A transfer that starts with the
 /// tunnel (no idle spell) leaves no time for the probes, and starts as
 /// before.
