@@ -292,6 +292,18 @@ fn thin_near_fast_far() -> LabConfig {
     .unwrap()
 }
 
+/// The world of `thin_near_fast_far` with `pairs` rate probe pairs a
+/// path, whose transfer starts after the tunnel idled 3 s.
+fn idle_world(pairs: u32) -> TunnelWorld {
+    let conn = ConnConfig {
+        rate_probe_pairs: pairs,
+        ..ConnConfig::default()
+    };
+    let mut w = lab_world(&thin_near_fast_far(), conn);
+    w.lead = Duration::from_secs(3);
+    w
+}
+
 /// An idle tunnel measures every path with its rate probes
 /// (`ConnConfig::rate_probe_pairs`): before the transfer both sides have
 /// a rate for both paths, the fillers are dropped by the receiving tunnel
@@ -299,14 +311,8 @@ fn thin_near_fast_far() -> LabConfig {
 /// With the probes off, the far path is still unmeasured.
 #[test]
 fn an_idle_tunnel_measures_every_path_with_filler() {
-    let cfg = thin_near_fast_far();
     let idle = |pairs: u32| {
-        let conn = ConnConfig {
-            rate_probe_pairs: pairs,
-            ..ConnConfig::default()
-        };
-        let mut w = lab_world(&cfg, conn);
-        w.lead = Duration::from_secs(3);
+        let mut w = idle_world(pairs);
         w.run_until(Instant::from_millis(2900));
         assert!(w.started.is_none());
         w
@@ -346,20 +352,14 @@ fn an_idle_tunnel_measures_every_path_with_filler() {
 /// before.
 #[test]
 fn a_bond_idle_before_its_transfer_starts_on_its_fast_far_path() {
-    let cfg = thin_near_fast_far();
     let run = |pairs: u32| {
-        let conn = ConnConfig {
-            rate_probe_pairs: pairs,
-            ..ConnConfig::default()
-        };
-        let mut w = lab_world(&cfg, conn);
-        w.lead = Duration::from_secs(3);
+        let mut w = idle_world(pairs);
         run_transfer(&mut w, 15);
         w.rx.delivered_bytes() as f64 * 8.0 / 15.0 / 1e6
     };
     let (with, without) = (run(2), run(0));
     let alone = crate::tunnel::run_lab(
-        &cfg,
+        &thin_near_fast_far(),
         &[crate::tunnel::LabMode::SingleBest],
         &LabRunOptions::default(),
     )
