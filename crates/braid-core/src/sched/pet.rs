@@ -107,11 +107,7 @@ impl Pet {
         // Thin paths nearer than the fastest count as far as it
         // (`PetConfig::thin_near_floor`); small packets that carry no TCP
         // payload keep their delays.
-        let raised = if small && !pkt.stream {
-            [Duration::ZERO; MAX_PATHS]
-        } else {
-            self.thin_near_raise(paths, delays, &excess)
-        };
+        let raised = self.thin_near_raise(pkt, paths, delays, &excess);
         // EDPF with each path's delivery time counted `excess` earlier and
         // `raised` later.
         let earliest = |pred: &dyn Fn(&PathState) -> Option<(Duration, f64)>| {
@@ -307,11 +303,7 @@ impl Pet {
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         // A thin near path's probe counts as far as the fastest path, and
         // waits behind a packet of it (`Pet::thin_probe_waits`).
-        let raised = if small && !pkt.stream {
-            [Duration::ZERO; MAX_PATHS]
-        } else {
-            self.thin_near_raise(paths, delays, &[Duration::ZERO; MAX_PATHS])
-        };
+        let raised = self.thin_near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS]);
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
@@ -416,13 +408,9 @@ impl Scheduler for Pet {
             // near path and the transfer's first data packet, right behind
             // it, went there as its second (`Pet::thin_near_raise`).
             let raised = || {
-                if open.probe {
-                    return false;
-                }
-                let small = pkt.len <= self.cfg.small_packet_bytes;
                 let slot = open.path.0 as usize % MAX_PATHS;
-                (!small || pkt.stream)
-                    && !self.thin_near_raise(paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
+                !open.probe
+                    && !self.thin_near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
                         .is_zero()
             };
             if let Some(i) = paths

@@ -295,7 +295,7 @@ impl<P> Sender<P> {
     pub fn is_idle(&self) -> bool {
         self.paths.iter().all(|p| p.in_flight_packets == 0)
             && self.per_path.iter().all(|s| s.paced.is_empty())
-            && self.repair_queue.is_empty()
+            && !self.has_repairs()
     }
 
     /// Sends a packet where `d` says (the scheduler's decision, or a rate

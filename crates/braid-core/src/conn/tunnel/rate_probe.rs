@@ -31,6 +31,7 @@
 //! time the path comes up.
 
 use super::Tunnel;
+use crate::conn::link::PathLink;
 use crate::conn::Outputs;
 use crate::sched::{PacketInfo, PairRole};
 use crate::sender::SendOutcome;
@@ -56,27 +57,33 @@ pub(crate) fn is_filler(packet: &[u8]) -> bool {
 }
 
 impl Tunnel {
-    /// The paths due a probe pair now: up, usable, without a rate estimate,
-    /// short of `rate_probe_pairs` since they came up, not probed within
-    /// [`RATE_PROBE_INTERVAL`]; and only while the sender is idle.
-    fn rate_probe_due(&self, now: Instant) -> impl Iterator<Item = crate::path::PathId> + '_ {
-        let idle = self.quiet_since().is_some_and(|t| now >= t);
-        self.links.iter().filter_map(move |l| {
-            let p = self.sender.path(l.id)?;
-            let due = idle
-                && l.up
-                && p.usable
-                && p.bw.estimate_bps().is_none()
-                && l.rate_probes < self.cfg.rate_probe_pairs
-                && l.rate_probe_at
-                    .is_none_or(|t| now.saturating_since(t) >= RATE_PROBE_INTERVAL);
-            due.then_some(l.id)
+    /// When path `l` is next due a probe pair, if it wants one (up,
+    /// usable, without a rate estimate, short of `rate_probe_pairs` since
+    /// it came up): once the tunnel is `quiet` ([`Tunnel::quiet_since`])
+    /// and [`RATE_PROBE_INTERVAL`] after its last pair.
+    fn rate_probe_due_at(&self, quiet: Instant, l: &PathLink) -> Option<Instant> {
+        let p = self.sender.path(l.id)?;
+        let wants = l.up
+            && p.usable
+            && p.bw.estimate_bps().is_none()
+            && l.rate_probes < self.cfg.rate_probe_pairs;
+        wants.then(|| {
+            l.rate_probe_at
+                .map_or(quiet, |t| quiet.max(t + RATE_PROBE_INTERVAL))
         })
     }
 
     /// Sends the probe pairs that are due (see the module docs).
     pub(super) fn send_rate_probes(&mut self, now: Instant, out: &mut Outputs) {
-        let due: Vec<_> = self.rate_probe_due(now).collect();
+        let Some(quiet) = self.quiet_since() else {
+            return;
+        };
+        let due: Vec<_> = self
+            .links
+            .iter()
+            .filter(|l| self.rate_probe_due_at(quiet, l).is_some_and(|t| now >= t))
+            .map(|l| l.id)
+            .collect();
         if due.is_empty() {
             return;
         }
@@ -119,22 +126,10 @@ impl Tunnel {
 
     /// When a probe pair next falls due, if one may (for `poll_timeout`).
     pub(super) fn rate_probe_timeout(&self) -> Option<Instant> {
-        if self.cfg.rate_probe_pairs == 0 {
-            return None;
-        }
         let quiet = self.quiet_since()?;
         self.links
             .iter()
-            .filter(|l| l.up && l.rate_probes < self.cfg.rate_probe_pairs)
-            .filter(|l| {
-                self.sender
-                    .path(l.id)
-                    .is_some_and(|p| p.usable && p.bw.estimate_bps().is_none())
-            })
-            .map(|l| {
-                l.rate_probe_at
-                    .map_or(quiet, |t| quiet.max(t + RATE_PROBE_INTERVAL))
-            })
+            .filter_map(|l| self.rate_probe_due_at(quiet, l))
             .min()
     }
 }

@@ -14,6 +14,7 @@
 
 use super::{Delays, Pet};
 use crate::path::{PathState, MAX_PATHS};
+use crate::sched::PacketInfo;
 use crate::time::{Duration, Instant};
 
 impl Pet {
@@ -83,16 +84,19 @@ impl Pet {
     ///
     /// `excess` is what EDPF already takes off each path's delivery time
     /// (`PetConfig::delay_horizon`): the raise brings the thin path's
-    /// score to the fastest path's, net of both.
+    /// score to the fastest path's, net of both. All zero for `pkt` if it
+    /// keeps its own delays (small, and no TCP data).
     pub(super) fn thin_near_raise(
         &self,
+        pkt: &PacketInfo,
         paths: &[PathState],
         delays: &Delays,
         excess: &[Duration; MAX_PATHS],
     ) -> [Duration; MAX_PATHS] {
         let mut out = [Duration::ZERO; MAX_PATHS];
         let share = self.cfg.thin_near_share;
-        if !self.cfg.thin_near_floor || share.is_nan() || share <= 0.0 {
+        let keeps_delays = pkt.len <= self.cfg.small_packet_bytes && !pkt.stream;
+        if keeps_delays || !self.cfg.thin_near_floor || share.is_nan() || share <= 0.0 {
             return out;
         }
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
