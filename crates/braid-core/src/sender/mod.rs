@@ -31,6 +31,7 @@ use pacing::PairSamples;
 use path_sender::{Paced, PathSender};
 
 pub use config::SenderConfig;
+pub use repair::Repair;
 pub use stats::{PathRepairStats, SenderStats};
 
 /// A scheduled packet: put `header` in front of the inner packet and send

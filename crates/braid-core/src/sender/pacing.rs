@@ -3,7 +3,7 @@
 //! deep queue EDPF needs sits here, where its length is known exactly,
 //! rather than in a bottleneck buffer of about one bandwidth-delay product.
 
-use super::{slot, Sender, SenderConfig, Transmit};
+use super::{slot, Paced, Sender, SenderConfig, Transmit};
 use crate::path::{PathId, PathState, MAX_PATHS};
 use crate::sched::SendQueues;
 use crate::time::{Duration, Instant};
@@ -41,14 +41,17 @@ impl<P> Sender<P> {
     /// Counts `bytes` sent on `path` outside the data stream (feedback,
     /// keepalives) against its pacer, so that data plus the rest stays
     /// below the path's rate.
+    ///
+    /// A paced path whose pacer has queued no data yet is charged from
+    /// `now`: a thin near path that PET gives little data can still be
+    /// given a burst of repair copies, and uncharged they all counted as
+    /// leaving at once (see [`Sender::resend`]).
     pub fn charge_pacer(&mut self, now: Instant, path: PathId, bytes: usize) {
         let s = slot(path);
-        let Some(free) = self.per_path[s].pacer_free else {
-            return;
-        };
         let Some(rate) = self.pacing_rate(s) else {
             return;
         };
+        let free = self.per_path[s].pacer_free.unwrap_or(now);
         let gap = crate::time::tx_time(bytes as u32, rate);
         self.per_path[s].pacer_free = Some(free.max(now) + gap);
     }
@@ -126,6 +129,63 @@ impl<P> Sender<P> {
         }
         self.stats.pacing_slips += 1;
         self.stats.pacing_slip_ns += by.as_nanos() as u64;
+    }
+
+    /// Puts repair copy `tx` (`len` bytes) in path slot `s`'s pacing queue
+    /// ahead of the data, behind the copies already there (and behind the
+    /// second packet of a pair whose first has left: the two must reach
+    /// the bottleneck together). It takes the release time of the packet
+    /// it goes before (the pacer's next free time if none), and that
+    /// packet and everything behind it, the pacer's free time included,
+    /// move one service time of the copy at `rate` later: the schedule
+    /// the copy would have met had it been queued first. Returns the
+    /// copy's release time.
+    pub(super) fn queue_ahead_of_data(
+        &mut self,
+        now: Instant,
+        s: usize,
+        tx: Transmit,
+        len: u32,
+        rate: f64,
+        payload: P,
+    ) -> Instant {
+        use crate::wire::DataFlags;
+        let ahead = |q: &Paced<P>| {
+            q.tx.header.flags.has(DataFlags::REPAIR)
+                || q.tx.header.flags.has(DataFlags::PAIR_SECOND)
+        };
+        let ps = &mut self.per_path[s];
+        let k = ps.paced.iter().take_while(|q| ahead(q)).count();
+        let free = ps.pacer_free.unwrap_or(now).max(now);
+        let at = ps.paced.get(k).map_or(free, |q| q.release_at).max(now);
+        let gap = crate::time::tx_time(len, rate);
+        let behind = ps.paced.get(k).map(|q| q.tx.seq);
+        for q in ps.paced.iter_mut().skip(k) {
+            q.release_at += gap;
+            // The last packet queued moved: a partner sent after it
+            // still leaves right behind it.
+            if let Some((last, t)) = ps.last_release.as_mut() {
+                if *last == q.tx.seq {
+                    *t = q.release_at;
+                }
+            }
+        }
+        ps.pacer_free = Some(free.max(at) + gap);
+        ps.paced.insert(
+            k,
+            Paced {
+                tx,
+                release_at: at,
+                payload,
+            },
+        );
+        // In send order on the path: before the data it goes ahead of.
+        match behind.and_then(|b| self.position(tx.path, b)) {
+            Some(i) => self.per_path[s].unacked.insert(i, tx.seq),
+            None => self.per_path[s].unacked.push_back(tx.seq),
+        }
+        self.stats.paced += 1;
+        at
     }
 
     /// The rate `path` is paced at, `None` while it is not paced.

@@ -169,7 +169,10 @@ mod tests {
     /// for its copy.
     fn repair_on_path0(s: &mut Sender, now: Instant, seq: u64) -> Option<Transmit> {
         s.set_usable(PathId(1), false);
-        let tx = s.resend(now, seq).expect("path 0 takes the repair");
+        let tx = s
+            .resend(now, seq, || ())
+            .and_then(Repair::sent)
+            .expect("path 0 takes the repair");
         assert_eq!(tx.path, PathId(0));
         s.set_usable(PathId(1), true);
         s.copy_repair(now, seq, PathId(0))
@@ -212,7 +215,10 @@ mod tests {
         let lost = lose_on_path0(&mut s, 4, 300);
         let now = Instant::from_millis(310);
         s.set_usable(PathId(0), false);
-        let tx = s.resend(now, lost[0]).unwrap();
+        let tx = s
+            .resend(now, lost[0], || ())
+            .and_then(Repair::sent)
+            .unwrap();
         s.set_usable(PathId(0), true);
         assert_eq!(tx.path, PathId(1));
         assert!(s.copy_repair(now, lost[0], PathId(1)).is_none());

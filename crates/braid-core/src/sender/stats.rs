@@ -32,6 +32,9 @@ pub struct SenderStats {
     pub lost_nack: u64,
     /// Repair copies sent (ARQ).
     pub repairs_sent: u64,
+    /// Of those, copies that waited in their path's pacing queue, its
+    /// pacer booked beyond the catch-up allowance (`Sender::resend`).
+    pub repairs_paced: u64,
     /// Path losses that came with a rising or standing queue (congestion,
     /// R-MTP §3.2): each lowered the path's rate estimate (not compounding)
     /// and was repaired like any other.

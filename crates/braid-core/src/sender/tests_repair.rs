@@ -38,7 +38,10 @@ fn a_nacked_packet_is_resent_on_the_other_path() {
     );
     assert_eq!(s.stats().lost_nack, 1);
     assert_eq!(s.next_repair(), Some(2));
-    let tx = s.resend(Instant::from_millis(30), 2).unwrap();
+    let tx = s
+        .resend(Instant::from_millis(30), 2, || ())
+        .and_then(Repair::sent)
+        .unwrap();
     assert_eq!(tx.seq, 2);
     assert!(tx.header.flags.has(DataFlags::REPAIR));
     assert_eq!(tx.header.prev_delta, 0);
@@ -146,12 +149,16 @@ fn a_repair_is_given_up_when_its_path_is_booked_past_the_pacing_bound() {
     // Pacer free: the copy goes.
     nack(&mut s, 150, seqs[1]);
     assert_eq!(s.next_repair(), Some(seqs[1]));
-    assert!(s.resend(Instant::from_millis(150), seqs[1]).is_some());
+    assert!(s
+        .resend(Instant::from_millis(150), seqs[1], || ())
+        .is_some());
     // Booked 10 s ahead (far past the bound): given up and announced.
     s.charge_pacer(Instant::from_millis(150), PathId(0), 10_000_000);
     nack(&mut s, 151, seqs[2]);
     assert_eq!(s.next_repair(), Some(seqs[2]));
-    assert!(s.resend(Instant::from_millis(151), seqs[2]).is_none());
+    assert!(s
+        .resend(Instant::from_millis(151), seqs[2], || ())
+        .is_none());
     assert_eq!(s.take_unrepaired(), vec![seqs[2]]);
     assert_eq!(s.stats().repairs_sent, 1);
     assert_eq!(s.stats().repairs_abandoned, 1);
@@ -209,7 +216,7 @@ proptest! {
                 Op::Repair => {
                     while let Some(seq) = s.next_repair() {
                         prop_assert!(!s.is_acked(seq), "{seq} repaired after its report");
-                        s.resend(now, seq);
+                        s.resend(now, seq, || ());
                     }
                 }
             }
@@ -221,4 +228,102 @@ proptest! {
             }
         }
     }
+}
+
+/// Repair copies leave at once only while their path's pacer is booked
+/// within its catch-up allowance (a quarter of its round trip); the rest
+/// wait in the pacing queue ahead of the data queued there, leave one
+/// service time apart, and push the data back by as much: a burst of
+/// copies no longer lands on a thin path's bottleneck all at once.
+#[test]
+fn a_burst_of_repairs_is_paced_ahead_of_the_queued_data() {
+    let mut cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    cfg.repair.mode = RepairMode::Arq;
+    cfg.max_in_flight = 256;
+    let mut s = paced_sender_with(cfg);
+    let sent: Vec<u64> = (0..40)
+        .map(
+            |_| match s.send_paced(Instant::from_millis(60), &pkt(), || ()) {
+                SendOutcome::Queued { seq, .. } => seq,
+                SendOutcome::Transmit(tx) => tx.seq,
+                o => panic!("{o:?}"),
+            },
+        )
+        .collect();
+    for ms in 60..300 {
+        while s.poll_transmit(Instant::from_millis(ms)).is_some() {}
+    }
+    assert_eq!(s.paced_len(), 0);
+    // New data waiting in the pacing queue when the losses are found.
+    let t = Instant::from_millis(300);
+    let data: Vec<u64> = (0..4)
+        .filter_map(|_| match s.send_paced(t, &pkt(), || ()) {
+            SendOutcome::Queued { seq, .. } => Some(seq),
+            _ => None,
+        })
+        .collect();
+    let data: Vec<(u64, Instant)> = data.into_iter().map(|q| (q, release_of(&s, q))).collect();
+    assert!(!data.is_empty(), "data waits in the pacing queue");
+    let lost: Vec<u64> = sent.iter().copied().skip(2).step_by(2).take(16).collect();
+    s.handle_nack(
+        t,
+        lost.iter().map(|&l| NackRange {
+            path: PathId(0),
+            after: Some(l as u32 - 1),
+            upto: l as u32,
+        }),
+        [],
+    );
+    let mut now_sent = Vec::new();
+    let mut queued = Vec::new();
+    while let Some(seq) = s.next_repair() {
+        match s.resend(t, seq, || ()).expect("repaired") {
+            Repair::Sent(tx) => now_sent.push(tx.seq),
+            Repair::Queued { at, .. } => queued.push((seq, at)),
+        }
+    }
+    assert_eq!(now_sent.len() + queued.len(), lost.len());
+    // A 10 Mbit/s path with a 50 ms round trip: 12.5 ms of allowance,
+    // about ten 1500-byte copies at once.
+    assert!((5..=12).contains(&now_sent.len()), "{now_sent:?}");
+    assert!(!queued.is_empty());
+    assert_eq!(s.stats().repairs_paced, queued.len() as u64);
+    let gap = crate::time::tx_time(pkt().len, 10e6 * 0.9);
+    for w in queued.windows(2) {
+        let d = w[1].1.saturating_since(w[0].1);
+        assert!(d <= gap * 2 && d > Duration::ZERO, "{d:?}");
+    }
+    // The data moved back by the copies queued ahead of it.
+    for &(seq, before) in &data {
+        assert!(release_of(&s, seq) > before, "data {seq}");
+        assert!(release_of(&s, seq) > queued.last().unwrap().1);
+    }
+    // Released in that order: the queued copies, then the data.
+    let mut order = Vec::new();
+    let mut now = t;
+    while order.len() < queued.len() + data.len() {
+        now += Duration::from_millis(1);
+        while let Some((tx, ())) = s.poll_transmit(now) {
+            order.push(tx.seq);
+        }
+    }
+    let expect: Vec<u64> = queued
+        .iter()
+        .map(|q| q.0)
+        .chain(data.iter().map(|d| d.0))
+        .collect();
+    assert_eq!(order, expect);
+}
+
+/// The release time of `seq` in its pacing queue.
+fn release_of(s: &Sender, seq: u64) -> Instant {
+    s.per_path
+        .iter()
+        .flat_map(|p| p.paced.iter())
+        .find(|q| q.tx.seq == seq)
+        .map(|q| q.release_at)
+        .expect("queued")
 }

@@ -21,9 +21,11 @@ impl Tunnel {
                 self.sender.abandon_repair(seq);
                 continue;
             };
-            if let Some(tx) = self.sender.resend(now, seq) {
-                let path = tx.path;
-                self.emit_data(now, tx, &payload, out);
+            if let Some(repair) = self.sender.resend(now, seq, || payload.clone()) {
+                let path = repair.path();
+                if let Some(tx) = repair.sent() {
+                    self.emit_data(now, tx, &payload, out);
+                }
                 // The redundant mode's copies first; the sender's own copy
                 // of a repair on a far lossy path if it made none.
                 if self.send_copies(now, seq, path, None, true, &payload, out) == 0 {

@@ -372,3 +372,43 @@ fn a_bond_idle_before_its_transfer_starts_on_its_fast_far_path() {
         "{with} against {without} without probes"
     );
 }
+
+/// A burst of repairs waits in the pacing queue of the thin near path it
+/// goes on instead of overflowing that path's buffer (`Sender::resend`):
+/// the random set 4242/39 (`lab/sweep-random.sh`), 48 Mbit/s 184 ms
+/// away, 27.6 Mbit/s 96 ms away at 5 % loss and 1.84 Mbit/s 27.5 ms away
+/// with a 15 kB buffer. Its losses came in bursts of up to 29 found
+/// together, whose copies all went to the thin path at once: 49 of them
+/// were dropped there in the first 1.3 s, and the inner TCP timed out
+/// behind the holes.
+#[test]
+fn a_burst_of_repairs_does_not_overflow_a_thin_near_path() {
+    let cfg = LabConfig::from_toml_str(
+        "name = \"lossy-beside-thin\"\nseed = 40\n\
+         [[path]]\nname = \"p0\"\nrate_mbit = 48.0\ndelay_ms = 184.4\nqueue_bytes = 553200\n\
+         [[path]]\nname = \"p1\"\nrate_mbit = 27.59\ndelay_ms = 96.4\nqueue_bytes = 664919\nloss = 0.05\n\
+         [[path]]\nname = \"p2\"\nrate_mbit = 1.84\ndelay_ms = 27.5\nqueue_bytes = 15000\n",
+        "test",
+    )
+    .unwrap();
+    let mut w = lab_world(&cfg, ConnConfig::default());
+    w.lead = Duration::from_secs(3);
+    run_transfer(&mut w, 4);
+    let st = w.client.status(w.now);
+    let sender = &st.tunnel.sender;
+    eprintln!(
+        "repairs {} (paced {}), thin path drops {}, inner timeouts {}",
+        sender.repairs_sent,
+        sender.repairs_paced,
+        w.up[2].stats.drops_queue,
+        w.tx.stats().timeouts
+    );
+    assert!(sender.repairs_sent > 20, "{sender:?}");
+    assert!(sender.repairs_paced > 0, "{sender:?}");
+    assert!(
+        w.up[2].stats.drops_queue <= 2,
+        "{} dropped on the thin path",
+        w.up[2].stats.drops_queue
+    );
+    assert_eq!(w.tx.stats().timeouts, 0);
+}
