@@ -591,3 +591,56 @@ fn send(pet: &mut Pet, now: Instant, paths: &mut [PathState]) -> Decision {
     paths[d.index].last_sent = Some(now);
     d
 }
+
+/// A path that loses packets beside a clean fastest path more than
+/// 200 ms away (round trip) counts one repair round later than it
+/// delivers (`PetConfig::lossy_slack`): the smallest smoothed round trip
+/// of the paths. Not beside a near fastest path, nor a lossy one, nor
+/// for a pure ACK, nor with the rule off.
+#[test]
+fn a_lossy_path_beside_a_far_clean_one_counts_a_repair_round_later() {
+    // 20 Mbit/s 10 ms nearer than 46 Mbit/s: 30 % of the sum, not thin.
+    let paths = |fast_rtt_ms: u64, fast_lossy: bool| {
+        let mut paths = with_estimates(&[20e6, 46e6]);
+        paths[0].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[0].owd.on_sample(Instant::ZERO, 40_000_000);
+        paths[0].rtt.update(Duration::from_millis(120));
+        paths[1].rtt.update(Duration::from_millis(fast_rtt_ms));
+        paths[0].loss.on_delivered(100);
+        paths[0].loss.on_lost(2);
+        if fast_lossy {
+            paths[1].loss.on_delivered(100);
+            paths[1].loss.on_lost(2);
+        }
+        paths
+    };
+    let raise = |cfg: PetConfig, paths: &[PathState], pkt: &PacketInfo| {
+        let delays = Pet::relative_delays(paths);
+        Pet::new(cfg).thin_near_raise(pkt, paths, &delays, &[Duration::ZERO; MAX_PATHS])
+    };
+    let full = pkt(false);
+    let far = paths(300, false);
+    assert_eq!(
+        raise(PetConfig::default(), &far, &full)[0],
+        Duration::from_millis(120)
+    );
+    assert_eq!(raise(PetConfig::default(), &far, &full)[1], Duration::ZERO);
+    let near = paths(60, false);
+    assert_eq!(raise(PetConfig::default(), &near, &full)[0], Duration::ZERO);
+    let both_lossy = paths(300, true);
+    assert_eq!(
+        raise(PetConfig::default(), &both_lossy, &full)[0],
+        Duration::ZERO
+    );
+    let ack = PacketInfo {
+        len: 52,
+        retransmit: false,
+        stream: false,
+    };
+    assert_eq!(raise(PetConfig::default(), &far, &ack)[0], Duration::ZERO);
+    let off = PetConfig {
+        lossy_slack: false,
+        ..Default::default()
+    };
+    assert_eq!(raise(off, &far, &full)[0], Duration::ZERO);
+}
