@@ -155,38 +155,6 @@ pub struct PetConfig {
     /// a 46.8 Mbit/s one (9.0 % of the sum) read 4.6 and 41.2 Mbit/s at a
     /// transfer's start, 10.0 %, and the rule did not act.
     pub thin_near_share: f64,
-    /// A path that loses packets (smoothed loss rate above
-    /// `lossy_slack_loss`) beside a fastest path that does not (at most
-    /// `thin_loss`) and is far (base round trip
-    /// over `thin_far_rtt`) counts, for full-size packets and TCP data,
-    /// one repair round later than it delivers (`Pet::thin_near_raise`).
-    /// Not in the paper.
-    ///
-    /// Why: while the inner TCP's window is small, each loss on a path
-    /// that carries part of it holds the in-order stream in the
-    /// resequencer for a repair round; the inner TCP takes the stall for
-    /// a queue, and HyStart ends its slow start, which on a far bond
-    /// takes CUBIC tens of seconds to make up. Raised by a repair round,
-    /// the lossy path takes packets only behind that much of the fastest
-    /// path's queue, and its losses are repaired before the stream needs
-    /// them. On a near bond slow start is short and the path's rate
-    /// counts more. Measured on the random sets of `lab/sweep-random.sh`
-    /// (15 s, `IDLE=3`, braid-pet, Mbit/s): 7/22 (17.1 Mbit/s 10 ms away
-    /// at 5 % loss beside 34.5 Mbit/s 142 ms away) 29.98 -> 37.62;
-    /// 2027/31 (7.05 Mbit/s with bursty loss beside 46.6 Mbit/s, both
-    /// about 160 ms away) 33.73 -> 36.52; 4242/39 (27.6 Mbit/s 96 ms away
-    /// at 5 % beside 48 Mbit/s 184 ms away) 19.93 -> 23.78. Without the
-    /// bound on the fastest path's round trip it cost 3-6 % on sets whose
-    /// fastest path was 16-22 ms away (4242/11, 4242/24, 4242/27, 7/9).
-    /// False = no raise.
-    pub lossy_slack: bool,
-    /// See `lossy_slack`: the smoothed loss rate above which a path counts
-    /// a repair round later. Above what one loss gives an estimate
-    /// that had none (1/64, the EWMA's gain): with `thin_loss` instead,
-    /// a path at 0.1 % loss took its raise after each loss, and the
-    /// random set 2027/7 (three paths 110-210 ms away, two at 0.1 %) lost
-    /// 8 % over six seeds.
-    pub lossy_slack_loss: f64,
 }
 
 impl Default for PetConfig {
@@ -208,8 +176,6 @@ impl Default for PetConfig {
             thin_far_rtt: crate::reorder::REPAIR_HOLD_EXTRA,
             thin_near_floor: true,
             thin_near_share: 0.15,
-            lossy_slack: true,
-            lossy_slack_loss: 0.02,
         }
     }
 }

@@ -11,11 +11,6 @@
 //!   minimum round trip while the window is small, and its slow start
 //!   ends when the window moves onto the fastest path
 //!   ([`Pet::thin_near_raise`]).
-//!
-//! [`Pet::thin_near_raise`] also raises a path of any rate that loses
-//! packets beside a far fastest path that does not, by one repair round
-//! (`PetConfig::lossy_slack`): its repair stalls otherwise end the inner
-//! TCP's slow start the same way.
 
 use super::{Delays, Pet};
 use crate::path::{PathState, MAX_PATHS};
@@ -91,16 +86,6 @@ impl Pet {
     /// (`PetConfig::delay_horizon`): the raise brings the thin path's
     /// score to the fastest path's, net of both. All zero for `pkt` if it
     /// keeps its own delays (small, and no TCP data).
-    ///
-    /// With `PetConfig::lossy_slack`, a path whose smoothed loss rate is
-    /// above `lossy_slack_loss`, beside a fastest path whose is not and whose
-    /// base round trip is over `thin_far_rtt`, is raised by at least one
-    /// repair round: the smallest smoothed round trip of the paths (the
-    /// loss reported on the earliest way back, its copy sent on the
-    /// earliest way out). Its packets then arrive that much before their
-    /// turn in the stream, so a lost one is repaired before the stream
-    /// needs it, and the inner TCP sees neither the stall nor a round
-    /// trip that jumps by it (HyStart, above).
     pub(super) fn thin_near_raise(
         &self,
         pkt: &PacketInfo,
@@ -126,25 +111,6 @@ impl Pet {
             if let (true, Some(d)) = (thin, delays[slot(p)]) {
                 let far = far.saturating_sub(excess[slot(fastest)]);
                 out[slot(p)] = far.saturating_sub(d.saturating_sub(excess[slot(p)]));
-            }
-        }
-        // A lossy path beside a clean, far fastest path (`lossy_slack`).
-        let far_rtt = fastest.rtt.min_rtt().or(fastest.rtt_hint);
-        let far_bond = far_rtt.is_some_and(|rtt| rtt > self.cfg.thin_far_rtt);
-        if self.cfg.lossy_slack && far_bond && fastest.loss.rate() <= self.cfg.thin_loss {
-            let repair_round = paths
-                .iter()
-                .filter(|p| p.usable && p.rtt.has_samples())
-                .map(|p| p.rtt.srtt())
-                .min()
-                .unwrap_or_default();
-            // A thin one carries no data here (`thin_and_lossy`), only
-            // its probes, which the raise would hold back.
-            let thin_lossy = self.thin_and_lossy(paths);
-            for p in paths.iter().filter(|p| p.usable && p.id != fastest.id) {
-                if p.loss.rate() > self.cfg.lossy_slack_loss && !thin_lossy(p) {
-                    out[slot(p)] = out[slot(p)].max(repair_round);
-                }
             }
         }
         out
