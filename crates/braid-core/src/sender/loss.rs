@@ -16,6 +16,16 @@ impl<P> Sender<P> {
             .position(|&x| x == seq)
     }
 
+    /// Records `seq` as sent on `path` just before `before` in the path's
+    /// send order (a copy that goes ahead of queued data), or last if
+    /// `before` is `None` or not in flight there.
+    pub(super) fn insert_unacked_before(&mut self, path: PathId, seq: u64, before: Option<u64>) {
+        match before.and_then(|b| self.position(path, b)) {
+            Some(i) => self.per_path[slot(path)].unacked.insert(i, seq),
+            None => self.per_path[slot(path)].unacked.push_back(seq),
+        }
+    }
+
     /// Takes the first `n` entries of the path's queue of unreported
     /// packets (send order) and declares those still in flight lost.
     pub(super) fn declare_lost_front(

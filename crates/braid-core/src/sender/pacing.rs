@@ -180,10 +180,7 @@ impl<P> Sender<P> {
             },
         );
         // In send order on the path: before the data it goes ahead of.
-        match behind.and_then(|b| self.position(tx.path, b)) {
-            Some(i) => self.per_path[s].unacked.insert(i, tx.seq),
-            None => self.per_path[s].unacked.push_back(tx.seq),
-        }
+        self.insert_unacked_before(tx.path, tx.seq, behind);
         self.stats.paced += 1;
         at
     }

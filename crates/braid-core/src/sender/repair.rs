@@ -30,6 +30,10 @@
 //! resequencer fills the gap the moment it arrives.
 
 use super::{slot, Fate, LossCause, PathRepairStats, Sender, Transmit};
+use crate::path::{PathId, MAX_PATHS};
+use crate::repair::RepairMode;
+use crate::time::{Duration, Instant};
+use crate::wire::{self, NackRange, NackRate};
 
 /// Where [`Sender::resend`] put a repair copy.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -58,10 +62,6 @@ impl Repair {
         }
     }
 }
-use crate::path::{PathId, MAX_PATHS};
-use crate::repair::RepairMode;
-use crate::time::{Duration, Instant};
-use crate::wire::{self, NackRange, NackRate};
 
 /// Most entries of the repair queue; older ones are given up beyond it.
 const MAX_REPAIR_QUEUE: usize = 1 << 14;
@@ -293,22 +293,14 @@ impl<P> Sender<P> {
         self.per_path[s].repair.repairs_carried += 1;
         let tx = Transmit::copy(id, seq);
         let paced = queues.free_at(id).is_some() && wait > self.catch_up_allowance(s);
-        if paced {
-            if let Some(rate) = self.pacing_rate(s) {
-                let at = self.queue_ahead_of_data(now, s, tx, rec.len, rate, payload());
-                self.stats.repairs_paced += 1;
-                return Some(Repair::Queued { path: id, at });
-            }
+        if let Some(rate) = self.pacing_rate(s).filter(|_| paced) {
+            let at = self.queue_ahead_of_data(now, s, tx, rec.len, rate, payload());
+            self.stats.repairs_paced += 1;
+            return Some(Repair::Queued { path: id, at });
         }
         // On the wire it goes before the packets still in the pacing queue.
-        let at = match self.per_path[s].paced.front() {
-            Some(q) => self.position(id, q.tx.seq),
-            None => None,
-        };
-        match at {
-            Some(i) => self.per_path[s].unacked.insert(i, seq),
-            None => self.per_path[s].unacked.push_back(seq),
-        }
+        let front = self.per_path[s].paced.front().map(|q| q.tx.seq);
+        self.insert_unacked_before(id, seq, front);
         self.charge_pacer(now, id, rec.len as usize);
         Some(Repair::Sent(tx))
     }
