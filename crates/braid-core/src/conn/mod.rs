@@ -127,6 +127,9 @@ pub const DEFAULT_MAX_OUTPUTS: usize = 16_384;
 pub struct ConnConfig {
     /// Which scheduler places this side's outgoing packets.
     pub scheduler: SchedulerKind,
+    /// PET's tuning, when `scheduler` is PET (the daemon's
+    /// `tuning.near_paths_wait` sets `near_floor`).
+    pub pet: crate::sched::PetConfig,
     pub sender: SenderConfig,
     pub receiver: ReceiverConfig,
     /// The client sends a keepalive on a path after this long without
@@ -202,6 +205,7 @@ impl Default for ConnConfig {
     fn default() -> Self {
         ConnConfig {
             scheduler: SchedulerKind::Pet,
+            pet: crate::sched::PetConfig::default(),
             sender: SenderConfig::default(),
             // Feedback travels the reverse direction, which may be busy
             // too: in an upload the client reports each downlink TCP ACK,

@@ -1,8 +1,16 @@
-//! Per-path loss: totals and an EWMA of the loss rate over packet outcomes.
+//! Per-path loss: totals, an EWMA of the loss rate over packet outcomes,
+//! and the ratio over a window of recent outcomes.
 //!
 //! Each packet outcome `x` (1 = lost, 0 = delivered) applies
 //! `rate <- (1 - g) * rate + g * x`. A batch of `n` equal outcomes is
 //! applied in closed form: `rate <- x + (rate - x) * (1 - g)^n`.
+//!
+//! The EWMA (gain 1/64 by default) answers "is this path losing now"; at
+//! a loss rate of 0.5 % it swings between 0 and 3 % with every loss. The
+//! window ([`LossEstimator::recent_ratio`]) answers "does this path lose
+//! packets at all": one loss in the first few hundred packets puts it
+//! above a tenth of a percent at once, and over tens of thousands of
+//! packets it settles on the path's rate.
 
 /// Loss totals and smoothed loss rate of one path.
 #[derive(Clone, Debug)]
@@ -13,7 +21,17 @@ pub struct LossEstimator {
     rate: f64,
     delivered: u64,
     lost: u64,
+    /// Lost and all outcomes in the window: both halved whenever the
+    /// outcomes reach [`RECENT_WINDOW`].
+    recent_lost: u64,
+    recent_total: u64,
 }
+
+/// Outcomes at which the window's counts are halved: the window covers
+/// the last 32768-65536 outcomes (seconds of a busy path, minutes of one
+/// that carries only probes), so a loss long ago does not mark a path
+/// for the tunnel's whole life.
+pub const RECENT_WINDOW: u64 = 1 << 16;
 
 impl LossEstimator {
     /// `gain`: EWMA gain per packet outcome (e.g. 1/64).
@@ -30,6 +48,18 @@ impl LossEstimator {
             rate: 0.0,
             delivered: 0,
             lost: 0,
+            recent_lost: 0,
+            recent_total: 0,
+        }
+    }
+
+    /// Counts `n` outcomes, `lost` of them losses, into the window.
+    fn count_recent(&mut self, n: u64, lost: u64) {
+        self.recent_lost = self.recent_lost.saturating_add(lost);
+        self.recent_total = self.recent_total.saturating_add(n);
+        while self.recent_total >= RECENT_WINDOW {
+            self.recent_lost /= 2;
+            self.recent_total /= 2;
         }
     }
 
@@ -45,12 +75,14 @@ impl LossEstimator {
     /// `packets` more packets were delivered.
     pub fn on_delivered(&mut self, packets: u64) {
         self.delivered = self.delivered.saturating_add(packets);
+        self.count_recent(packets, 0);
         self.apply(packets, 0.0);
     }
 
     /// `packets` more packets were lost.
     pub fn on_lost(&mut self, packets: u64) {
         self.lost = self.lost.saturating_add(packets);
+        self.count_recent(packets, packets);
         self.apply(packets, 1.0);
     }
 
@@ -67,6 +99,15 @@ impl LossEstimator {
     /// Total packets lost.
     pub fn lost(&self) -> u64 {
         self.lost
+    }
+
+    /// Lost packets over all outcomes in the recent window (module doc);
+    /// 0 before any outcome.
+    pub fn recent_ratio(&self) -> f64 {
+        if self.recent_total == 0 {
+            return 0.0;
+        }
+        self.recent_lost as f64 / self.recent_total as f64
     }
 }
 
@@ -124,6 +165,38 @@ mod tests {
         assert!((l.rate() - 0.05).abs() < 0.02, "{}", l.rate());
         assert_eq!(l.lost(), 2000);
         assert_eq!(l.delivered(), 38_000);
+    }
+
+    /// The window marks a path at its first loss and forgets losses that
+    /// are a window's worth of outcomes old; the EWMA has forgotten a lone
+    /// loss within a few hundred packets.
+    #[test]
+    fn the_recent_ratio_marks_a_path_at_its_first_loss_and_forgets_old_ones() {
+        let mut l = LossEstimator::new(1.0 / 64.0);
+        assert_eq!(l.recent_ratio(), 0.0);
+        l.on_delivered(299);
+        l.on_lost(1);
+        assert!((l.recent_ratio() - 1.0 / 300.0).abs() < 1e-12);
+        l.on_delivered(700);
+        assert!(l.rate() < 1e-5, "the EWMA still holds the loss");
+        assert!(l.recent_ratio() > 0.0009, "{}", l.recent_ratio());
+        // Steady 0.5 %: the window settles on it.
+        for _ in 0..2000 {
+            l.on_delivered(199);
+            l.on_lost(1);
+        }
+        assert!(
+            (l.recent_ratio() - 0.005).abs() < 0.0005,
+            "{}",
+            l.recent_ratio()
+        );
+        // Two windows of clean outcomes: the losses are gone.
+        for _ in 0..4 {
+            l.on_delivered(RECENT_WINDOW / 2);
+        }
+        assert!(l.recent_ratio() < 0.0005, "{}", l.recent_ratio());
+        l.on_lost(u64::MAX);
+        assert!(l.recent_ratio() <= 1.0);
     }
 
     #[test]

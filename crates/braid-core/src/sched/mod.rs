@@ -49,7 +49,7 @@ pub struct PacketInfo {
     /// The inner packet carries TCP payload, however little: part of a
     /// byte stream that may become a bulk transfer at its next write. PET
     /// places such a packet, small or not, as it places full-size ones on
-    /// a thin path nearer than the fastest (`PetConfig::thin_near_floor`):
+    /// a path nearer than the fastest (`PetConfig::near_floor`):
     /// a 37-byte first write sent on the near path set the inner TCP's
     /// smallest round trip, and its slow start ended when the transfer
     /// behind it moved to the far path. Pure ACKs, handshakes and other

@@ -20,6 +20,7 @@ use crate::time::{Duration, Instant};
 
 mod config;
 mod delays;
+mod near;
 #[cfg(test)]
 mod tests;
 mod thin;
@@ -104,10 +105,10 @@ impl Pet {
             ))
         };
         let excess = self.excess_delays(paths, delays);
-        // Thin paths nearer than the fastest count as far as it
-        // (`PetConfig::thin_near_floor`); small packets that carry no TCP
+        // Paths nearer than the fastest count as far as it
+        // (`PetConfig::near_floor`); small packets that carry no TCP
         // payload keep their delays.
-        let raised = self.thin_near_raise(pkt, paths, delays, &excess);
+        let raised = self.near_raise(pkt, paths, delays, &excess);
         // EDPF with each path's delivery time counted `excess` earlier and
         // `raised` later.
         let earliest = |pred: &dyn Fn(&PathState) -> Option<(Duration, f64)>| {
@@ -301,16 +302,16 @@ impl Pet {
                 .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
-        // A thin near path's probe counts as far as the fastest path, and
-        // waits behind a packet of it (`Pet::thin_probe_waits`).
-        let raised = self.thin_near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS]);
+        // A raised near path's probe counts as far as the fastest path,
+        // and waits behind a packet of it (`Pet::near_probe_waits`).
+        let raised = self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS]);
         let safe = |p: &PathState| match (best, rate(p)) {
             (Some((_, best_d)), Some(rate)) => {
                 let delay = delays[slot(p)].unwrap_or_default();
                 let raise = raised[slot(p)];
                 self.delivery_time(p, paced, now, delay, len, rate) + raise
                     <= best_d + self.cfg.probe_slack
-                    && self.thin_probe_waits(now, paths, raise)
+                    && self.near_probe_waits(now, paths, raise)
             }
             // Without an estimate of the path only its delay, if known,
             // predicts anything (a small packet is predicted as if the
@@ -403,14 +404,14 @@ impl Scheduler for Pet {
             });
         }
         if let Some(open) = self.pending.take().filter(|o| now <= o.valid_until) {
-            // A packet the thin-near rule places far does not follow an
+            // A packet the near-floor rule places far does not follow an
             // open pair onto a raised path: a pure ACK opened one on the
             // near path and the transfer's first data packet, right behind
-            // it, went there as its second (`Pet::thin_near_raise`).
+            // it, went there as its second (`Pet::near_raise`).
             let raised = || {
                 let slot = open.path.0 as usize % MAX_PATHS;
                 !open.probe
-                    && !self.thin_near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
+                    && !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
                         .is_zero()
             };
             if let Some(i) = paths

@@ -359,7 +359,7 @@ impl World {
                     // estimate noise between Table I's equal-delay paths
                     // raised the 50 kbit/s one (14 % of the sum) and cost
                     // PET-BMP 5 % (317 against 334 kbit/s).
-                    thin_near_floor: false,
+                    near_floor: false,
                     ..Default::default()
                 }))
             }

@@ -153,6 +153,12 @@ pub struct TuningFile {
     pub repair: Option<String>,
     /// Longest the resequencer holds a gap (its hold adapts below this).
     pub reorder_max_hold_ms: Option<u64>,
+    /// With the PET scheduler: TCP data on a path nearer than the fastest
+    /// path arrives when the fastest path's would (true, the default: the
+    /// inner TCP's slow start runs until the whole bond is full), or as
+    /// soon as its own path brings it (false: lower delay for interactive
+    /// sessions, slower start for bulk transfers on a far, fast path).
+    pub near_paths_wait: Option<bool>,
 }
 
 /// `tuning.reorder`: a mode name or, as before, a boolean.

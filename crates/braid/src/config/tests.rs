@@ -54,6 +54,24 @@ fn client_err(dir: &Path, text: &str) -> String {
     format!("{:#}", load_client(&p).unwrap_err())
 }
 
+/// `tuning.near_paths_wait` reaches PET's `near_floor`; on by default,
+/// and a value that is not a boolean is refused with the key named.
+#[test]
+fn near_paths_wait_sets_pets_near_floor() {
+    let d = tempdir("near");
+    write_key(&d.0, 0o600);
+    let p = d.0.join("server.toml");
+    let load = |tuning: &str| {
+        std::fs::write(&p, server_toml(tuning)).unwrap();
+        load_server(&p)
+    };
+    assert!(load("").unwrap().core.conn.pet.near_floor);
+    let off = load("[tuning]\nnear_paths_wait = false").unwrap();
+    assert!(!off.core.conn.pet.near_floor);
+    let err = format!("{:#}", load("[tuning]\nnear_paths_wait = 1").unwrap_err());
+    assert!(err.contains("near_paths_wait"), "{err}");
+}
+
 #[test]
 fn valid_files_load() {
     let d = tempdir("ok");

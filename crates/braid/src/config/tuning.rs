@@ -107,6 +107,9 @@ pub(super) fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> 
         // A timer the user chose is kept fixed.
         c.reorder_adaptive_hold = false;
     }
+    if let Some(wait) = t.near_paths_wait {
+        c.pet.near_floor = wait;
+    }
     if let Some(d) = ms("reorder_max_hold_ms", t.reorder_max_hold_ms, 10, 60_000)? {
         reorder.max_hold = d;
         reorder.min_hold = reorder.min_hold.min(d);

@@ -138,22 +138,37 @@ pub struct PetConfig {
     /// adds. 200 ms is the hold's margin over one repair round
     /// (`reorder::REPAIR_HOLD_EXTRA`), the same bound as for repair copies.
     pub thin_far_rtt: Duration,
-    /// A path below `thin_near_share` of the sum of the estimates that
-    /// is nearer than the fastest path counts, for full-size packets and
-    /// TCP data (`PacketInfo::stream`), as
-    /// if it were as far as the fastest path (`Pet::thin_near_raise`), and
-    /// gets a probe pair only right behind a packet of the fastest path
-    /// (`Pet::thin_probe_waits`).
-    /// Not in the paper. Without it the inner TCP's round trip grew by the
-    /// delay difference as its window moved from the thin path to the
-    /// fast one, which ended its slow start (HyStart) at a few dozen
-    /// packets. False = plain EDPF.
-    pub thin_near_floor: bool,
-    /// See `thin_near_floor`: the share of the sum of the rate estimates
-    /// below which a nearer path counts as far as the fastest. Above
-    /// `thin_share`: in the lab the estimates of a 4.64 Mbit/s path beside
-    /// a 46.8 Mbit/s one (9.0 % of the sum) read 4.6 and 41.2 Mbit/s at a
-    /// transfer's start, 10.0 %, and the rule did not act.
+    /// A path nearer than the fastest path counts, for full-size packets
+    /// and TCP data (`PacketInfo::stream`), as if it were as far as the
+    /// fastest path (`Pet::near_raise`, whose module says why and when),
+    /// and gets a probe pair only right behind a packet of the fastest
+    /// path (`Pet::near_probe_waits`). Not in the paper. Without it the
+    /// inner TCP's round trip grew by the delay difference as its window
+    /// moved from the near paths to the fast one, which ended its slow
+    /// start (HyStart) with about the near paths' window. False = plain
+    /// EDPF.
+    pub near_floor: bool,
+    /// See `near_floor`: a nearer path counts as far as the fastest only
+    /// while the fastest path's recent loss ratio
+    /// (`LossEstimator::recent_ratio`) is at most this, unless it is thin
+    /// (`thin_near_share`). One loss in 500 packets: a path that loses
+    /// 0.5 % is above it from its first loss (within the first 200
+    /// packets, on average), and a clean path's rare queue overflow is
+    /// not.
+    pub near_floor_loss: f64,
+    /// See `near_floor`: a nearer path that is not thin counts as far as
+    /// the fastest only while the fastest path's rate estimate is at least
+    /// this many times its own. Between paths of about equal rate the
+    /// lab lost what the simulator gained (`sched/pet/near.rs`: 4242/30,
+    /// 1.04 times, 26.3 -> 16.7 Mbit/s); at 1.74-3.8 times (4242/39, 7/22,
+    /// 11/18, 2027/17) it gained in both.
+    pub near_lead: f64,
+    /// See `near_floor`: the share of the sum of the rate estimates
+    /// below which a nearer path counts as far as the fastest even when
+    /// the fastest path loses packets. Above `thin_share`: in the lab the
+    /// estimates of a 4.64 Mbit/s path beside a 46.8 Mbit/s one (9.0 % of
+    /// the sum) read 4.6 and 41.2 Mbit/s at a transfer's start, 10.0 %,
+    /// and the rule did not act. 0 disables this part.
     pub thin_near_share: f64,
 }
 
@@ -174,7 +189,9 @@ impl Default for PetConfig {
             thin_share: 0.10,
             thin_loss: 0.005,
             thin_far_rtt: crate::reorder::REPAIR_HOLD_EXTRA,
-            thin_near_floor: true,
+            near_floor: true,
+            near_floor_loss: 0.002,
+            near_lead: 1.5,
             thin_near_share: 0.15,
         }
     }

@@ -464,7 +464,7 @@ fn a_thin_lossy_path_carries_only_probes_beside_a_far_fast_path() {
 }
 
 /// A thin path nearer than the fastest path counts as far as the fastest
-/// (`PetConfig::thin_near_floor`): on an idle bond the first packets of a
+/// (`PetConfig::near_floor`): on an idle bond the first packets of a
 /// transfer go on the fastest path, and no probe goes on the thin path
 /// until a packet of the fastest path is just ahead of it; below the
 /// fastest path's rate the thin path carries no data, above it its share.
@@ -544,12 +544,66 @@ fn a_thin_near_path_counts_as_far_as_the_fastest() {
     assert_eq!(small(false), 0, "an ACK left the near path");
     // Plain EDPF: the nearer thin path takes the first packets.
     let off = PetConfig {
-        thin_near_floor: false,
+        near_floor: false,
         ..Default::default()
     };
     let (first, data, _) = run(off, 1, 1000);
     assert_eq!(first.map(|f| f.0), Some(0));
     assert!(data > 20, "{data}");
+}
+
+/// A nearer path counts as far as the fastest path while the fastest path
+/// loses nothing (`PetConfig::near_floor_loss`) and is well ahead of it
+/// (`near_lead`): 20 Mbit/s 150 ms nearer than 46 Mbit/s (30 % of the
+/// sum) gets no packet while the fast path has room. Once the fastest path
+/// has lost one packet in 300, the near path is plain EDPF's again, unless
+/// it is thin; so is a near path of about the fastest path's rate.
+#[test]
+fn a_near_path_counts_as_far_as_a_clean_fastest_path() {
+    // Where the first of 1000 full-size packets at 12 Mbit/s goes, and
+    // how many data packets the near path (0) carries that are not the
+    // second of a pair, with the fastest path (1) having lost `lost` of
+    // 300 packets.
+    let run = |near_bps: f64, lost: u64| {
+        let mut paths = with_estimates(&[near_bps, 46e6]);
+        paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+        paths[1].loss.on_delivered(300 - lost);
+        paths[1].loss.on_lost(lost);
+        for p in paths.iter_mut() {
+            p.last_sent = None;
+        }
+        let mut pet = Pet::new(PetConfig::default());
+        let mut now = Instant::from_millis(1000);
+        let (mut first, mut near) = (None, 0u32);
+        for _ in 0..1000 {
+            now += Duration::from_millis(1);
+            let d = send(&mut pet, now, &mut paths);
+            first.get_or_insert(d.index);
+            if d.index == 0 && !d.probe && d.pair != PairRole::Second {
+                near += 1;
+            }
+        }
+        (first, near)
+    };
+    assert_eq!(run(20e6, 0), (Some(1), 0), "clean fastest path");
+    let (first, near) = run(20e6, 1);
+    assert_eq!(
+        first,
+        Some(0),
+        "a lossy fastest path still raised the near one"
+    );
+    // All of them, in pairs: 500 pairs' first packets.
+    assert!(near >= 490, "{near} pairs on the near path");
+    // A thin near path (1.5 Mbit/s, 3 %) counts far whatever the loss.
+    assert_eq!(run(1.5e6, 1), (Some(1), 0), "thin near path");
+    // A near path of about the fastest path's rate (40 against 46 Mbit/s,
+    // under `near_lead`) keeps its own delay.
+    assert_eq!(
+        run(40e6, 0).0,
+        Some(0),
+        "a near path of equal rate was raised"
+    );
 }
 
 /// The fastest path is never left out for being thin: eleven equal paths,

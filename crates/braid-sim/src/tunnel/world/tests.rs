@@ -341,7 +341,7 @@ fn an_idle_tunnel_measures_every_path_with_filler() {
 
 /// The same set with the tunnel idle 3 s before a 15 s transfer: the
 /// rate probes give both paths a rate, so the thin near path counts as far
-/// as the fast one (`PetConfig::thin_near_floor`), the transfer starts on
+/// as the fast one (`PetConfig::near_floor`), the transfer starts on
 /// the fast path and the inner TCP's slow start runs to the fast path's
 /// window. Measured over the transfer's 15 s: 41.6 Mbit/s, against 16.4
 /// without the probes (HyStart ended slow start at 48 packets on the near
@@ -411,4 +411,41 @@ fn a_burst_of_repairs_does_not_overflow_a_thin_near_path() {
         w.up[2].stats.drops_queue
     );
     assert_eq!(w.tx.stats().timeouts, 0);
+}
+
+/// A nearer path of any rate counts as far as a clean fastest path
+/// (`PetConfig::near_floor`, `sched/pet/near.rs`): the random set 7/22
+/// (`lab/sweep-random.sh 40 7`), 17.1 Mbit/s 10 ms away at 5 % loss
+/// beside 34.5 Mbit/s 142 ms away, idle 3 s before a 15 s transfer. With
+/// the rule only for thin paths (and with it off, `tuning.near_paths_wait
+/// = false`) the inner TCP's slow start ended at 48
+/// packets on the near path (HyStart, when the window moved to the far
+/// path), and CUBIC took 12 s to fill the far path: 27.8 Mbit/s over the
+/// transfer, less than the fast path's rate. Counted far, the near path's
+/// packets wait behind the fast path's, slow start runs until the bond is
+/// full, and the near path's losses are repaired in the wait: 42.8.
+#[test]
+fn a_bond_whose_fastest_path_is_far_and_clean_fills_both_paths() {
+    let cfg = LabConfig::from_toml_str(
+        "name = \"lossy-near-clean-far\"\nseed = 23\n\
+         [[path]]\nname = \"p0\"\nrate_mbit = 17.07\ndelay_ms = 10.1\nqueue_bytes = 21550\nloss = 0.05\n\
+         [[path]]\nname = \"p1\"\nrate_mbit = 34.53\ndelay_ms = 141.8\nqueue_bytes = 612044\n",
+        "test",
+    )
+    .unwrap();
+    let run = |near_floor: bool| {
+        let mut conn = ConnConfig::default();
+        conn.pet.near_floor = near_floor;
+        let mut w = lab_world(&cfg, conn);
+        w.lead = Duration::from_secs(3);
+        run_transfer(&mut w, 15);
+        w.rx.delivered_bytes() as f64 * 8.0 / 15.0 / 1e6
+    };
+    let (on, off) = (run(true), run(false));
+    eprintln!("{on:.2} Mbit/s, {off:.2} with each path's own delay");
+    assert!(
+        on > 1.1 * 34.53,
+        "{on:.2} Mbit/s: not above the fast path's 34.53 by a tenth"
+    );
+    assert!(on > 1.3 * off, "{on:.2} against {off:.2} Mbit/s");
 }
