@@ -158,10 +158,11 @@ pub struct PetConfig {
     pub near_floor_loss: f64,
     /// See `near_floor`: a nearer path that is not thin counts as far as
     /// the fastest only while the fastest path's rate estimate is at least
-    /// this many times its own. Between paths of about equal rate the
-    /// lab lost what the simulator gained (`sched/pet/near.rs`: 4242/30,
-    /// 1.04 times, 26.3 -> 16.7 Mbit/s); at 1.74-3.8 times (4242/39, 7/22,
-    /// 11/18, 2027/17) it gained in both.
+    /// this many times its own. Below it the lab lost what the simulator
+    /// gained (`sched/pet/near.rs`): 4242/30 (1.04 times) 26.3 -> 16.7
+    /// Mbit/s, 7/16 (1.32) 66.6-68.2 -> 26.7-27.0 with the bound at 1.25;
+    /// at 1.59-3.8 times (11/27, 4242/39, 11/24, 7/22, 11/18, 2027/17) it
+    /// gained in both.
     pub near_lead: f64,
     /// See `near_floor`: the share of the sum of the rate estimates
     /// below which a nearer path counts as far as the fastest even when
