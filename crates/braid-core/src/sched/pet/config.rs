@@ -158,11 +158,12 @@ pub struct PetConfig {
     pub near_floor_loss: f64,
     /// See `near_floor`: a nearer path that is not thin counts as far as
     /// the fastest only while the fastest path's rate estimate is at least
-    /// this many times its own. Below it the lab lost what the simulator
-    /// gained (`sched/pet/near.rs`): 4242/30 (1.04 times) 26.3 -> 16.7
-    /// Mbit/s, 7/16 (1.32) 66.6-68.2 -> 26.7-27.0 with the bound at 1.25;
-    /// at 1.59-3.8 times (11/27, 4242/39, 11/24, 7/22, 11/18, 2027/17) it
-    /// gained in both.
+    /// this many times its own. Near the bound the lab was unstable
+    /// where the simulator gained (`sched/pet/near.rs`): 4242/30 (1.04
+    /// times) 26.3 -> 16.7 Mbit/s; 7/16 (1.32) with the bound at 1.25 two
+    /// runs at 26.7-27.0 and four at 69.8-71.3, against 56.4-68.2 with it
+    /// at 1.5. At 1.59-3.8 times (11/27, 4242/39, 11/24, 7/22, 11/18,
+    /// 2027/17) it gained in both.
     pub near_lead: f64,
     /// See `near_floor`: the share of the sum of the rate estimates
     /// below which a nearer path counts as far as the fastest even when
