@@ -41,7 +41,7 @@ use crate::receiver::Receiver;
 use crate::redundancy::{self, FlowClass, Policy};
 use crate::repair::{RepairMode, Retained};
 use crate::rpc::tcp::TcpRpc;
-use crate::sched::{PacketInfo, Pet, Scheduler, SchedulerKind};
+use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
 use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
@@ -58,14 +58,6 @@ fn receiver_config(cfg: &ConnConfig) -> crate::receiver::ReceiverConfig {
     r.nack |= repair;
     r.reorder.repair_wait |= repair;
     r
-}
-
-/// A fresh scheduler of the configured kind; PET with `cfg.pet`.
-fn scheduler(cfg: &ConnConfig) -> Box<dyn Scheduler> {
-    match cfg.scheduler {
-        SchedulerKind::Pet => Box::new(Pet::new(cfg.pet.clone())),
-        kind => kind.build(),
-    }
 }
 
 /// The sender's configuration with the tunnel-wide overrides applied.
@@ -163,7 +155,10 @@ impl Tunnel {
         Tunnel {
             role,
             peer,
-            sender: Sender::new(sender_config(cfg), scheduler(cfg)),
+            sender: Sender::new(
+                sender_config(cfg),
+                cfg.scheduler.build_with(cfg.pet.clone()),
+            ),
             receiver: Receiver::new(receiver_config(cfg)),
             cfg: cfg.clone(),
             sessions: PeerSessions::new(),
@@ -196,7 +191,10 @@ impl Tunnel {
     /// Starts the data plane afresh (tunnel sequence numbers from zero)
     /// because the peer did; paths and their liveness are kept.
     pub(crate) fn reset_data(&mut self, now: Instant) {
-        self.sender = Sender::new(sender_config(&self.cfg), scheduler(&self.cfg));
+        self.sender = Sender::new(
+            sender_config(&self.cfg),
+            self.cfg.scheduler.build_with(self.cfg.pet.clone()),
+        );
         self.receiver = Receiver::new(receiver_config(&self.cfg));
         self.retx = RetransmitDetector::new(RETX_SLOTS);
         self.retained = retained(&self.cfg);

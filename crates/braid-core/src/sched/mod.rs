@@ -166,11 +166,17 @@ impl SchedulerKind {
 
     /// A fresh scheduler of this kind with default tuning.
     pub fn build(self) -> Box<dyn Scheduler> {
+        self.build_with(PetConfig::default())
+    }
+
+    /// A fresh scheduler of this kind, PET with `pet` (the other kinds
+    /// have no tuning here).
+    pub fn build_with(self, pet: PetConfig) -> Box<dyn Scheduler> {
         match self {
             SchedulerKind::RoundRobin => Box::new(RoundRobin::default()),
             SchedulerKind::WeightedRoundRobin => Box::new(WeightedRoundRobin::default()),
             SchedulerKind::Edpf => Box::new(Edpf::default()),
-            SchedulerKind::Pet => Box::new(Pet::new(PetConfig::default())),
+            SchedulerKind::Pet => Box::new(Pet::new(pet)),
             SchedulerKind::MinRtt => Box::new(MinRtt::default()),
             SchedulerKind::Single => Box::new(Single),
             SchedulerKind::Adas => Box::new(Adas::default()),

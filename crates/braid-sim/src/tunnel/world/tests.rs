@@ -413,7 +413,7 @@ fn a_burst_of_repairs_does_not_overflow_a_thin_near_path() {
     assert_eq!(w.tx.stats().timeouts, 0);
 }
 
-/// A nearer path of any rate counts as far as a clean fastest path
+/// A nearer path counts as far as a clean fastest path that leads it
 /// (`PetConfig::near_floor`, `sched/pet/near.rs`): the random set 7/22
 /// (`lab/sweep-random.sh 40 7`), 17.1 Mbit/s 10 ms away at 5 % loss
 /// beside 34.5 Mbit/s 142 ms away, idle 3 s before a 15 s transfer. With
