@@ -385,7 +385,9 @@ pub fn parse_ping(text: &str) -> anyhow::Result<PingStats> {
 }
 
 /// Ping `dst` from `ns` (optionally from source `src`) `count` times every
-/// `interval`. The first reply of a fresh lab includes ARP resolution, so
+/// `interval`. The paths' ends know each other's link addresses
+/// (`topo::pin_neighbour`), but the first reply of a fresh lab may still
+/// include address resolution on the proxy's link to the server, so
 /// callers that want the path RTT should send a warm-up ping first.
 pub fn ping(
     ns: &str,

@@ -79,6 +79,7 @@ fn build(i: usize) -> anyhow::Result<()> {
     sysctl(NS_RLY, &format!("net.ipv4.conf.{pif}.rp_filter=0"))?;
     ip(NS_RLY, &["addr", "add", &format!("{src}/24"), "dev", &pif])?;
     ip(NS_RLY, &["link", "set", &pif, "up"])?;
+    crate::topo::pin_neighbour(NS_RLY, i, true)?;
 
     ip(
         NS_CLI,
