@@ -23,7 +23,8 @@
 //!
 //! When: a nearer path counts as far as the fastest
 //! - while the fastest path's rate estimate is at least `near_lead` times
-//!   its own, and the fastest path loses no more than `near_floor_loss` of its
+//!   its own (both the steady averages,
+//!   [`crate::path::BandwidthEstimator::steady_bps`]), and the fastest path loses no more than `near_floor_loss` of its
 //!   packets ([`crate::path::LossEstimator::recent_ratio`]): a lossy
 //!   fastest path gives the inner TCP a repair round trip at its first
 //!   loss, which ends slow start just the same, and then with the window of
@@ -93,17 +94,21 @@ impl Pet {
         let (Some(fastest), total) = Self::fastest(paths) else {
             return out;
         };
-        let (Some(far), Some(top)) = (delays[slot(fastest)], fastest.bw.estimate_bps()) else {
+        let (Some(far), Some(top)) = (delays[slot(fastest)], fastest.bw.steady_bps()) else {
             return out;
         };
         let far = far.saturating_sub(excess[slot(fastest)]);
         let clean = fastest.loss.recent_ratio() <= self.cfg.near_floor_loss;
         let thin =
             |p: &PathState| share > 0.0 && p.bw.estimate_bps().is_some_and(|r| r < share * total);
+        // The lead compares the steady averages: with the paper's fast
+        // one, one odd pair on the fastest path turned the rule off for a
+        // moment, and that moment's packets on the near path set the inner
+        // TCP's smallest round trip (`BandwidthEstimator::steady_bps`).
         let led = |p: &PathState| {
             clean
                 && p.bw
-                    .estimate_bps()
+                    .steady_bps()
                     .is_some_and(|r| top >= self.cfg.near_lead * r)
         };
         for p in paths.iter().filter(|p| p.usable && p.id != fastest.id) {

@@ -606,6 +606,44 @@ fn a_near_path_counts_as_far_as_a_clean_fastest_path() {
     );
 }
 
+/// One odd pair on the fastest path does not turn the near rule off: the
+/// lead is that of the steady averages (`BandwidthEstimator::steady_bps`).
+/// 46 Mbit/s against 20 leads by 2.3; a pair measuring 25 Mbit/s takes the
+/// fast estimate to 29.2 Mbit/s, a lead of 1.46, under `near_lead`, and
+/// with the fast estimates the near path took the first packet.
+#[test]
+fn one_odd_pair_does_not_turn_the_near_rule_off() {
+    let mut paths = with_estimates(&[20e6, 46e6]);
+    let pair = |bps: f64| Duration::from_secs_f64(1500.0 * 8.0 / bps);
+    for _ in 0..20 {
+        paths[0].bw.on_pair(1500, pair(20e6));
+        paths[1].bw.on_pair(1500, pair(46e6));
+    }
+    paths[1].bw.on_pair(1500, pair(25e6));
+    let fast_lead = paths[1].bw.estimate_bps().unwrap() / paths[0].bw.estimate_bps().unwrap();
+    assert!(fast_lead < PetConfig::default().near_lead, "{fast_lead}");
+    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+    paths[1].loss.on_delivered(300);
+    for p in paths.iter_mut() {
+        p.last_sent = None;
+    }
+    let mut pet = Pet::new(PetConfig::default());
+    let mut now = Instant::from_millis(1000);
+    let mut near = 0u32;
+    for k in 0..200 {
+        now += Duration::from_millis(1);
+        let d = send(&mut pet, now, &mut paths);
+        if k == 0 {
+            assert_eq!(d.index, 1, "the first packet went to the near path");
+        }
+        if d.index == 0 && !d.probe && d.pair != PairRole::Second {
+            near += 1;
+        }
+    }
+    assert_eq!(near, 0, "{near} pairs on the near path");
+}
+
 /// The fastest path is never left out for being thin: eleven equal paths,
 /// all lossy and far, are each under 10 % of the sum; path 3, measured a
 /// little faster, still carries the data (the others their probes).
