@@ -48,7 +48,7 @@
 //!   1.59-3.8 times, the lab confirmed the simulator's gains on all six
 //!   sets tried;
 //! - or, whatever the fastest path's loss, while the nearer path itself
-//!   is thin (under `thin_near_share` of the sum of the estimates): what
+//!   is thin (under `thin_near_share` of the sum of the steady averages): what
 //!   such a path adds is small, what it costs the inner TCP's start is
 //!   not.
 //!
@@ -95,7 +95,13 @@ impl Pet {
             return out;
         }
         let slot = |p: &PathState| p.id.0 as usize % MAX_PATHS;
-        let (Some(fastest), total) = Self::fastest(paths) else {
+        // Every rate here is a steady average: with the paper's fast one,
+        // one odd pair on the fastest path turned the rule off for a
+        // moment (the lead fell under the bound), and that moment's
+        // packets on the near path set the inner TCP's smallest round trip
+        // (`BandwidthEstimator::steady_bps`). Which path is fastest, and
+        // which is thin, must not flicker either.
+        let (Some(fastest), total) = Self::fastest_by(paths, |p| p.bw.steady_bps()) else {
             return out;
         };
         let (Some(far), Some(top)) = (delays[slot(fastest)], fastest.bw.steady_bps()) else {
@@ -104,11 +110,7 @@ impl Pet {
         let far = far.saturating_sub(excess[slot(fastest)]);
         let clean = fastest.loss.recent_ratio() <= self.cfg.near_floor_loss;
         let thin =
-            |p: &PathState| share > 0.0 && p.bw.estimate_bps().is_some_and(|r| r < share * total);
-        // The lead compares the steady averages: with the paper's fast
-        // one, one odd pair on the fastest path turned the rule off for a
-        // moment, and that moment's packets on the near path set the inner
-        // TCP's smallest round trip (`BandwidthEstimator::steady_bps`).
+            |p: &PathState| share > 0.0 && p.bw.steady_bps().is_some_and(|r| r < share * total);
         let led = |p: &PathState| {
             clean
                 && p.bw
@@ -143,7 +145,7 @@ impl Pet {
         if raise.is_zero() {
             return true;
         }
-        let Some(fastest) = Self::fastest(paths).0 else {
+        let Some(fastest) = Self::fastest_by(paths, |p| p.bw.steady_bps()).0 else {
             return true;
         };
         fastest

@@ -20,10 +20,19 @@ impl Pet {
     /// The usable path with the largest rate estimate, and the sum of the
     /// usable paths' estimates.
     pub(super) fn fastest(paths: &[PathState]) -> (Option<&PathState>, f64) {
+        Self::fastest_by(paths, |p| p.bw.estimate_bps())
+    }
+
+    /// [`Pet::fastest`] by another reading of the paths' rates (the near
+    /// rule reads the steady averages, `BandwidthEstimator::steady_bps`).
+    pub(super) fn fastest_by(
+        paths: &[PathState],
+        rate: impl Fn(&PathState) -> Option<f64>,
+    ) -> (Option<&PathState>, f64) {
         let usable = || paths.iter().filter(|p| p.usable);
-        let total: f64 = usable().filter_map(|p| p.bw.estimate_bps()).sum();
+        let total: f64 = usable().filter_map(&rate).sum();
         let fastest = usable()
-            .filter_map(|p| Some((p.bw.estimate_bps()?, p)))
+            .filter_map(|p| Some((rate(p)?, p)))
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, p)| p);
         (fastest, total)
