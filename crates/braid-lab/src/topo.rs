@@ -85,10 +85,8 @@ pub fn path_mac(i: usize, proxy: bool) -> String {
 /// `proxy_end`, else the client's) is at its fixed link address
 /// ([`path_mac`]) for good: no ARP over the emulated link (module docs).
 pub(crate) fn pin_neighbour(ns: &str, i: usize, proxy_end: bool) -> anyhow::Result<()> {
-    let (addr, mac) = match proxy_end {
-        true => (prx_addr(i), path_mac(i, true)),
-        false => (cli_addr(i), path_mac(i, false)),
-    };
+    let addr = if proxy_end { prx_addr(i) } else { cli_addr(i) };
+    let mac = path_mac(i, proxy_end);
     ip(
         ns,
         &[

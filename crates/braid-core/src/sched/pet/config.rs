@@ -171,8 +171,9 @@ pub struct PetConfig {
     /// 11/23 within 2 %. At 1.59-3.8 times (11/27, 4242/39, 11/24, 7/22,
     /// 11/18, 2027/17) it gained in both at either bound.
     pub near_lead: f64,
-    /// See `near_floor`: the share of the sum of the rate estimates
-    /// below which a nearer path counts as far as the fastest even when
+    /// See `near_floor`: the share of the sum of the rates (the steady
+    /// averages, as every rate the near rule reads) below which a nearer
+    /// path counts as far as the fastest even when
     /// the fastest path loses packets. Above `thin_share`: in the lab the
     /// estimates of a 4.64 Mbit/s path beside a 46.8 Mbit/s one (9.0 % of
     /// the sum) read 4.6 and 41.2 Mbit/s at a transfer's start, 10.0 %,

@@ -22,10 +22,11 @@
 //! unseen.
 //!
 //! When: a nearer path counts as far as the fastest
-//! - while the fastest path's rate estimate is at least `near_lead` times
-//!   its own (both the steady averages,
-//!   [`crate::path::BandwidthEstimator::steady_bps`]), and the fastest path loses no more than `near_floor_loss` of its
-//!   packets ([`crate::path::LossEstimator::recent_ratio`]): a lossy
+//! - while the fastest path's rate is at least `near_lead` times its own
+//!   (both the steady averages,
+//!   [`crate::path::BandwidthEstimator::steady_bps`]), and the fastest
+//!   path loses no more than `near_floor_loss` of its packets
+//!   ([`crate::path::LossEstimator::recent_ratio`]): a lossy
 //!   fastest path gives the inner TCP a repair round trip at its first
 //!   loss, which ends slow start just the same, and then with the window of
 //!   the fastest path's round trip rather than the near one's (simulated,
