@@ -114,7 +114,11 @@ pub fn wait_reachable(
         let t0 = Instant::now();
         loop {
             let left = timeout.saturating_sub(t0.elapsed());
-            let once = left.clamp(Duration::from_millis(10), Duration::from_millis(500));
+            // Each attempt waits up to 3 s: a bond whose every path is
+            // far (two 270-290 ms paths one way) answers after more than
+            // a second, the SYN's own retransmission included, and a
+            // shorter attempt gave up on every answer.
+            let once = left.clamp(Duration::from_millis(10), Duration::from_secs(3));
             let last = tcp_probe(src, dst, PROBE_PORT, once)?;
             if last == Probe::Answered {
                 return Ok(());

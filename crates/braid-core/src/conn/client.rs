@@ -435,6 +435,7 @@ impl Connection {
                 return;
             }
         };
+        let sent_at = p.sent_at;
         let hello = match ServerHello::parse(&est.payload) {
             Ok(h) => h,
             Err(e) => {
@@ -468,6 +469,8 @@ impl Connection {
         self.tunnel
             .mark_rx(now, path, datagram.len(), &mut self.out);
         self.tunnel.keepalive_all(now, &mut self.out);
+        self.tunnel
+            .arm_startup_hold(now, now.saturating_since(sent_at));
         if first || reset || self.params != Some(params) {
             self.params = Some(params);
             self.out.push(Output::Event(Event::Established { params }));

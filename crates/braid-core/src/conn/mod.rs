@@ -188,6 +188,13 @@ pub struct ConnConfig {
     /// (`tunnel::rate_probe`); 0 disables. Two: one pair may give no
     /// sample (PET's `initial_pairs` is two for the same reason).
     pub rate_probe_pairs: u32,
+    /// Client, PET: on a tunnel that has carried nothing yet, the first
+    /// inner packets wait at most this long for every configured path to
+    /// be up and measured, so that PET places the first flight by the
+    /// paths' rates (`tunnel::startup`); zero disables. Each also waits
+    /// no longer than the inner TCP's first timeout allows (0.9 s less
+    /// the round trip it will see), which is shorter for TCP.
+    pub startup_hold: Duration,
     /// The redundant mode (see [`crate::redundancy`]): which packets get
     /// copies on a second path. Off by default.
     pub redundancy: RedundancyConfig,
@@ -247,6 +254,7 @@ impl Default for ConnConfig {
             reorder_adaptive_hold: true,
             acks_unordered: true,
             rate_probe_pairs: 2,
+            startup_hold: Duration::from_secs(1),
             redundancy: RedundancyConfig::default(),
             rpc: None,
         }
@@ -335,6 +343,9 @@ pub struct Counters {
     pub rate_probes_sent: u64,
     /// The peer's filler packets received and dropped.
     pub rate_probe_fillers: u64,
+    /// Client: inner packets held at the tunnel's start until every path
+    /// was measured (`tunnel::startup`), then sent.
+    pub startup_held: u64,
     /// Handshakes completed (client: responses accepted; server: inits
     /// accepted).
     pub handshakes: u64,
@@ -434,6 +445,7 @@ impl Counters {
             packets_delivered,
             rate_probes_sent,
             rate_probe_fillers,
+            startup_held,
             handshakes,
             drop_malformed,
             drop_unknown_index,
@@ -466,7 +478,7 @@ impl Counters {
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 36] {
+    pub fn fields(&self) -> [(&'static str, u64); 37] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -476,6 +488,7 @@ impl Counters {
             ("packets_delivered", self.packets_delivered),
             ("rate_probes_sent", self.rate_probes_sent),
             ("rate_probe_fillers", self.rate_probe_fillers),
+            ("startup_held", self.startup_held),
             ("handshakes", self.handshakes),
             ("drop_malformed", self.drop_malformed),
             ("drop_unknown_index", self.drop_unknown_index),

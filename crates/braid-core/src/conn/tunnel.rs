@@ -25,6 +25,7 @@ mod links;
 mod rate_probe;
 mod receive;
 mod reports;
+mod startup;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -143,6 +144,12 @@ pub(crate) struct Tunnel {
     /// up: rate probes go only after a quiet spell from then
     /// (`rate_probe`).
     quiet_from: Option<Instant>,
+    /// No inner packet has been sent or delivered yet: the client holds
+    /// its first packets while the paths are measured, and rate probes go
+    /// at once (`startup`).
+    fresh: bool,
+    /// The client's startup hold (`startup`).
+    startup: startup::StartupHold,
 }
 
 impl Tunnel {
@@ -174,6 +181,8 @@ impl Tunnel {
             fec: fec::TunnelFec::new(cfg),
             rpc: cfg.rpc.clone().map(TcpRpc::new),
             quiet_from: None,
+            fresh: true,
+            startup: startup::StartupHold::default(),
         }
     }
 
@@ -274,7 +283,11 @@ impl Tunnel {
             self.counters.drop_no_session += 1;
             return;
         }
+        if self.startup_keep(now, packet, out) {
+            return;
+        }
         self.quiet_from = Some(now);
+        self.fresh = false;
         let segment = tcp_segment(packet);
         let retransmit = segment.is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
         let info = PacketInfo {
@@ -440,6 +453,7 @@ impl Tunnel {
         }
         self.send_rate_probes(now, out);
         self.flush(now, out);
+        self.startup_poll(now, out);
     }
 
     /// When `handle_timeout` next has work.
@@ -461,6 +475,7 @@ impl Tunnel {
             }
         };
         take(self.rate_probe_timeout());
+        take(self.startup_timeout());
         for l in &self.links {
             take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {

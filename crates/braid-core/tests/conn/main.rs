@@ -17,4 +17,5 @@ mod conn_redundant;
 mod conn_rekey;
 mod conn_server_view;
 mod conn_sim;
+mod conn_startup;
 mod conn_version;

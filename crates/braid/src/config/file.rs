@@ -159,6 +159,10 @@ pub struct TuningFile {
     /// soon as its own path brings it (false: lower delay for interactive
     /// sessions, slower start for bulk transfers on a far, fast path).
     pub near_paths_wait: Option<bool>,
+    /// Client, with the PET scheduler: on a new tunnel, the first inner
+    /// packets wait up to this long for every path to be up and measured
+    /// (default 1000; 0 sends them at once).
+    pub startup_hold_ms: Option<u64>,
 }
 
 /// `tuning.reorder`: a mode name or, as before, a boolean.

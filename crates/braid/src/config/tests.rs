@@ -72,6 +72,32 @@ fn near_paths_wait_sets_pets_near_floor() {
     assert!(err.contains("near_paths_wait"), "{err}");
 }
 
+/// `tuning.startup_hold_ms` sets the client's startup hold (1 s by
+/// default, 0 turns it off); a value past 10 s is refused with the key
+/// and the range named.
+#[test]
+fn startup_hold_ms_sets_the_hold() {
+    let d = tempdir("startup");
+    write_key(&d.0, 0o600);
+    let p = d.0.join("server.toml");
+    let load = |tuning: &str| {
+        std::fs::write(&p, server_toml(tuning)).unwrap();
+        load_server(&p)
+    };
+    let ms = |v: u64| braid_core::time::Duration::from_millis(v);
+    assert_eq!(load("").unwrap().core.conn.startup_hold, ms(1000));
+    let off = load("[tuning]\nstartup_hold_ms = 0").unwrap();
+    assert_eq!(off.core.conn.startup_hold, ms(0));
+    let err = format!(
+        "{:#}",
+        load("[tuning]\nstartup_hold_ms = 20000").unwrap_err()
+    );
+    assert!(
+        err.contains("startup_hold_ms") && err.contains("0..10000"),
+        "{err}"
+    );
+}
+
 #[test]
 fn valid_files_load() {
     let d = tempdir("ok");

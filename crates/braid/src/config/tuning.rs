@@ -110,6 +110,9 @@ pub(super) fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> 
     if let Some(wait) = t.near_paths_wait {
         c.pet.near_floor = wait;
     }
+    if let Some(d) = ms("startup_hold_ms", t.startup_hold_ms, 0, 10_000)? {
+        c.startup_hold = d;
+    }
     if let Some(d) = ms("reorder_max_hold_ms", t.reorder_max_hold_ms, 10, 60_000)? {
         reorder.max_hold = d;
         reorder.min_hold = reorder.min_hold.min(d);

@@ -174,6 +174,7 @@ pub fn counter_help(name: &str) -> &'static str {
         "udp_receive_errors" => "Failed reads of a UDP socket (each followed by a growing pause).",
         "rate_probes_sent" => "Filler packets sent in rate probe pairs, on paths without a rate estimate while the tunnel was quiet.",
         "rate_probe_fillers" => "The peer's rate probe filler packets received and dropped.",
+        "startup_held" => "Client: inner packets held at the tunnel's start until every path was up and measured (at most 1 s, and within the inner TCP's first timeout), then sent.",
         "redundant_copies" => "Redundant copies of inner packets sent on a second path (the redundant mode).",
         "redundant_bytes" => "Bytes the redundant copies took on the paths (inner packet plus tunnel overhead): what redundancy cost.",
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",

@@ -18,7 +18,9 @@
 //! The tunnel probes only after it carried no inner packet either way, and
 //! saw no path come up, for [`RATE_PROBE_QUIET`], and with nothing in
 //! flight: a pair on a far path holds what follows it in the peer's
-//! resequencer.
+//! resequencer. During the client's startup hold (`startup`), which keeps
+//! back whatever would follow a pair, a path is probed as soon as it is
+//! up if the answer can come back before the hold ends.
 //!
 //! A filler packet is an inner packet of zeros: IP version 0, which no
 //! packet has ([`is_filler`] checks the version nibble). It is numbered, encrypted, paired, reported, repaired
@@ -67,6 +69,13 @@ impl Tunnel {
             && p.usable
             && p.bw.estimate_bps().is_none()
             && l.rate_probes < self.cfg.rate_probe_pairs;
+        // While the client's startup hold lasts, a path whose answer can
+        // come back before the hold ends is probed at once (`startup`).
+        let quiet = if self.startup_probe_in_time(quiet, l) {
+            quiet
+        } else {
+            quiet + RATE_PROBE_QUIET
+        };
         wants.then(|| {
             l.rate_probe_at
                 .map_or(quiet, |t| quiet.max(t + RATE_PROBE_INTERVAL))
@@ -115,13 +124,15 @@ impl Tunnel {
         self.release_paced(now, out);
     }
 
-    /// From when the tunnel counts as quiet (`None` while it cannot
-    /// probe: no session, no path up yet, or packets in flight).
+    /// Since when the tunnel has carried nothing and seen no path come
+    /// up (`None` while it cannot probe: no session, no path up yet, or
+    /// packets in flight). Probes go [`RATE_PROBE_QUIET`] after it, or at
+    /// once during the startup hold.
     fn quiet_since(&self) -> Option<Instant> {
         if self.sessions.current().is_none() || !self.sender.is_idle() {
             return None;
         }
-        Some(self.quiet_from? + RATE_PROBE_QUIET)
+        self.quiet_from
     }
 
     /// When a probe pair next falls due, if one may (for `poll_timeout`).

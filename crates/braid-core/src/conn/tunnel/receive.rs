@@ -167,6 +167,8 @@ impl Tunnel {
         self.send_repairs(now, out);
         self.release_paced(now, out);
         self.flush(now, out);
+        // Feedback may have brought the last path's first rate estimate.
+        self.startup_poll(now, out);
         control
     }
 }

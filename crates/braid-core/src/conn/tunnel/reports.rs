@@ -107,6 +107,7 @@ impl Tunnel {
         self.deliver(now, out);
         if self.counters.packets_delivered != delivered {
             self.quiet_from = Some(now);
+            self.fresh = false;
         }
     }
 

@@ -1,0 +1,201 @@
+//! The startup hold: on a tunnel that has not carried an inner packet
+//! yet, the client keeps back the first connection's opening packets (a
+//! TCP SYN, a DNS query: small, without TCP data) until every configured
+//! path is up and has a rate estimate, for at most
+//! [`crate::conn::ConnConfig::startup_hold`]; meanwhile a path is probed
+//! as soon as it is up if the answer can come back in time (`rate_probe`).
+//!
+//! Why: PET places packets by each path's measured rate, and its near rule
+//! (`sched::pet::near`) makes a path nearer than a clean, faster one
+//! deliver as late as that one, so that the inner TCP takes the far path's
+//! round trip as its smallest and its slow start runs until the whole bond
+//! is full. Both need the rates before the first data packet. A transfer
+//! started with the tunnel had none: a far path comes up a round trip after
+//! the near one, and pairs of data go on it only once the near queues are
+//! as long as the delay difference (`PetConfig::first_flight_lateness`). So
+//! the inner TCP ran on the near path alone, left slow start on its queue,
+//! and CUBIC took most of a minute to grow a window for the far path. Lab
+//! set 2027/36 of `lab/sweep-random.sh` (46.8 Mbit/s 213 ms away beside
+//! 4.6 Mbit/s 16 ms away) got 24 Mbit/s when iperf3 started with the
+//! tunnel, 43-47 once the tunnel had been up for half a second after its
+//! paths (`braid lab bench --wait-paths 2 --idle 0.5`), and 41.6 on the
+//! far path alone.
+//!
+//! No packet is held so long that the inner TCP's first retransmission
+//! timer could fire: it is 1 s before any round trip is measured (RFC
+//! 6298 §2.1; Linux's `TCP_TIMEOUT_INIT`). A held packet goes once its
+//! wait plus the nearest path's round trip (a SYN keeps its path's delay,
+//! `sched::pet::near`) reaches [`INITIAL_RTO_BUDGET`]. That is also why
+//! only opening packets are held: a packet of data may be given the far
+//! path's delay, and a stream that starts without a handshake (the
+//! simulator's TCP, a UDP flow) could not wait for a far path at all. In
+//! the simulator, holding data until the far path was measured let the
+//! TCP's first timer fire: a window of one and a threshold of seven, 7/37
+//! at 11.8 against 50.6 Mbit/s. So the first packet of data, or a large
+//! one, ends the hold, and everything held goes first.
+//!
+//! What it costs: the first connection over a new tunnel waits about two
+//! round trips of the farthest path (up, then one probe pair measured),
+//! once per tunnel; a path that never comes up costs the whole bound.
+//! Nothing is lost: the held packets go, in order, as soon as the hold
+//! ends, and beyond [`STARTUP_HOLD_PACKETS`] the hold ends at once. A tunnel
+//! whose data plane restarts later (the server lost its state) does not
+//! hold again: it may be carrying connections.
+
+use std::collections::VecDeque;
+
+use super::{Outputs, PathLink, Role, Tunnel};
+use crate::flow::tcp_segment;
+use crate::sched::SchedulerKind;
+use crate::time::{Duration, Instant};
+
+/// The most inner packets the hold keeps: beyond it, what arrives is not
+/// the opening of a few connections but traffic that should not wait.
+pub(crate) const STARTUP_HOLD_PACKETS: usize = 256;
+
+/// How long a held packet's wait plus its round trip may take: the inner
+/// TCP's initial retransmission timeout (1 s) less 100 ms for the paths'
+/// jitter (module docs).
+pub(crate) const INITIAL_RTO_BUDGET: Duration = Duration::from_millis(900);
+
+/// The inner packets held, and until when at the latest.
+#[derive(Debug, Default)]
+pub(super) struct StartupHold {
+    until: Option<Instant>,
+    packets: VecDeque<Vec<u8>>,
+    /// When the first packet was held.
+    first_held: Option<Instant>,
+    /// The handshake's round trip: the path it came on is up before its
+    /// first keepalive comes back, and no path's round trip is shorter.
+    handshake_rtt: Duration,
+}
+
+impl Tunnel {
+    /// Client, after a handshake: starts the hold if the tunnel has never
+    /// carried an inner packet and the scheduler places packets by
+    /// measured rates (PET). While it lasts, a path is probed as soon as
+    /// it is up if the answer comes back in time.
+    pub(crate) fn arm_startup_hold(&mut self, now: Instant, handshake_rtt: Duration) {
+        self.startup.handshake_rtt = handshake_rtt;
+        let wanted = self.role == Role::Client
+            && self.fresh
+            && self.startup.until.is_none()
+            && self.cfg.scheduler == SchedulerKind::Pet
+            && !self.cfg.startup_hold.is_zero();
+        if wanted {
+            self.startup.until = Some(now + self.cfg.startup_hold);
+        }
+    }
+
+    /// Whether the hold is on now: armed, not timed out, and some
+    /// configured path is down or has no rate estimate yet.
+    pub(super) fn startup_holding(&self, now: Instant) -> bool {
+        let Some(until) = self.startup_deadline() else {
+            return false;
+        };
+        now < until
+            && self.links.iter().any(|l| {
+                !l.up
+                    || self
+                        .sender
+                        .path(l.id)
+                        .is_none_or(|p| p.bw.estimate_bps().is_none())
+            })
+    }
+
+    /// Keeps `packet` if the hold is on, has room and the packet is small
+    /// without TCP data; false (the caller sends it) otherwise, after
+    /// sending whatever was held before it.
+    pub(super) fn startup_keep(&mut self, now: Instant, packet: &[u8], out: &mut Outputs) -> bool {
+        if self.startup.until.is_none() {
+            return false;
+        }
+        let data = tcp_segment(packet).is_some_and(|(_, _, len)| len > 0);
+        let small =
+            packet.len() + crate::conn::OUTER_OVERHEAD <= self.cfg.pet.small_packet_bytes as usize;
+        if small
+            && !data
+            && self.startup_holding(now)
+            && self.startup.packets.len() < STARTUP_HOLD_PACKETS
+        {
+            self.startup.first_held.get_or_insert(now);
+            self.startup.packets.push_back(packet.to_vec());
+            self.counters.startup_held += 1;
+            // Its own deadline may be now (the nearest path's round trip
+            // close to the budget).
+            if !self.startup_holding(now) {
+                self.startup_release(now, out);
+            }
+            return true;
+        }
+        self.startup_release(now, out);
+        false
+    }
+
+    /// Whether path `l`, up since `from`, may be probed at once: the hold
+    /// is on, and the pair's answer comes back, a round trip of the path
+    /// later, before it ends. A later answer would arrive during the
+    /// transfer and switch PET's placement under an inner TCP that has
+    /// already left slow start on the nearer paths (simulated 11/18 of
+    /// `lab/sweep-random.sh`: 41.2 Mbit/s without the hold, 31.0 when
+    /// its far path was probed at once and its answer came after the
+    /// transfer had started).
+    pub(super) fn startup_probe_in_time(&self, from: Instant, l: &PathLink) -> bool {
+        let Some(deadline) = self.startup_deadline() else {
+            return false;
+        };
+        from + self.startup_rtt(l) <= deadline
+    }
+
+    /// Ends the hold if it is over, sending what it kept in order.
+    pub(super) fn startup_poll(&mut self, now: Instant, out: &mut Outputs) {
+        if self.startup.until.is_some() && !self.startup_holding(now) {
+            self.startup_release(now, out);
+        }
+    }
+
+    /// Ends the hold for good and sends what it kept.
+    fn startup_release(&mut self, now: Instant, out: &mut Outputs) {
+        self.startup.until = None;
+        let held = std::mem::take(&mut self.startup.packets);
+        for p in held {
+            self.send_packet(now, &p, out);
+        }
+    }
+
+    /// When the hold ends at the latest: the configured bound, or the
+    /// first held packet's [`INITIAL_RTO_BUDGET`] less the nearest path's
+    /// round trip (module docs). Also for `poll_timeout`.
+    pub(super) fn startup_timeout(&self) -> Option<Instant> {
+        self.startup_deadline()
+    }
+
+    fn startup_deadline(&self) -> Option<Instant> {
+        let until = self.startup.until?;
+        let nearest = self
+            .links
+            .iter()
+            .filter(|l| l.up)
+            .map(|l| self.startup_rtt(l))
+            .min()
+            .unwrap_or(self.startup.handshake_rtt);
+        let budget = self
+            .startup
+            .first_held
+            .map(|t| t + INITIAL_RTO_BUDGET.saturating_sub(nearest));
+        Some(budget.map_or(until, |b| b.min(until)))
+    }
+
+    /// Path `l`'s round trip as the hold sees it: from data feedback once
+    /// there is any, else from keepalives (a path is measured from them
+    /// first), and at least the handshake's.
+    fn startup_rtt(&self, l: &PathLink) -> Duration {
+        let floor = self.startup.handshake_rtt;
+        self.sender
+            .path(l.id)
+            .filter(|p| p.rtt.has_samples())
+            .map(|p| p.rtt.srtt())
+            .or(l.keepalive_rtt)
+            .map_or(floor, |r| r.max(floor))
+    }
+}

@@ -1,0 +1,201 @@
+//! The client's startup hold (`conn::tunnel::startup`): on a new tunnel
+//! the first inner packets wait until every path is up and measured, at
+//! most `ConnConfig::startup_hold`, and then go in order.
+
+use braid_core::conn::ConnConfig;
+use braid_core::sched::SchedulerKind;
+use braid_core::time::{Duration, Instant};
+
+use crate::conn_util::*;
+
+/// A near path and one 200 ms farther.
+fn near_and_far() -> Vec<LinkSpec> {
+    vec![
+        LinkSpec {
+            rate_bps: 5e6,
+            delay: ms(10),
+        },
+        LinkSpec {
+            rate_bps: 40e6,
+            delay: ms(210),
+        },
+    ]
+}
+
+/// Steps 1 ms at a time until the client is established.
+fn establish(p: &mut Pair) {
+    for _ in 0..2000 {
+        if p.client_established() {
+            return;
+        }
+        p.run_for(ms(1));
+    }
+    panic!("not established: {:?}", p.client_events);
+}
+
+/// Whether every path of the client's tunnel has a rate estimate, and of
+/// the server's view of it.
+fn measured(p: &Pair) -> (bool, bool) {
+    let all = |paths: &[braid_core::conn::PathStatus]| {
+        !paths.is_empty() && paths.iter().all(|x| x.up && x.bandwidth_bps.is_some())
+    };
+    let s = p.server.status(p.now);
+    (
+        all(&p.client.status(p.now).tunnel.paths),
+        s.peers.first().is_some_and(|peer| all(&peer.tunnel.paths)),
+    )
+}
+
+/// Sends packets `0..n` of `len` bytes up at once and steps until the
+/// server has the first; returns when it arrived and whether both sides
+/// had every path measured then.
+fn first_arrival(p: &mut Pair, n: u64, len: usize, limit: Duration) -> (Instant, (bool, bool)) {
+    for k in 0..n {
+        p.send_up_sized(k, len);
+    }
+    let end = p.now + limit;
+    while p.now < end {
+        if !p.server_rx.is_empty() {
+            return (p.now, measured(p));
+        }
+        p.run_for(ms(1));
+    }
+    panic!("nothing arrived within {limit:?}");
+}
+
+/// A connection opened the moment the tunnel is up waits for the far
+/// path: its first packets (small, as a SYN is) arrive only once the
+/// client has measured both paths of its uplink, and everything arrives
+/// once, in order. (The server probes its downlink only when the tunnel
+/// is quiet, as before.)
+#[test]
+fn first_packets_wait_until_every_path_is_measured() {
+    let mut p = Pair::new(11, near_and_far());
+    establish(&mut p);
+    let t0 = p.now;
+    assert!(!measured(&p).0, "measured before the far path was up");
+    let (at, (client, _)) = first_arrival(&mut p, 3, 60, ms(3000));
+    assert!(client, "released before every path was measured");
+    // Up takes a far round trip, the probe's feedback another.
+    assert!(at - t0 >= ms(400), "released after {:?}", at - t0);
+    // Within the inner TCP's first timeout, with the near round trip.
+    assert!(at - t0 < ms(900), "held {:?}", at - t0);
+    p.run_for(ms(1000));
+    assert_eq!(numbers(&p.server_rx), (0..3).collect::<Vec<_>>());
+    let c = p.client.status(p.now).tunnel.counters;
+    assert_eq!(c.startup_held, 3);
+    assert!(c.rate_probes_sent >= 4, "{c:?}");
+}
+
+/// Steps until the client has sent `n` inner packets; returns when.
+fn released(p: &mut Pair, n: u64, limit: Duration) -> Instant {
+    let end = p.now + limit;
+    while p.now < end {
+        if p.client.status(p.now).tunnel.counters.packets_sent >= n {
+            return p.now;
+        }
+        p.run_for(ms(1));
+    }
+    panic!("not released within {limit:?}");
+}
+
+/// A packet of data, or a large one, ends the hold: what was held goes
+/// first, then it, at once. (A stream that starts without a handshake
+/// cannot wait for a far path within its first timeout.)
+#[test]
+fn data_ends_the_hold() {
+    let mut p = Pair::new(15, near_and_far());
+    establish(&mut p);
+    let t0 = p.now;
+    p.send_up_sized(0, 60);
+    p.run_for(ms(50));
+    assert_eq!(p.client.status(p.now).tunnel.counters.packets_sent, 0);
+    p.send_up_sized(1, 1200);
+    let waited = released(&mut p, 2, ms(3000)) - t0;
+    assert!(waited <= ms(51), "held {waited:?}");
+    p.run_for(ms(1000));
+    assert_eq!(numbers(&p.server_rx), vec![0, 1]);
+    assert_eq!(p.client.status(p.now).tunnel.counters.startup_held, 1);
+}
+
+/// When every path is far, the first path's round trip is known from the
+/// handshake before its first keepalive returns: data sent at once waits
+/// 0.9 s less that (530 ms), not until the keepalive says so.
+#[test]
+fn the_handshake_bounds_the_wait_before_any_keepalive() {
+    let far = |ms_one_way| LinkSpec {
+        rate_bps: 5e6,
+        delay: ms(ms_one_way),
+    };
+    let mut p = Pair::new(16, vec![far(265), far(290)]);
+    establish(&mut p);
+    let t0 = p.now;
+    for k in 0..3 {
+        p.send_up_sized(k, 60);
+    }
+    let waited = released(&mut p, 3, ms(3000)) - t0;
+    assert!(waited >= ms(340) && waited <= ms(380), "held {waited:?}");
+}
+
+/// A path that never comes up holds the first packets no longer than
+/// `startup_hold`, nor than the first timeout allows (0.9 s less the near
+/// path's round trip for a small packet); nothing is lost.
+#[test]
+fn a_dead_path_holds_no_longer_than_the_bounds() {
+    let short = ConnConfig {
+        startup_hold: ms(300),
+        ..ConnConfig::default()
+    };
+    for (cfg, bound) in [(short, ms(300)), (ConnConfig::default(), ms(900 - 20))] {
+        let mut p = Pair::with_config(12, near_and_far(), cfg.clone(), cfg);
+        p.set_blackhole(1, true);
+        establish(&mut p);
+        let t0 = p.now;
+        for k in 0..5 {
+            p.send_up_sized(k, 60);
+        }
+        let waited = released(&mut p, 5, ms(3000)) - t0;
+        assert!(
+            waited + ms(20) >= bound && waited <= bound + ms(10),
+            "held {waited:?}, bound {bound:?}"
+        );
+        p.run_for(ms(500));
+        assert_eq!(numbers(&p.server_rx), (0..5).collect::<Vec<_>>());
+    }
+}
+
+/// More than a first flight is not held: past the bound on packets the
+/// hold ends and everything goes, in order.
+#[test]
+fn a_stream_ends_the_hold() {
+    let mut p = Pair::new(13, near_and_far());
+    establish(&mut p);
+    let t0 = p.now;
+    let (at, _) = first_arrival(&mut p, 400, 60, ms(3000));
+    assert!(at - t0 < ms(100), "a stream waited {:?}", at - t0);
+    p.run_for(ms(3000));
+    assert_eq!(numbers(&p.server_rx), (0..400).collect::<Vec<_>>());
+    assert_eq!(p.client.status(p.now).tunnel.counters.startup_held, 256);
+}
+
+/// No hold with `startup_hold` zero or a scheduler that does not place by
+/// measured rates.
+#[test]
+fn no_hold_when_off() {
+    let off = ConnConfig {
+        startup_hold: Duration::ZERO,
+        ..ConnConfig::default()
+    };
+    let rr = ConnConfig {
+        scheduler: SchedulerKind::RoundRobin,
+        ..ConnConfig::default()
+    };
+    for cfg in [off, rr] {
+        let mut p = Pair::with_config(14, near_and_far(), cfg.clone(), cfg);
+        establish(&mut p);
+        let t0 = p.now;
+        let (at, _) = first_arrival(&mut p, 3, 60, ms(1000));
+        assert!(at - t0 < ms(50), "held {:?}", at - t0);
+        assert_eq!(p.client.status(p.now).tunnel.counters.startup_held, 0);
+    }
+}
