@@ -94,6 +94,10 @@ pub enum LabCmd {
         /// knows every path's rate. `braid sim run --idle` does the same in simulation.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         idle: f64,
+        /// TCP modes: measure a download (proxy to client, iperf3 -R) instead of an upload.
+        /// The tunnel's server then schedules the data and the client resequences it.
+        #[arg(long)]
+        download: bool,
         /// Leave the lab up afterwards.
         #[arg(long)]
         keep: bool,
@@ -238,6 +242,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             cross_lead,
             wait_paths,
             idle,
+            download,
             keep,
         } => {
             let send_bytes = match send_mb {
@@ -259,7 +264,14 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             let cfg = load(&file)?;
             let udp_rate_mbit = udp
                 .as_deref()
-                .map(|u| udp_rate(u, cfg.sum_rate_mbit(braid_lab::Direction::Up)))
+                .map(|u| {
+                    let dir = if download {
+                        braid_lab::Direction::Down
+                    } else {
+                        braid_lab::Direction::Up
+                    };
+                    udp_rate(u, cfg.sum_rate_mbit(dir))
+                })
                 .transpose()?;
             let relayed = relay
                 .as_deref()
@@ -275,6 +287,16 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
             }
             if idle > 0.0 && !tunnel_mode {
                 anyhow::bail!("--idle applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
+            }
+            if download
+                && modes
+                    .iter()
+                    .any(|m| braid::labsend::transport_of(m).is_some())
+            {
+                anyhow::bail!("--download applies to the TCP and UDP modes; braid-send always sends client to proxy (leave braid-send out, or --download off)");
+            }
+            if download && cross_tcp.is_some() {
+                anyhow::bail!("--cross-tcp's competing flow goes client to proxy, so with --download it would not share the data's direction; use one or the other");
             }
             if relay.is_some() && !tunnel_mode {
                 anyhow::bail!("--relay applies to the braid-<scheduler> modes (e.g. --modes braid-pet), and none is asked for");
@@ -308,6 +330,7 @@ pub fn run(cmd: LabCmd) -> anyhow::Result<()> {
                 cross_lead_s: cross_lead,
                 wait_paths_s: wait_paths,
                 idle_s: idle,
+                reverse: download,
                 ..Default::default()
             };
             let report = braid_lab::bench_with(&cfg, &modes, &opts);

@@ -201,6 +201,26 @@ fn lab_bench_cross_lead_needs_a_competing_flow() {
     );
 }
 
+/// `--download` is refused, with the reason, where it cannot apply:
+/// braid-send always sends client to proxy, and the competing flow of
+/// `--cross-tcp` goes the other way.
+#[test]
+fn lab_bench_download_is_refused_where_it_cannot_apply() {
+    for (extra, want) in [
+        (&["--modes", "braid-send"][..], "braid-send"),
+        (&["--cross-tcp", "a"][..], "--cross-tcp"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+            .args(["lab", "bench", &lab_file("two-equal"), "--download"])
+            .args(extra)
+            .output()
+            .expect("run braid");
+        assert!(!out.status.success());
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("--download") && e.contains(want), "{e}");
+    }
+}
+
 /// `braid sim run ARGS`, which must fail: what it said.
 fn sim_refused(args: &[&str]) -> String {
     let out = sim_run(args);

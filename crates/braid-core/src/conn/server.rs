@@ -456,6 +456,9 @@ impl Server {
         }
         let p = self.peers.get_mut(&key).expect("inserted above");
         p.tunnel.install(accepted.session);
+        if !rekey {
+            p.tunnel.arm_startup_probes(now);
+        }
         p.tunnel.counters.handshakes += 1;
         p.tunnel.last_rx = Some(now);
         self.reindex(&key);

@@ -64,18 +64,22 @@ fn first_arrival(p: &mut Pair, n: u64, len: usize, limit: Duration) -> (Instant,
 }
 
 /// A connection opened the moment the tunnel is up waits for the far
-/// path: its first packets (small, as a SYN is) arrive only once the
-/// client has measured both paths of its uplink, and everything arrives
-/// once, in order. (The server probes its downlink only when the tunnel
-/// is quiet, as before.)
+/// path: its first packets (small, as a SYN is) arrive only once both
+/// ends have measured both paths (the server probes its downlink as soon
+/// as a path is up too, for a download), and everything arrives once,
+/// in order.
 #[test]
 fn first_packets_wait_until_every_path_is_measured() {
     let mut p = Pair::new(11, near_and_far());
     establish(&mut p);
     let t0 = p.now;
     assert!(!measured(&p).0, "measured before the far path was up");
-    let (at, (client, _)) = first_arrival(&mut p, 3, 60, ms(3000));
-    assert!(client, "released before every path was measured");
+    let (at, both) = first_arrival(&mut p, 3, 60, ms(3000));
+    assert_eq!(
+        both,
+        (true, true),
+        "released before every path was measured"
+    );
     // Up takes a far round trip, the probe's feedback another.
     assert!(at - t0 >= ms(400), "released after {:?}", at - t0);
     // Within the inner TCP's first timeout, with the near round trip.

@@ -98,6 +98,7 @@ impl Tunnel {
             l.rate_probes = 0;
         }
         self.quiet_from = Some(self.quiet_from.map_or(now, |t| t.max(now)));
+        self.startup_path_up(id);
         if self.sender.path(id).is_some() {
             self.sender.set_usable(id, true);
         } else {

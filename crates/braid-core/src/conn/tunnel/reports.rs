@@ -108,6 +108,7 @@ impl Tunnel {
         if self.counters.packets_delivered != delivered {
             self.quiet_from = Some(now);
             self.fresh = false;
+            self.startup_peer_started();
         }
     }
 
