@@ -24,13 +24,7 @@ fn near_and_far() -> Vec<LinkSpec> {
 
 /// Steps 1 ms at a time until the client is established.
 fn establish(p: &mut Pair) {
-    for _ in 0..2000 {
-        if p.client_established() {
-            return;
-        }
-        p.run_for(ms(1));
-    }
-    panic!("not established: {:?}", p.client_events);
+    step_until(p, ms(2000), Pair::client_established);
 }
 
 /// Whether every path of the client's tunnel has a rate estimate, and of
@@ -46,6 +40,18 @@ fn measured(p: &Pair) -> (bool, bool) {
     )
 }
 
+/// Steps 1 ms at a time until `done`, at most `limit`; returns when.
+fn step_until(p: &mut Pair, limit: Duration, done: impl Fn(&Pair) -> bool) -> Instant {
+    let end = p.now + limit;
+    while p.now < end {
+        if done(p) {
+            return p.now;
+        }
+        p.run_for(ms(1));
+    }
+    panic!("not done within {limit:?}");
+}
+
 /// Sends packets `0..n` of `len` bytes up at once and steps until the
 /// server has the first; returns when it arrived and whether both sides
 /// had every path measured then.
@@ -53,14 +59,8 @@ fn first_arrival(p: &mut Pair, n: u64, len: usize, limit: Duration) -> (Instant,
     for k in 0..n {
         p.send_up_sized(k, len);
     }
-    let end = p.now + limit;
-    while p.now < end {
-        if !p.server_rx.is_empty() {
-            return (p.now, measured(p));
-        }
-        p.run_for(ms(1));
-    }
-    panic!("nothing arrived within {limit:?}");
+    let at = step_until(p, limit, |p| !p.server_rx.is_empty());
+    (at, measured(p))
 }
 
 /// A connection opened the moment the tunnel is up waits for the far
@@ -93,14 +93,9 @@ fn first_packets_wait_until_every_path_is_measured() {
 
 /// Steps until the client has sent `n` inner packets; returns when.
 fn released(p: &mut Pair, n: u64, limit: Duration) -> Instant {
-    let end = p.now + limit;
-    while p.now < end {
-        if p.client.status(p.now).tunnel.counters.packets_sent >= n {
-            return p.now;
-        }
-        p.run_for(ms(1));
-    }
-    panic!("not released within {limit:?}");
+    step_until(p, limit, |p| {
+        p.client.status(p.now).tunnel.counters.packets_sent >= n
+    })
 }
 
 /// A packet of data, or a large one, ends the hold: what was held goes

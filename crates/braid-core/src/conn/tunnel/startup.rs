@@ -85,15 +85,7 @@ impl Tunnel {
     /// it is up if the answer comes back in time.
     pub(crate) fn arm_startup_hold(&mut self, now: Instant, handshake_rtt: Duration) {
         self.startup.handshake_rtt = handshake_rtt;
-        let wanted = self.role == Role::Client
-            && self.fresh
-            && self.startup.until.is_none()
-            && self.cfg.scheduler == SchedulerKind::Pet
-            && !self.cfg.startup_hold.is_zero();
-        if wanted {
-            self.startup.until = Some(now + self.cfg.startup_hold);
-            self.startup.armed_at = Some(now);
-        }
+        self.arm_startup(Role::Client, now, self.cfg.startup_hold);
     }
 
     /// Server, on a new tunnel's handshake: opens the window in which its
@@ -103,13 +95,21 @@ impl Tunnel {
     /// holds nothing; the window closes with the first inner packet either
     /// way.
     pub(crate) fn arm_startup_probes(&mut self, now: Instant) {
-        let wanted = self.role == Role::Server
+        let span = self.cfg.startup_hold.min(INITIAL_RTO_BUDGET);
+        self.arm_startup(Role::Server, now, span);
+    }
+
+    /// Opens the hold or window for `span` on `role`'s side, if the tunnel
+    /// has carried nothing, none is open yet, and PET (which places by
+    /// measured rates) schedules with the hold configured.
+    fn arm_startup(&mut self, role: Role, now: Instant, span: Duration) {
+        let wanted = self.role == role
             && self.fresh
             && self.startup.until.is_none()
             && self.cfg.scheduler == SchedulerKind::Pet
             && !self.cfg.startup_hold.is_zero();
         if wanted {
-            self.startup.until = Some(now + self.cfg.startup_hold.min(INITIAL_RTO_BUDGET));
+            self.startup.until = Some(now + span);
             self.startup.armed_at = Some(now);
         }
     }
