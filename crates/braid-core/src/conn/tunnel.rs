@@ -144,11 +144,7 @@ pub(crate) struct Tunnel {
     /// up: rate probes go only after a quiet spell from then
     /// (`rate_probe`).
     quiet_from: Option<Instant>,
-    /// No inner packet has been sent or delivered yet: the client holds
-    /// its first packets while the paths are measured, and rate probes go
-    /// at once (`startup`).
-    fresh: bool,
-    /// The client's startup hold (`startup`).
+    /// The client's startup hold and the server's probe window (`startup`).
     startup: startup::StartupHold,
 }
 
@@ -181,7 +177,6 @@ impl Tunnel {
             fec: fec::TunnelFec::new(cfg),
             rpc: cfg.rpc.clone().map(TcpRpc::new),
             quiet_from: None,
-            fresh: true,
             startup: startup::StartupHold::default(),
         }
     }
@@ -283,23 +278,24 @@ impl Tunnel {
             self.counters.drop_no_session += 1;
             return;
         }
-        if self.startup_keep(now, packet, out) {
+        let segment = tcp_segment(packet);
+        let mut info = PacketInfo {
+            len: (packet.len() + super::OUTER_OVERHEAD) as u32,
+            retransmit: false,
+            stream: segment.is_some_and(|(_, _, len)| len > 0),
+        };
+        if self.startup_keep(now, packet, &info, out) {
             return;
         }
         self.quiet_from = Some(now);
-        self.fresh = false;
-        let segment = tcp_segment(packet);
-        let retransmit = segment.is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
-        let info = PacketInfo {
-            len: (packet.len() + super::OUTER_OVERHEAD) as u32,
-            retransmit,
-            stream: segment.is_some_and(|(_, _, len)| len > 0),
-        };
+        // Only once it goes: a held packet observed twice would count as
+        // its own retransmission.
+        info.retransmit = segment.is_some_and(|(key, seq, len)| self.retx.observe(key, seq, len));
         let class = self.redundancy.classify(now, packet, info.len as usize);
         let tx = match self.sender.send_paced(now, &info, || packet.to_vec()) {
             SendOutcome::Transmit(tx) => tx,
             SendOutcome::Queued { seq, path } => {
-                self.send_copies(now, seq, path, class, retransmit, packet, out);
+                self.send_copies(now, seq, path, class, info.retransmit, packet, out);
                 self.release_paced(now, out);
                 return;
             }
@@ -312,7 +308,7 @@ impl Tunnel {
         };
         let (seq, path) = (tx.seq, tx.path);
         self.emit_data(now, tx, packet, out);
-        self.send_copies(now, seq, path, class, retransmit, packet, out);
+        self.send_copies(now, seq, path, class, info.retransmit, packet, out);
     }
 
     /// The redundant mode: sends copies of packet `seq` (scheduled on
@@ -475,7 +471,7 @@ impl Tunnel {
             }
         };
         take(self.rate_probe_timeout());
-        take(self.startup_timeout());
+        take(self.startup_deadline());
         for l in &self.links {
             take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {

@@ -57,6 +57,15 @@ pub struct PacketInfo {
     pub stream: bool,
 }
 
+impl PacketInfo {
+    /// A small packet without TCP data (a pure ACK, a SYN, a DNS query):
+    /// PET's near rule leaves it its own path's delay, and the tunnel's
+    /// startup hold may keep it back as a connection's opening.
+    pub fn keeps_delays(&self, small_packet_bytes: u32) -> bool {
+        self.len <= small_packet_bytes && !self.stream
+    }
+}
+
 /// Role of a packet in a PET packet pair (PET/BMP Section V-A).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum PairRole {

@@ -42,10 +42,15 @@ fn client_toml(extra: &str) -> String {
     )
 }
 
-fn server_err(dir: &Path, text: &str) -> String {
+/// Writes `text` as `server.toml` in `dir` and loads it.
+fn load_server_text(dir: &Path, text: &str) -> Result<ServerSettings> {
     let p = dir.join("server.toml");
     std::fs::write(&p, text).unwrap();
-    format!("{:#}", load_server(&p).unwrap_err())
+    load_server(&p)
+}
+
+fn server_err(dir: &Path, text: &str) -> String {
+    format!("{:#}", load_server_text(dir, text).unwrap_err())
 }
 
 fn client_err(dir: &Path, text: &str) -> String {
@@ -60,11 +65,7 @@ fn client_err(dir: &Path, text: &str) -> String {
 fn near_paths_wait_sets_pets_near_floor() {
     let d = tempdir("near");
     write_key(&d.0, 0o600);
-    let p = d.0.join("server.toml");
-    let load = |tuning: &str| {
-        std::fs::write(&p, server_toml(tuning)).unwrap();
-        load_server(&p)
-    };
+    let load = |tuning: &str| load_server_text(&d.0, &server_toml(tuning));
     assert!(load("").unwrap().core.conn.pet.near_floor);
     let off = load("[tuning]\nnear_paths_wait = false").unwrap();
     assert!(!off.core.conn.pet.near_floor);
@@ -79,11 +80,7 @@ fn near_paths_wait_sets_pets_near_floor() {
 fn startup_hold_ms_sets_the_hold() {
     let d = tempdir("startup");
     write_key(&d.0, 0o600);
-    let p = d.0.join("server.toml");
-    let load = |tuning: &str| {
-        std::fs::write(&p, server_toml(tuning)).unwrap();
-        load_server(&p)
-    };
+    let load = |tuning: &str| load_server_text(&d.0, &server_toml(tuning));
     let ms = |v: u64| braid_core::time::Duration::from_millis(v);
     assert_eq!(load("").unwrap().core.conn.startup_hold, ms(1000));
     let off = load("[tuning]\nstartup_hold_ms = 0").unwrap();

@@ -107,7 +107,6 @@ impl Tunnel {
         self.deliver(now, out);
         if self.counters.packets_delivered != delivered {
             self.quiet_from = Some(now);
-            self.fresh = false;
             self.startup_peer_started();
         }
     }

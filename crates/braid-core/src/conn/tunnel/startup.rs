@@ -49,8 +49,7 @@
 use std::collections::VecDeque;
 
 use super::{Outputs, PathLink, Role, Tunnel};
-use crate::flow::tcp_segment;
-use crate::sched::SchedulerKind;
+use crate::sched::{PacketInfo, SchedulerKind};
 use crate::time::{Duration, Instant};
 
 /// The most inner packets the hold keeps: beyond it, what arrives is not
@@ -103,8 +102,9 @@ impl Tunnel {
     /// has carried nothing, none is open yet, and PET (which places by
     /// measured rates) schedules with the hold configured.
     fn arm_startup(&mut self, role: Role, now: Instant, span: Duration) {
+        let fresh = self.counters.packets_sent == 0 && self.counters.packets_delivered == 0;
         let wanted = self.role == role
-            && self.fresh
+            && fresh
             && self.startup.until.is_none()
             && self.cfg.scheduler == SchedulerKind::Pet
             && !self.cfg.startup_hold.is_zero();
@@ -150,16 +150,18 @@ impl Tunnel {
     /// Keeps `packet` if the hold is on, has room and the packet is small
     /// without TCP data; false (the caller sends it) otherwise, after
     /// sending whatever was held before it.
-    pub(super) fn startup_keep(&mut self, now: Instant, packet: &[u8], out: &mut Outputs) -> bool {
+    pub(super) fn startup_keep(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        info: &PacketInfo,
+        out: &mut Outputs,
+    ) -> bool {
         if self.startup.until.is_none() {
             return false;
         }
-        let data = tcp_segment(packet).is_some_and(|(_, _, len)| len > 0);
-        let small =
-            packet.len() + crate::conn::OUTER_OVERHEAD <= self.cfg.pet.small_packet_bytes as usize;
         if self.role == Role::Client
-            && small
-            && !data
+            && info.keeps_delays(self.cfg.pet.small_packet_bytes)
             && self.startup_holding(now)
             && self.startup.packets.len() < STARTUP_HOLD_PACKETS
         {
@@ -197,21 +199,14 @@ impl Tunnel {
         if self.role == Role::Server && self.startup.first_up == Some(l.id) {
             return false;
         }
-        let rtt = match (self.role, self.startup.armed_at) {
+        let rtt = match (self.role, self.startup.armed_at, self.measured_rtt(l)) {
             // The server learns a path's round trip only later, from its
             // own keepalives; a path that came up `d` after the handshake
             // is about 2 d farther than the handshake's path.
-            (Role::Server, Some(armed)) if !self.startup_rtt_known(l) => {
-                from.saturating_since(armed) * 2
-            }
+            (Role::Server, Some(armed), None) => from.saturating_since(armed) * 2,
             _ => self.startup_rtt(l),
         };
         from + rtt <= deadline
-    }
-
-    /// Whether path `l`'s round trip has been measured at all.
-    fn startup_rtt_known(&self, l: &PathLink) -> bool {
-        l.keepalive_rtt.is_some() || self.sender.path(l.id).is_some_and(|p| p.rtt.has_samples())
     }
 
     /// Ends the hold if it is over, sending what it kept in order.
@@ -233,11 +228,7 @@ impl Tunnel {
     /// When the hold ends at the latest: the configured bound, or the
     /// first held packet's [`INITIAL_RTO_BUDGET`] less the nearest path's
     /// round trip (module docs). Also for `poll_timeout`.
-    pub(super) fn startup_timeout(&self) -> Option<Instant> {
-        self.startup_deadline()
-    }
-
-    fn startup_deadline(&self) -> Option<Instant> {
+    pub(super) fn startup_deadline(&self) -> Option<Instant> {
         let until = self.startup.until?;
         let nearest = self
             .links
@@ -253,16 +244,20 @@ impl Tunnel {
         Some(budget.map_or(until, |b| b.min(until)))
     }
 
-    /// Path `l`'s round trip as the hold sees it: from data feedback once
-    /// there is any, else from keepalives (a path is measured from them
-    /// first), and at least the handshake's.
+    /// Path `l`'s round trip as the hold sees it: the measured one, at
+    /// least the handshake's, or the handshake's before any.
     fn startup_rtt(&self, l: &PathLink) -> Duration {
         let floor = self.startup.handshake_rtt;
+        self.measured_rtt(l).map_or(floor, |r| r.max(floor))
+    }
+
+    /// Path `l`'s round trip from data feedback once there is any, else
+    /// from keepalives (a path is measured from them first).
+    fn measured_rtt(&self, l: &PathLink) -> Option<Duration> {
         self.sender
             .path(l.id)
             .filter(|p| p.rtt.has_samples())
             .map(|p| p.rtt.srtt())
             .or(l.keepalive_rtt)
-            .map_or(floor, |r| r.max(floor))
     }
 }

@@ -91,7 +91,7 @@ impl Pet {
     ) -> [Duration; MAX_PATHS] {
         let mut out = [Duration::ZERO; MAX_PATHS];
         let share = self.cfg.thin_near_share;
-        let keeps_delays = pkt.len <= self.cfg.small_packet_bytes && !pkt.stream;
+        let keeps_delays = pkt.keeps_delays(self.cfg.small_packet_bytes);
         if keeps_delays || !self.cfg.near_floor {
             return out;
         }
