@@ -21,6 +21,7 @@ use crate::time::{Duration, Instant};
 mod config;
 mod delays;
 mod near;
+mod ramp;
 #[cfg(test)]
 mod tests;
 mod thin;
@@ -52,6 +53,8 @@ pub struct Pet {
     /// When each path last got the first packet of a pair: what keeps its
     /// estimate fresh (`probe_interval`).
     last_pair_at: [Option<Instant>; MAX_PATHS],
+    /// The rate PET places and the paths its ramp keeps out (`ramp.rs`).
+    ramp: ramp::Ramp,
 }
 
 impl Pet {
@@ -64,6 +67,7 @@ impl Pet {
             initial_pairs_sent: [0; MAX_PATHS],
             corrected_ns: [0; MAX_PATHS],
             last_pair_at: [None; MAX_PATHS],
+            ramp: ramp::Ramp::default(),
         }
     }
 
@@ -104,6 +108,16 @@ impl Pet {
                 rate,
             ))
         };
+        // The ramp keeps small paths out of the data while the best path
+        // alone carries the bond's rate (`ramp.rs`); a spill, when that
+        // path is full, ignores it.
+        let ramped = !pkt.keeps_delays(self.cfg.small_packet_bytes);
+        let ramp_params = |p: &PathState| {
+            if ramped && self.ramp.keeps_out(p) {
+                return None;
+            }
+            params(p)
+        };
         let excess = self.excess_delays(paths, delays);
         // Paths nearer than the fastest count as far as it
         // (`PetConfig::near_floor`); small packets that carry no TCP
@@ -126,7 +140,7 @@ impl Pet {
             }
             best.map(|(i, d, _)| (i, d))
         };
-        let best = earliest(&params);
+        let best = earliest(&ramp_params);
         if !self.cfg.queue_cap {
             return best;
         }
@@ -390,6 +404,7 @@ impl Scheduler for Pet {
     ) -> Option<Decision> {
         // The paths do not change during one decision: compute D_l once.
         let delays = &Self::relative_delays(paths);
+        self.update_ramp(now, pkt.len, paths, delays);
         if pkt.retransmit {
             // Never paired; a pending pair is abandoned (no longer back to back).
             self.pending = None;

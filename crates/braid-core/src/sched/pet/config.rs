@@ -179,6 +179,14 @@ pub struct PetConfig {
     /// the sum) read 4.6 and 41.2 Mbit/s at a transfer's start, 10.0 %,
     /// and the rule did not act. 0 disables this part.
     pub thin_near_share: f64,
+    /// The ramp (`sched/pet/ramp.rs`, which says why): while the rate PET
+    /// places, over about the best single path's round trip, is under
+    /// this share of that path's rate, paths under `ramp_path_share` of
+    /// the bond carry no TCP data or full-size packets. 0 disables.
+    pub ramp_share: f64,
+    /// See `ramp_share`: the share of the usable paths' rates together
+    /// under which a path stays out of the ramp.
+    pub ramp_path_share: f64,
 }
 
 impl Default for PetConfig {
@@ -202,6 +210,8 @@ impl Default for PetConfig {
             near_floor_loss: 0.002,
             near_lead: 1.25,
             thin_near_share: 0.15,
+            ramp_share: 0.9,
+            ramp_path_share: 0.2,
         }
     }
 }
