@@ -273,11 +273,12 @@ fn acks_do_not_wait_behind_a_lost_ack() {
     // lossy path at the start it spares the inner TCP the early losses
     // that expose the held ACKs here.
     let run = |unordered: bool| {
-        let mut pet = braid_core::sched::PetConfig::default();
-        pet.ramp_share = 0.0;
         let conn = ConnConfig {
             acks_unordered: unordered,
-            pet,
+            pet: braid_core::sched::PetConfig {
+                ramp_share: 0.0,
+                ..Default::default()
+            },
             ..ConnConfig::default()
         };
         let mut w = lab_world(&cfg, conn);
@@ -304,10 +305,11 @@ fn acks_do_not_wait_behind_a_lost_ack() {
 #[test]
 fn a_small_lossy_path_stays_out_of_a_far_bonds_slow_start() {
     let run = |ramp_share: f64| {
-        let mut pet = braid_core::sched::PetConfig::default();
-        pet.ramp_share = ramp_share;
         let conn = ConnConfig {
-            pet,
+            pet: braid_core::sched::PetConfig {
+                ramp_share,
+                ..Default::default()
+            },
             ..ConnConfig::default()
         };
         let mut w = lab_world(&fast_beside_bursty(3), conn);
