@@ -429,10 +429,18 @@ impl Scheduler for Pet {
                     && !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
                         .is_zero()
             };
+            // Nor onto a path the ramp keeps out (`ramp.rs`): a pair opened
+            // there by a pure ACK or a spill would pull the data behind it
+            // onto that path.
+            let ramped_out = |p: &PathState| {
+                !open.probe
+                    && !pkt.keeps_delays(self.cfg.small_packet_bytes)
+                    && self.ramp.keeps_out(p)
+            };
             if let Some(i) = paths
                 .iter()
                 .position(|p| p.id == open.path && p.usable)
-                .filter(|_| !raised())
+                .filter(|&i| !ramped_out(&paths[i]) && !raised())
             {
                 let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
                 return Some(Decision {

@@ -16,7 +16,7 @@
 //! small path, one was lost in its first second and slow start ended at
 //! 80 packets; 15 s after 3 s idle (seeds 1-8) it got 26.6 Mbit/s on
 //! average, 10.7 at worst, against 37.0 for its fast path alone (35.6
-//! through the tunnel, whose headers cost the rest). With the ramp, 33.8
+//! through the tunnel, whose headers cost the rest). With the ramp, 33.6
 //! on average, 32.2 at worst.
 //!
 //! The rule: the *ramp path* is the nearest path (by relative one-way
@@ -54,8 +54,10 @@
 //!   10.7 Mbit/s with the ramp on).
 //!
 //! What stays as it was: when the ramp path has no room in its queue
-//! (PET's queue cap), a packet spills as always; probe pairs keep every
-//! path's estimate fresh; small packets without TCP data (ACKs, SYNs,
+//! (PET's queue cap), a packet spills as always; probe pairs (two
+//! packets, data among them, about once a second) keep every path's
+//! estimate fresh, but no other pair's second packet follows its first
+//! onto a path kept out; small packets without TCP data (ACKs, SYNs,
 //! DNS) keep their own delays; the sender's repairs are placed by
 //! delivery cost. Once the bond's rate passes the share, EDPF places every
 //! packet, and the ramp returns only when the rate falls under it again
@@ -82,8 +84,11 @@ const MIN_TAU: Duration = Duration::from_millis(10);
 /// The rate PET places and the paths the ramp keeps out of the data.
 #[derive(Clone, Debug)]
 pub(super) struct Ramp {
-    /// Exponentially averaged bytes placed, as of `at`.
-    bytes: f64,
+    /// The rate placed (bit/s), averaged exponentially with the ramp
+    /// path's round trip as time constant, as of `at`. Kept as a rate, not
+    /// as bytes, so that a new time constant (the first round trip
+    /// measured, another ramp path) does not rescale what was counted.
+    bps: f64,
     at: Instant,
     /// Paths (by slot) that carry no data now.
     out: [bool; MAX_PATHS],
@@ -92,7 +97,7 @@ pub(super) struct Ramp {
 impl Default for Ramp {
     fn default() -> Self {
         Ramp {
-            bytes: 0.0,
+            bps: 0.0,
             at: Instant::ZERO,
             out: [false; MAX_PATHS],
         }
@@ -124,7 +129,7 @@ impl Pet {
             .as_secs_f64();
         let r = &mut self.ramp;
         let dt = now.saturating_since(r.at).as_secs_f64();
-        r.bytes = r.bytes * (-dt / tau).exp() + f64::from(len);
+        r.bps = r.bps * (-dt / tau).exp() + f64::from(len) * 8.0 / tau;
         r.at = r.at.max(now);
         r.out = [false; MAX_PATHS];
         let (share, small) = (self.cfg.ramp_share, self.cfg.ramp_path_share);
@@ -133,7 +138,7 @@ impl Pet {
             return;
         };
         let lossy = ramp_path.loss.recent_ratio() > self.cfg.near_floor_loss;
-        if share <= 0.0 || lossy || r.bytes * 8.0 / tau >= share * rate {
+        if share.is_nan() || share <= 0.0 || lossy || r.bps >= share * rate {
             return;
         }
         let (_, total) = Self::fastest(paths);

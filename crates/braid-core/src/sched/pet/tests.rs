@@ -820,3 +820,37 @@ fn the_ramp_path_is_the_nearest_of_the_fastest_paths() {
         .on_pair(1500, Duration::from_secs_f64(1500.0 * 8.0 / 20e6));
     assert_eq!(ramp_of(&paths), Some(paths[1].id));
 }
+
+/// A pure ACK goes on the small, nearer path and opens a pair there; the
+/// TCP data packet right behind it does not follow it while the ramp keeps
+/// that path out (without the ramp it does, as the pair's second). The
+/// near rule, which guards pairs the same way, is off here.
+#[test]
+fn data_does_not_follow_an_ack_onto_a_path_the_ramp_keeps_out() {
+    let now = Instant::from_millis(1);
+    let ack = PacketInfo {
+        len: 52,
+        retransmit: false,
+        stream: false,
+    };
+    for (ramp_share, follows) in [(0.9, false), (0.0, true)] {
+        let paths = ramp_paths(157, Some(313));
+        let mut pet = uncapped(PetConfig {
+            ramp_share,
+            near_floor: false,
+            ..Default::default()
+        });
+        let first = pet.select(now, &ack, &paths, &SendQueues::UNPACED).unwrap();
+        assert_eq!(first.index, 0, "the ACK went on the far path");
+        let data = pet
+            .select(now, &pkt(false), &paths, &SendQueues::UNPACED)
+            .unwrap();
+        assert_eq!(
+            data.index == 0,
+            follows,
+            "ramp share {ramp_share}: data on path {} ({:?})",
+            data.index,
+            data.pair
+        );
+    }
+}
