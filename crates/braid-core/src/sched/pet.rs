@@ -24,6 +24,8 @@ mod near;
 mod ramp;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ramp;
 mod thin;
 
 pub use config::PetConfig;
@@ -111,9 +113,8 @@ impl Pet {
         // The ramp keeps small paths out of the data while the best path
         // alone carries the bond's rate (`ramp.rs`); a spill, when that
         // path is full, ignores it.
-        let ramped = !pkt.keeps_delays(self.cfg.small_packet_bytes);
         let ramp_params = |p: &PathState| {
-            if ramped && self.ramp.keeps_out(p) {
+            if self.ramp_keeps_out(pkt, p) {
                 return None;
             }
             params(p)
@@ -432,11 +433,7 @@ impl Scheduler for Pet {
             // Nor onto a path the ramp keeps out (`ramp.rs`): a pair opened
             // there by a pure ACK or a spill would pull the data behind it
             // onto that path.
-            let ramped_out = |p: &PathState| {
-                !open.probe
-                    && !pkt.keeps_delays(self.cfg.small_packet_bytes)
-                    && self.ramp.keeps_out(p)
-            };
+            let ramped_out = |p: &PathState| !open.probe && self.ramp_keeps_out(pkt, p);
             if let Some(i) = paths
                 .iter()
                 .position(|p| p.id == open.path && p.usable)

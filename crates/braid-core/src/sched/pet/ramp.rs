@@ -65,6 +65,7 @@
 
 use super::Pet;
 use crate::path::{PathState, MAX_PATHS};
+use crate::sched::PacketInfo;
 use crate::time::{Duration, Instant};
 
 use super::delays::Delays;
@@ -82,7 +83,7 @@ const DEFAULT_TAU: Duration = Duration::from_millis(100);
 const MIN_TAU: Duration = Duration::from_millis(10);
 
 /// The rate PET places and the paths the ramp keeps out of the data.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Ramp {
     /// The rate placed (bit/s), averaged exponentially with the ramp
     /// path's round trip as time constant, as of `at`. Kept as a rate, not
@@ -94,24 +95,14 @@ pub(super) struct Ramp {
     out: [bool; MAX_PATHS],
 }
 
-impl Default for Ramp {
-    fn default() -> Self {
-        Ramp {
-            bps: 0.0,
-            at: Instant::ZERO,
-            out: [false; MAX_PATHS],
-        }
-    }
-}
-
-impl Ramp {
-    /// Whether `p` carries no data now (TCP data or full-size packets).
-    pub(super) fn keeps_out(&self, p: &PathState) -> bool {
-        self.out[p.id.0 as usize % MAX_PATHS]
-    }
-}
-
 impl Pet {
+    /// Whether the ramp keeps `pkt` off `p` now: TCP data and full-size
+    /// packets stay off the paths it keeps out; small packets without TCP
+    /// data keep their own delays.
+    pub(super) fn ramp_keeps_out(&self, pkt: &PacketInfo, p: &PathState) -> bool {
+        !pkt.keeps_delays(self.cfg.small_packet_bytes) && self.ramp.out[p.id.0 as usize % MAX_PATHS]
+    }
+
     /// Counts a `len`-byte packet PET is placing at `now` and decides which
     /// paths the ramp keeps out of the data for it.
     pub(super) fn update_ramp(
