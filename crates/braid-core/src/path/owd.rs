@@ -93,6 +93,17 @@ pub struct OwdEstimator {
     /// Windowed minimum of the *negated* queueing delays (sample - base),
     /// i.e. their windowed maximum.
     neg_queueing: Option<WindowedMin>,
+    /// A run of samples all well above the base ([`OwdEstimator::follow_rise`]).
+    rise: Option<Rise>,
+}
+
+/// Samples that have stayed above `base + threshold_ns` since `since_ns`;
+/// `low` is the smallest of them.
+#[derive(Copy, Clone, Debug)]
+struct Rise {
+    since_ns: u64,
+    low: i64,
+    threshold_ns: i64,
 }
 
 impl OwdEstimator {
@@ -104,7 +115,70 @@ impl OwdEstimator {
             min: None,
             smoothed: None,
             neg_queueing: None,
+            rise: None,
         }
+    }
+
+    /// Follows a lasting rise of the path's delay (a reroute, a handover)
+    /// at once instead of after the minimum filter's window. Call it with
+    /// each raw sample before [`OwdEstimator::on_sample`], and only for a
+    /// sender that keeps its backlog on its side (the tunnel paces each
+    /// path at its rate, and its other direction carries little but ACKs),
+    /// so that a sample far above the base is the path's delay, not the
+    /// sender's own queue at the bottleneck. A sender that leaves its
+    /// backlog in the network (the papers' unpaced model, whose scheduler
+    /// predicts that queue itself) would take it for a longer path.
+    ///
+    /// Once every sample for `hold` has been more than `threshold` above
+    /// the base, where `threshold` is the larger of `min_rise` and twice
+    /// the largest queueing delay seen in the window when the run began,
+    /// the base restarts from the smallest of them (and the queueing seen
+    /// against the old base is forgotten). Returns whether it did. A later,
+    /// lower sample lowers the base again at once, as any new minimum does.
+    ///
+    /// Why: the base is the minimum over `window` (10 s in braid). A path
+    /// whose one-way delay rose by 200 ms kept its old base that long, and
+    /// PET went on predicting its packets 200 ms early: everything behind
+    /// them waited in the peer's resequencer, and the inner TCP's round
+    /// trip was the slow path's (a random set with a delay step, 7.5
+    /// Mbit/s where its other path alone carried 26).
+    pub fn follow_rise(
+        &mut self,
+        now: Instant,
+        raw_ns: i64,
+        hold: Duration,
+        min_rise: Duration,
+    ) -> bool {
+        let Some(base) = self.base_raw_ns() else {
+            return false;
+        };
+        let t = now.as_nanos();
+        let above = raw_ns.saturating_sub(base);
+        match &mut self.rise {
+            Some(r) if above > r.threshold_ns => {
+                r.low = r.low.min(raw_ns);
+                if t.saturating_sub(r.since_ns) as u128 >= hold.as_nanos() {
+                    let low = r.low;
+                    self.rise = None;
+                    self.min = Some(WindowedMin::new(t, low));
+                    self.neg_queueing = Some(WindowedMin::new(t, 0));
+                    return true;
+                }
+            }
+            Some(_) => self.rise = None,
+            None => {
+                let queue = self.max_queueing_delay().unwrap_or(Duration::ZERO);
+                let threshold = min_rise.max(queue * 2).as_nanos().min(i64::MAX as u128) as i64;
+                if above > threshold {
+                    self.rise = Some(Rise {
+                        since_ns: t,
+                        low: raw_ns,
+                        threshold_ns: threshold,
+                    });
+                }
+            }
+        }
+        false
     }
 
     /// One raw sample (offset included) observed at `now`.
@@ -302,5 +376,89 @@ mod tests {
         e.on_sample(Instant::from_nanos(5), i64::MAX);
         let _ = e.queueing_delay();
         assert_eq!(e.base_raw_ns(), Some(i64::MIN));
+    }
+
+    /// Feeds a sample through `follow_rise` then `on_sample`, as the
+    /// sender does for a paced path; returns whether the base followed.
+    fn paced_sample(e: &mut OwdEstimator, t_ms: u64, raw: i64) -> bool {
+        let rose = e.follow_rise(
+            at_ms(t_ms),
+            raw,
+            Duration::from_millis(200),
+            Duration::from_millis(50),
+        );
+        e.on_sample(at_ms(t_ms), raw);
+        rose
+    }
+
+    const MS: i64 = 1_000_000;
+
+    #[test]
+    fn a_lasting_rise_moves_the_base_after_the_hold() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            assert!(!paced_sample(&mut e, t * 10, 20 * MS + (t as i64 % 3) * MS));
+        }
+        // The delay rises by 200 ms at 1 s; the base follows 200 ms later.
+        let mut followed = None;
+        for t in 100..200u64 {
+            if paced_sample(&mut e, t * 10, 220 * MS + (t as i64 % 3) * MS) {
+                followed.get_or_insert(t * 10);
+            }
+        }
+        assert_eq!(followed, Some(1200));
+        assert_eq!(e.base_raw_ns(), Some(220 * MS));
+        assert!(e.queueing_delay() < Duration::from_millis(3));
+        // The delay falls back: the first low sample is the base again.
+        paced_sample(&mut e, 2000, 20 * MS);
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+    }
+
+    #[test]
+    fn a_spike_shorter_than_the_hold_is_queueing() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        // 150 ms of samples 300 ms late (a radio link stalled), then normal.
+        for t in 100..115 {
+            assert!(!paced_sample(&mut e, t * 10, 320 * MS));
+        }
+        for t in 115..300 {
+            assert!(!paced_sample(&mut e, t * 10, 20 * MS));
+        }
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+        assert_eq!(e.max_queueing_delay(), Some(Duration::from_millis(300)));
+    }
+
+    #[test]
+    fn a_rise_within_twice_the_queueing_seen_is_not_followed() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        // The path's queue has reached 40 ms now and then.
+        for t in 0..100 {
+            let q = if t % 10 == 0 { 40 } else { 0 };
+            paced_sample(&mut e, t * 10, (20 + q) * MS);
+        }
+        // A standing 70 ms for two seconds: under twice 40 ms, kept as
+        // queueing over the old base; 100 ms is beyond it and followed.
+        for t in 100..300 {
+            assert!(!paced_sample(&mut e, t * 10, 90 * MS));
+        }
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+        let mut e2 = e.clone();
+        let mut followed = false;
+        for t in 300..400 {
+            followed |= paced_sample(&mut e2, t * 10, 120 * MS);
+        }
+        assert!(
+            !followed,
+            "the queueing seen is now 70 ms: 100 is within twice it"
+        );
+        let mut followed = false;
+        for t in 300..400 {
+            followed |= paced_sample(&mut e, t * 10, 200 * MS);
+        }
+        assert!(followed);
+        assert_eq!(e.base_raw_ns(), Some(200 * MS));
     }
 }

@@ -11,6 +11,16 @@ use crate::sched::PairRole;
 use crate::time::{tx_time, Duration, Instant};
 use crate::wire::{self, FeedbackEntry};
 
+/// How long a path's delay must stay above its base before the base
+/// follows it, at least; the path's smoothed RTT if that is longer (a
+/// pacing sender only, [`crate::path::OwdEstimator::follow_rise`]).
+const RISE_HOLD: Duration = Duration::from_millis(200);
+
+/// The smallest rise of a path's delay the base follows before the
+/// minimum filter's window: more than the jitter of a radio link that
+/// retransmits (`lab/jitter.toml`, `lab/cellular.toml`: tens of ms).
+const RISE_MIN: Duration = Duration::from_millis(50);
+
 impl<P> Sender<P> {
     /// Processes the entries of one feedback frame.
     pub fn handle_feedback(
@@ -45,12 +55,21 @@ impl<P> Sender<P> {
             self.stats.feedback_unmatched += 1;
             return;
         };
-        if seq >= self.next_seq || matches!(rec.fate, Fate::Acked { .. }) {
+        if seq >= self.next_seq {
             self.stats.feedback_unmatched += 1;
             return;
         }
-        if on.is_some_and(|p| p != rec.path) {
-            self.ack_other_copy(seq, rec, e.rx_time_ns);
+        if matches!(rec.fate, Fate::Acked { .. }) {
+            // Acknowledged by a repair already; the original may still
+            // measure its path.
+            if let Some(on) = on {
+                self.late_original(now, on, seq, rec, e.rx_time_ns);
+            }
+            self.stats.feedback_unmatched += 1;
+            return;
+        }
+        if let Some(on) = on.filter(|&p| p != rec.path) {
+            self.ack_other_copy(now, on, seq, rec, e.rx_time_ns);
             return;
         }
         let was_in_flight = rec.fate == Fate::InFlight;
@@ -89,24 +108,7 @@ impl<P> Sender<P> {
             // Karn: a repaired packet's report may belong to either copy.
             return;
         }
-        p.rtt.update(now.saturating_since(rec.sent_at));
-        let ps = &mut self.per_path[slot(rec.path)];
-        let capacity = ps.pair_samples.paced(self.cfg.pacing_gain);
-        ps.share.grow(now, p.rtt.srtt(), capacity);
-        // Relative one-way delay: receiver clock minus sender clock, less
-        // this packet's own serialisation so that D_l is the wireline part.
-        let ser =
-            p.bw.estimate_bps()
-                .map(|r| tx_time(rec.len, r).as_nanos() as i64)
-                .unwrap_or(0);
-        p.owd.on_sample(
-            now,
-            e.rx_time_ns as i64 - rec.sent_at.as_nanos() as i64 - ser,
-        );
-        let queueing = p.owd.queueing_delay();
-        self.per_path[slot(rec.path)]
-            .classifier
-            .on_queueing_sample(now, queueing);
+        self.measure_path(now, rec.path, rec.sent_at, rec.len, e.rx_time_ns);
         if let Some(eta) = rec.eta_ns {
             // Arrival in the scheduler's frame (relative delays): receiver
             // clock minus the smallest base offset of any path.
@@ -160,6 +162,48 @@ impl<P> Sender<P> {
                 self.per_path[s].pair_samples.push(sample);
             }
         }
+    }
+
+    /// Takes one packet's report as a sample of `path`: its round trip
+    /// (RFC 6298), the share's growth, and its relative one-way delay with
+    /// the queueing-delay classifier. `sent_at` is when the reported copy
+    /// left on `path`, `rx_ns` when it arrived (receiver clock).
+    pub(super) fn measure_path(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        sent_at: Instant,
+        len: u32,
+        rx_ns: u64,
+    ) {
+        // Only a pacing sender's samples show the path's delay rather than
+        // its own backlog (`OwdEstimator::follow_rise`).
+        let paced = self.cfg.pacing;
+        let Some(p) = self.paths.iter_mut().find(|p| p.id == path) else {
+            return;
+        };
+        p.rtt.update(now.saturating_since(sent_at));
+        let ps = &mut self.per_path[slot(path)];
+        let capacity = ps.pair_samples.paced(self.cfg.pacing_gain);
+        ps.share.grow(now, p.rtt.srtt(), capacity);
+        // Relative one-way delay: receiver clock minus sender clock, less
+        // this packet's own serialisation so that D_l is the wireline part.
+        let ser =
+            p.bw.estimate_bps()
+                .map(|r| tx_time(len, r).as_nanos() as i64)
+                .unwrap_or(0);
+        let raw = rx_ns as i64 - sent_at.as_nanos() as i64 - ser;
+        if paced
+            && p.owd
+                .follow_rise(now, raw, p.rtt.srtt().max(RISE_HOLD), RISE_MIN)
+        {
+            self.stats.delay_rises += 1;
+        }
+        p.owd.on_sample(now, raw);
+        let queueing = p.owd.queueing_delay();
+        self.per_path[slot(path)]
+            .classifier
+            .on_queueing_sample(now, queueing);
     }
 
     /// Whether the pair whose first packet is `first` (arrived at `rx1`)

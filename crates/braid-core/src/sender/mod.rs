@@ -96,6 +96,10 @@ pub(super) struct Record {
     fate: Fate,
     /// When the packet was first sent (repairs keep it; `sent_at` moves).
     first_sent_at: Instant,
+    /// The path of the first transmission while no other copy has gone on
+    /// it: a report from that path is then the original's, and its round
+    /// trip a sound sample even after a repair (see `ack_other_copy`).
+    original: Option<PathId>,
     /// Repair copies sent so far.
     attempts: u8,
     /// Waiting in the repair queue.
@@ -426,6 +430,7 @@ impl<P> Sender<P> {
             eta_ns: d.eta_ns,
             fate: Fate::InFlight,
             first_sent_at: now,
+            original: Some(id),
             attempts: 0,
             repair_queued: false,
             prev_on_path,
@@ -495,5 +500,7 @@ mod tests;
 mod tests_bound;
 #[cfg(test)]
 mod tests_copies;
+#[cfg(test)]
+mod tests_late;
 #[cfg(test)]
 mod tests_repair;

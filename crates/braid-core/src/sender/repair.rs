@@ -281,6 +281,9 @@ impl<P> Sender<P> {
         p.sent_bytes += rec.len as u64;
         p.last_sent = Some(now);
         if let Some(r) = self.record_mut(seq) {
+            if r.original == Some(id) {
+                r.original = None;
+            }
             r.path = id;
             r.sent_at = now;
             r.fate = Fate::InFlight;
@@ -305,10 +308,19 @@ impl<P> Sender<P> {
         Some(Repair::Sent(tx))
     }
 
-    /// A report of `seq` from a path other than the one its latest copy
-    /// went on: the packet arrived (that copy, or an earlier one after all).
-    pub(super) fn ack_other_copy(&mut self, seq: u64, rec: super::Record, rx_ns: u64) {
+    /// A report of `seq` from path `on`, other than the one its latest
+    /// copy went on: the packet arrived (that copy, or an earlier one after
+    /// all).
+    pub(super) fn ack_other_copy(
+        &mut self,
+        now: Instant,
+        on: PathId,
+        seq: u64,
+        rec: super::Record,
+        rx_ns: u64,
+    ) {
         self.stats.feedback_other_copy += 1;
+        self.late_original(now, on, seq, rec, rx_ns);
         if rec.fate == Fate::InFlight {
             if let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) {
                 p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
@@ -321,6 +333,40 @@ impl<P> Sender<P> {
             r.fate = Fate::Acked { rx_ns };
         }
         self.stats.acked += 1;
+    }
+
+    /// A report of `seq` from path `on` after the packet was repaired
+    /// (the repair may already be acknowledged). If `on` carried the
+    /// original and no other copy (`Record::original`), the report is the
+    /// original's, late: it was given up and repaired elsewhere before it
+    /// arrived. Its round trip and one-way delay are then sound samples of
+    /// `on` (Karn's ambiguity needs two copies on one path), and the only
+    /// ones the path gets while its delay is above what its timeout
+    /// assumes. Without them a path whose delay jumped (a handover, a
+    /// reroute: 27 -> 427 ms round trip on a random set with a delay step)
+    /// had every packet declared lost and repaired, every report was
+    /// dropped, and the path kept its old round trip for good: the bond
+    /// carried 7.5 Mbit/s where its other path alone carried 26.
+    pub(super) fn late_original(
+        &mut self,
+        now: Instant,
+        on: PathId,
+        seq: u64,
+        rec: super::Record,
+        rx_ns: u64,
+    ) {
+        if rec.attempts == 0 || rec.original != Some(on) {
+            return;
+        }
+        // One sample per original, however often its report comes.
+        if let Some(r) = self.record_mut(seq) {
+            r.original = None;
+        }
+        self.stats.late_originals += 1;
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == on) {
+            p.last_feedback = Some(now);
+        }
+        self.measure_path(now, on, rec.first_sent_at, rec.len, rx_ns);
     }
 
     /// Processes a loss report from the peer's receiver: every range

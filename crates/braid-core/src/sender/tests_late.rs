@@ -1,0 +1,119 @@
+//! Unit tests of reports that come after their packet was given up
+//! (`Sender::late_original`): the original's round trip still measures
+//! its path, unless a copy went on the same path (Karn).
+
+use super::tests::pkt;
+use super::*;
+use crate::repair::RepairMode;
+use crate::sched::RoundRobin;
+use crate::wire::FeedbackEntry;
+
+fn arq_sender(paths: u8) -> Sender {
+    let mut cfg = SenderConfig::default();
+    cfg.repair.mode = RepairMode::Arq;
+    cfg.max_in_flight = 256;
+    let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
+    for i in 0..paths {
+        s.add_path(PathId(i), PathParams::default());
+    }
+    s
+}
+
+fn report(s: &mut Sender, at_ms: u64, path: u8, seq: u32, rx_ms: u64) {
+    s.handle_feedback_on(
+        Instant::from_millis(at_ms),
+        PathId(path),
+        [FeedbackEntry {
+            seq,
+            rx_time_ns: rx_ms * 1_000_000,
+        }],
+    );
+}
+
+/// Sends packets at 0 ms and reports each on its path 40 ms later, so
+/// every path has a 40 ms round trip; returns how many were sent.
+fn measured(s: &mut Sender, n: u32) -> u32 {
+    for _ in 0..n {
+        s.send(Instant::from_millis(0), &pkt()).unwrap();
+    }
+    for seq in 0..n {
+        let path = s.record_mut(u64::from(seq)).unwrap().path.0;
+        report(s, 40, path, seq, 20);
+    }
+    n
+}
+
+fn latest_rtt(s: &Sender, path: u8) -> Duration {
+    s.path(PathId(path)).unwrap().rtt.latest().unwrap()
+}
+
+/// Path 0's delay jumps: its packet is given up, repaired on path 1 and
+/// acknowledged there, and the original's report, 400 ms after it left,
+/// is path 0's round-trip sample (once, however often it is reported).
+#[test]
+fn a_late_original_measures_its_path_after_its_repair_was_acked() {
+    let mut s = arq_sender(2);
+    let seq = measured(&mut s, 4);
+    let t = 100;
+    let tx = s.send(Instant::from_millis(t), &pkt()).unwrap();
+    assert_eq!(tx.path, PathId(0));
+    // The path's timeout (a 40 ms round trip) passes without a report.
+    s.handle_timeout(Instant::from_millis(t + 400));
+    assert_eq!(s.stats().lost_timeout, 1);
+    let copy = s
+        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
+        .and_then(Repair::sent)
+        .unwrap();
+    assert_eq!(copy.path, PathId(1), "the repair goes on the clean path");
+    report(&mut s, t + 440, 1, seq, t + 420);
+    assert!(s.is_acked(u64::from(seq)));
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
+    // The original arrives on path 0, 380 ms after it left; reported at 400.
+    report(&mut s, t + 400 + 20, 0, seq, t + 380);
+    assert_eq!(s.stats().late_originals, 1);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(420));
+    // A repeated report adds nothing.
+    report(&mut s, t + 500, 0, seq, t + 380);
+    assert_eq!(s.stats().late_originals, 1);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(420));
+}
+
+/// The same before the repair is acknowledged: the original's report is
+/// the first, from its own path, and acknowledges the packet too.
+#[test]
+fn a_late_original_ahead_of_its_repair_measures_its_path() {
+    let mut s = arq_sender(2);
+    let seq = measured(&mut s, 4);
+    let t = 100;
+    s.send(Instant::from_millis(t), &pkt()).unwrap();
+    s.handle_timeout(Instant::from_millis(t + 400));
+    let copy = s
+        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
+        .and_then(Repair::sent)
+        .unwrap();
+    assert_eq!(copy.path, PathId(1));
+    report(&mut s, t + 410, 0, seq, t + 390);
+    assert!(s.is_acked(u64::from(seq)));
+    assert_eq!(s.stats().late_originals, 1);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(410));
+}
+
+/// A repair on the packet's own path makes its report ambiguous (either
+/// copy): Karn's rule holds and the path takes no sample.
+#[test]
+fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
+    let mut s = arq_sender(1);
+    let seq = measured(&mut s, 2);
+    let t = 100;
+    s.send(Instant::from_millis(t), &pkt()).unwrap();
+    s.handle_timeout(Instant::from_millis(t + 400));
+    let copy = s
+        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
+        .and_then(Repair::sent)
+        .unwrap();
+    assert_eq!(copy.path, PathId(0));
+    report(&mut s, t + 430, 0, seq, t + 390);
+    assert!(s.is_acked(u64::from(seq)));
+    assert_eq!(s.stats().late_originals, 0);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
+}
