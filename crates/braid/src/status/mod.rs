@@ -98,6 +98,14 @@ pub struct TunnelReport {
     pub pacing_slips: u64,
     #[serde(default)]
     pub pacing_slip_ms: f64,
+    /// Times a path's base delay followed a lasting rise of its delay (a
+    /// handover, a reroute), and reports of originals that came after
+    /// their packet had been repaired on another path (each measured its
+    /// path; `braid_core::path::OwdEstimator::follow_rise`).
+    #[serde(default)]
+    pub delay_rises: u64,
+    #[serde(default)]
+    pub late_originals: u64,
     /// Loss repair inside the tunnel (both directions as this side sees them).
     #[serde(default)]
     pub repair: TunnelRepairReport,
@@ -297,6 +305,8 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         pacing_drops: t.sender.pacing_drops,
         pacing_slips: t.sender.pacing_slips,
         pacing_slip_ms: t.sender.pacing_slip_ns as f64 / 1e6,
+        delay_rises: t.sender.delay_rises,
+        late_originals: t.sender.late_originals,
         repair: TunnelRepairReport {
             repairs_sent: t.sender.repairs_sent,
             congestion_losses: t.sender.losses_congestion,

@@ -45,7 +45,7 @@ impl StatusReport {
             };
             let _ = writeln!(
                 o,
-                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms)",
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms); delay rises {} (late originals {})",
                 t.scheduler,
                 t.reorder_buffered_packets,
                 human_bytes(t.reorder_buffered_bytes as u64),
@@ -55,7 +55,9 @@ impl StatusReport {
                 t.reorder_late,
                 t.pacing_drops,
                 t.pacing_slips,
-                t.pacing_slip_ms
+                t.pacing_slip_ms,
+                t.delay_rises,
+                t.late_originals
             );
             let header = [
                 "PATH",

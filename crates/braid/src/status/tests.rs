@@ -59,6 +59,8 @@ fn report() -> StatusReport {
             pacing_drops: 7,
             pacing_slips: 2,
             pacing_slip_ms: 31.4,
+            delay_rises: 1,
+            late_originals: 3,
             repair: TunnelRepairReport {
                 repairs_sent: 5,
                 hold_ms: 120.0,
