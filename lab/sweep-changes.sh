@@ -59,24 +59,6 @@ for k in range(count):
         with open(f'{out}/tr{k}_p{i}.toml', 'w') as f:
             f.write(head.replace(f'"tr{k}"', f'"tr{k}_p{i}"') + '\n' + p + '\n')
 PY
-below=0
-goodput() {
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" --idle "$idle" -q --format json |
-        python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
-}
-for ((k = 0; k < count; k++)); do
-    best=0
-    for f in "$out"/tr${k}_p*.toml; do
-        read -r g _ < <(goodput "$f" single-best)
-        best=$(python3 -c "print(max($best, $g))")
-    done
-    read -r b sum < <(goodput "$out/tr$k.toml" braid-pet)
-    what=$(sed -n 3p "$out/tr$k.toml")
-    line=$(python3 -c "
-best, b, s = $best, $b, $sum
-flag = '' if b >= best else ('  below (headers)' if best > 0.924 * s else '  BELOW')
-print('tr%-3d best %7.2f  braid %7.2f  sum %7.2f  ratio %6.3f  %s%s' % ($k, best, b, s, b / max(best, 1e-9), '$what', flag))")
-    echo "$line"
-    case $line in *BELOW*) below=$((below + 1)) ;; esac
-done
-echo "$below of $count sets below the best path outside the header exception; lab files in $out"
+wait_paths=0
+. "$(dirname "$0")/sweep-common.sh"
+compare_sets tr "$count"

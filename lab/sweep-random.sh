@@ -58,23 +58,5 @@ for k in range(count):
 PY
 wait_paths=${WAIT_PATHS:-0}
 idle=${IDLE:-0}
-goodput() {
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" -q --format json |
-        python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
-}
-below=0
-for ((k = 0; k < count; k++)); do
-    best=0
-    for f in "$out"/rand${k}_p*.toml; do
-        read -r g _ < <(goodput "$f" single-best)
-        best=$(python3 -c "print(max($best, $g))")
-    done
-    read -r b sum < <(goodput "$out/rand$k.toml" braid-pet)
-    line=$(python3 -c "
-best, b, s = $best, $b, $sum
-flag = '' if b >= best else ('  below (headers)' if best > 0.924 * s else '  BELOW')
-print('rand%-3d best path %7.2f  braid-pet %7.2f  of sum %7.2f  ratio %6.3f%s' % ($k, best, b, s, b / max(best, 1e-9), flag))")
-    echo "$line"
-    case $line in *BELOW*) below=$((below + 1)) ;; esac
-done
-echo "$below of $count sets below the best path outside the header exception; lab files in $out"
+. "$(dirname "$0")/sweep-common.sh"
+compare_sets rand "$count"

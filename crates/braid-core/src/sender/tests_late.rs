@@ -43,6 +43,18 @@ fn measured(s: &mut Sender, n: u32) -> u32 {
     n
 }
 
+/// Sends packet `seq` at 100 ms, lets its path's timeout pass (the path's
+/// delay jumped) and resends it at 500 ms; returns the repair copy.
+fn given_up_and_repaired(s: &mut Sender, seq: u32) -> Transmit {
+    let tx = s.send(Instant::from_millis(100), &pkt()).unwrap();
+    assert_eq!(tx.seq, u64::from(seq));
+    s.handle_timeout(Instant::from_millis(500));
+    assert_eq!(s.stats().lost_timeout, 1);
+    s.resend(Instant::from_millis(500), u64::from(seq), || ())
+        .and_then(Repair::sent)
+        .unwrap()
+}
+
 fn latest_rtt(s: &Sender, path: u8) -> Duration {
     s.path(PathId(path)).unwrap().rtt.latest().unwrap()
 }
@@ -55,15 +67,8 @@ fn a_late_original_measures_its_path_after_its_repair_was_acked() {
     let mut s = arq_sender(2);
     let seq = measured(&mut s, 4);
     let t = 100;
-    let tx = s.send(Instant::from_millis(t), &pkt()).unwrap();
-    assert_eq!(tx.path, PathId(0));
-    // The path's timeout (a 40 ms round trip) passes without a report.
-    s.handle_timeout(Instant::from_millis(t + 400));
-    assert_eq!(s.stats().lost_timeout, 1);
-    let copy = s
-        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
-        .and_then(Repair::sent)
-        .unwrap();
+    // Sent on path 0; its timeout (a 40 ms round trip) passes.
+    let copy = given_up_and_repaired(&mut s, seq);
     assert_eq!(copy.path, PathId(1), "the repair goes on the clean path");
     report(&mut s, t + 440, 1, seq, t + 420);
     assert!(s.is_acked(u64::from(seq)));
@@ -85,12 +90,7 @@ fn a_late_original_ahead_of_its_repair_measures_its_path() {
     let mut s = arq_sender(2);
     let seq = measured(&mut s, 4);
     let t = 100;
-    s.send(Instant::from_millis(t), &pkt()).unwrap();
-    s.handle_timeout(Instant::from_millis(t + 400));
-    let copy = s
-        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
-        .and_then(Repair::sent)
-        .unwrap();
+    let copy = given_up_and_repaired(&mut s, seq);
     assert_eq!(copy.path, PathId(1));
     report(&mut s, t + 410, 0, seq, t + 390);
     assert!(s.is_acked(u64::from(seq)));
@@ -105,12 +105,7 @@ fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
     let mut s = arq_sender(1);
     let seq = measured(&mut s, 2);
     let t = 100;
-    s.send(Instant::from_millis(t), &pkt()).unwrap();
-    s.handle_timeout(Instant::from_millis(t + 400));
-    let copy = s
-        .resend(Instant::from_millis(t + 400), u64::from(seq), || ())
-        .and_then(Repair::sent)
-        .unwrap();
+    let copy = given_up_and_repaired(&mut s, seq);
     assert_eq!(copy.path, PathId(0));
     report(&mut s, t + 430, 0, seq, t + 390);
     assert!(s.is_acked(u64::from(seq)));
