@@ -24,9 +24,11 @@ duration=${3:-15}
 braid=${BRAID:-target/release/braid}
 out=${OUT:-$(mktemp -d)}
 idle=${IDLE:-0}
-python3 - "$out" "$count" "$seed" <<'PY'
+python3 - "$out" "$count" "$seed" "$(dirname "$0")" <<'PY'
 import random, sys
 out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from sweep_sets import write_set
 rng = random.Random(seed)
 for k in range(count):
     n = rng.choice([2, 2, 3])
@@ -52,12 +54,7 @@ for k in range(count):
                 d = round(rng.uniform(0.5, 3), 1)
                 p.append(f'trace = [{{ at_s = {at}, loss = 1.0 }}, {{ at_s = {round(at + d, 1)}, loss = 0.0 }}]')
         paths.append('\n'.join(p))
-    head = f'name = "tr{k}"\nseed = {k + 1}\n# {kind} on p{victim} at {at}\n'
-    with open(f'{out}/tr{k}.toml', 'w') as f:
-        f.write(head + '\n' + '\n\n'.join(paths) + '\n')
-    for i, p in enumerate(paths):
-        with open(f'{out}/tr{k}_p{i}.toml', 'w') as f:
-            f.write(head.replace(f'"tr{k}"', f'"tr{k}_p{i}"') + '\n' + p + '\n')
+    write_set(out, f'tr{k}', k + 1, paths, f'{kind} on p{victim} at {at}')
 PY
 wait_paths=0
 . "$(dirname "$0")/sweep-common.sh"

@@ -29,9 +29,11 @@ seed=${2:-7}
 duration=${3:-15}
 braid=${BRAID:-target/release/braid}
 out=${OUT:-$(mktemp -d)}
-python3 - "$out" "$count" "$seed" <<'PY'
+python3 - "$out" "$count" "$seed" "$(dirname "$0")" <<'PY'
 import random, sys
 out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from sweep_sets import write_set
 rng = random.Random(seed)
 for k in range(count):
     n = rng.choice([2, 2, 2, 3])
@@ -49,12 +51,7 @@ for k in range(count):
         elif r < 0.35:
             p.append('gilbert = { p_good_bad = 0.004, p_bad_good = 0.2, loss_bad = 0.5 }')
         paths.append('\n'.join(p))
-    head = f'name = "rand{k}"\nseed = {k + 1}\n'
-    with open(f'{out}/rand{k}.toml', 'w') as f:
-        f.write(head + '\n' + '\n\n'.join(paths) + '\n')
-    for i, p in enumerate(paths):
-        with open(f'{out}/rand{k}_p{i}.toml', 'w') as f:
-            f.write(head.replace(f'"rand{k}"', f'"rand{k}_p{i}"') + '\n' + p + '\n')
+    write_set(out, f'rand{k}', k + 1, paths)
 PY
 wait_paths=${WAIT_PATHS:-0}
 idle=${IDLE:-0}
