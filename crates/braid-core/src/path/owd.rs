@@ -95,16 +95,35 @@ pub struct OwdEstimator {
     neg_queueing: Option<WindowedMin>,
     /// A run of samples all well above the base ([`OwdEstimator::follow_rise`]).
     rise: Option<Rise>,
+    /// The queueing seen before the latest run began.
+    calm: Option<Calm>,
 }
 
-/// Samples that have stayed above `base + threshold_ns` since `since_ns`;
-/// `low` is the smallest of them.
+/// Samples that have stayed above `base + threshold_ns` since `since_ns`
+/// (`count` of them); `low` and `high` are the smallest and largest.
 #[derive(Copy, Clone, Debug)]
 struct Rise {
     since_ns: u64,
+    count: u32,
     low: i64,
+    high: i64,
     threshold_ns: i64,
 }
+
+/// The largest queueing delay seen before a run of high samples began, and
+/// when: a run that breaks and starts again within the window is judged
+/// against it, not against a maximum its own samples have raised.
+#[derive(Copy, Clone, Debug)]
+struct Calm {
+    t_ns: u64,
+    queue_ns: i64,
+}
+
+/// Samples a rise must have before the base follows it: two or three in
+/// a row can be one burst. A path the scheduler has left gets only its
+/// probe pairs, one a second: its rise is followed after two of them, with
+/// no report near the old base between.
+const MIN_RISE_SAMPLES: u32 = 4;
 
 impl OwdEstimator {
     /// `window`: how long a minimum is remembered (windowed-min filter, so a
@@ -116,6 +135,7 @@ impl OwdEstimator {
             smoothed: None,
             neg_queueing: None,
             rise: None,
+            calm: None,
         }
     }
 
@@ -129,12 +149,19 @@ impl OwdEstimator {
     /// backlog in the network (the papers' unpaced model, whose scheduler
     /// predicts that queue itself) would take it for a longer path.
     ///
-    /// Once every sample for `hold` has been more than `threshold` above
-    /// the base, where `threshold` is the larger of `min_rise` and twice
-    /// the largest queueing delay seen in the window when the run began,
-    /// the base restarts from the smallest of them (and the queueing seen
-    /// against the old base is forgotten). Returns whether it did. A later,
-    /// lower sample lowers the base again at once, as any new minimum does.
+    /// A run begins with a sample more than `threshold` above the base:
+    /// the larger of `min_rise` and twice the largest queueing delay seen
+    /// in the window before it (before the previous run, if that began
+    /// within the window, so that a run broken by one low sample is not
+    /// judged against its own samples). The base follows, restarting from
+    /// the run's smallest sample, once the run has lasted `hold` with at
+    /// least [`MIN_RISE_SAMPLES`] samples and is a step, not a ramp: its samples spread over less than half the
+    /// rise (a queue that builds, when the path's rate fell or another
+    /// flow fills it, grows sample by sample and is left to count as
+    /// queueing). The queueing seen against the old base is replaced by
+    /// the maximum from before the run. Returns whether the base followed.
+    /// A later, lower sample lowers the base again at once, as any new
+    /// minimum does.
     ///
     /// Why: the base is the minimum over `window` (10 s in braid). A path
     /// whose one-way delay rose by 200 ms kept its old base that long, and
@@ -153,30 +180,47 @@ impl OwdEstimator {
             return false;
         };
         let t = now.as_nanos();
+        let hold_ns = hold.as_nanos().min(u64::MAX as u128) as u64;
         let above = raw_ns.saturating_sub(base);
-        match &mut self.rise {
-            Some(r) if above > r.threshold_ns => {
+        if let Some(r) = self.rise.as_mut() {
+            if above > r.threshold_ns {
                 r.low = r.low.min(raw_ns);
-                if t.saturating_sub(r.since_ns) as u128 >= hold.as_nanos() {
+                r.high = r.high.max(raw_ns);
+                r.count = r.count.saturating_add(1);
+                let step = r.high.saturating_sub(r.low) <= r.low.saturating_sub(base) / 2;
+                if t.saturating_sub(r.since_ns) >= hold_ns && r.count >= MIN_RISE_SAMPLES && step {
                     let low = r.low;
+                    let calm = self.calm.map_or(0, |c| c.queue_ns);
                     self.rise = None;
                     self.min = Some(WindowedMin::new(t, low));
-                    self.neg_queueing = Some(WindowedMin::new(t, 0));
+                    self.neg_queueing = Some(WindowedMin::new(t, -calm));
                     return true;
                 }
+                return false;
             }
-            Some(_) => self.rise = None,
-            None => {
-                let queue = self.max_queueing_delay().unwrap_or(Duration::ZERO);
-                let threshold = min_rise.max(queue * 2).as_nanos().min(i64::MAX as u128) as i64;
-                if above > threshold {
-                    self.rise = Some(Rise {
-                        since_ns: t,
-                        low: raw_ns,
-                        threshold_ns: threshold,
-                    });
-                }
-            }
+            // A sample near the base: the run ends.
+            self.rise = None;
+        }
+        let calm = match self.calm {
+            Some(c) if t.saturating_sub(c.t_ns) <= self.window_ns => c,
+            _ => Calm {
+                t_ns: t,
+                queue_ns: self
+                    .max_queueing_delay()
+                    .map_or(0, |q| q.as_nanos().min(i64::MAX as u128) as i64),
+            },
+        };
+        let threshold =
+            (min_rise.as_nanos().min(i64::MAX as u128) as i64).max(calm.queue_ns.saturating_mul(2));
+        if above > threshold {
+            self.calm = Some(calm);
+            self.rise = Some(Rise {
+                since_ns: t,
+                count: 1,
+                low: raw_ns,
+                high: raw_ns,
+                threshold_ns: threshold,
+            });
         }
         false
     }
@@ -460,5 +504,76 @@ mod tests {
         }
         assert!(followed);
         assert_eq!(e.base_raw_ns(), Some(200 * MS));
+    }
+
+    #[test]
+    fn a_queue_that_builds_is_not_followed() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        // The path's rate fell: its queue grows by 2 ms every 10 ms, to 400 ms.
+        for t in 0..200u64 {
+            assert!(!paced_sample(
+                &mut e,
+                1000 + t * 10,
+                (20 + 2 * t as i64) * MS
+            ));
+        }
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+    }
+
+    #[test]
+    fn a_step_broken_by_one_low_sample_is_still_followed() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        let mut followed = None;
+        for t in 100..200u64 {
+            // One report of a packet that took the old route, 100 ms in.
+            let raw = if t == 110 { 25 * MS } else { 220 * MS };
+            if paced_sample(&mut e, t * 10, raw) {
+                followed.get_or_insert(t * 10);
+            }
+        }
+        // The run restarts at 1.11 s against the threshold from before
+        // it, not against its own samples: followed 200 ms later.
+        assert_eq!(followed, Some(1310));
+        assert_eq!(e.base_raw_ns(), Some(220 * MS));
+        assert_eq!(e.max_queueing_delay(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn late_reports_among_normal_ones_do_not_move_the_base() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        // Three late reports in a row a second, the rest on time.
+        for t in 100..600u64 {
+            let raw = if t % 100 < 3 { 220 * MS } else { 20 * MS };
+            assert!(!paced_sample(&mut e, t * 10, raw));
+        }
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+    }
+
+    #[test]
+    fn a_probed_path_whose_delay_rose_is_followed_after_two_probes() {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        // The scheduler left the path: a probe pair a second, 200 ms late.
+        let mut followed = None;
+        for k in 0..4u64 {
+            for (dt, raw) in [(0, 220 * MS), (1, 221 * MS)] {
+                if paced_sample(&mut e, 2000 + k * 1000 + dt, raw) {
+                    followed.get_or_insert(k);
+                }
+            }
+        }
+        assert_eq!(followed, Some(1));
+        assert_eq!(e.base_raw_ns(), Some(220 * MS));
     }
 }

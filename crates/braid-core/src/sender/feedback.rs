@@ -119,7 +119,7 @@ impl<P> Sender<P> {
                     .find(|p| p.id == rec.path)
                     .expect("found above");
                 self.sched
-                    .on_delivery(p, eta, e.rx_time_ns as i64 - min_base);
+                    .on_delivery(p, eta, (e.rx_time_ns as i64).saturating_sub(min_base));
             }
         }
 
@@ -192,7 +192,10 @@ impl<P> Sender<P> {
             p.bw.estimate_bps()
                 .map(|r| tx_time(len, r).as_nanos() as i64)
                 .unwrap_or(0);
-        let raw = rx_ns as i64 - sent_at.as_nanos() as i64 - ser;
+        // Saturating: `rx_ns` is the peer's clock, any 64-bit value.
+        let raw = (rx_ns as i64)
+            .saturating_sub(sent_at.as_nanos() as i64)
+            .saturating_sub(ser);
         if paced
             && p.owd
                 .follow_rise(now, raw, p.rtt.srtt().max(RISE_HOLD), RISE_MIN)

@@ -94,7 +94,8 @@ pub(super) struct Record {
     /// The scheduler's predicted delivery time.
     eta_ns: Option<i64>,
     fate: Fate,
-    /// When the packet was first sent (repairs keep it; `sent_at` moves).
+    /// When the packet's original left (queued for pacing: when the pacer
+    /// released it); repairs keep it, `sent_at` moves.
     first_sent_at: Instant,
     /// The path of the first transmission while no other copy has gone on
     /// it: a report from that path is then the original's, and its round

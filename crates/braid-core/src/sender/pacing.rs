@@ -74,9 +74,13 @@ impl<P> Sender<P> {
         {
             self.slip_pacer(s, late - allowance);
         }
-        // Timers and delay samples count from when the packet really left.
+        // Timers and delay samples count from when the packet really left,
+        // the original's own too (`Sender::late_original` measures from it).
         if let Some(r) = self.record_mut(p.tx.seq) {
             r.sent_at = now;
+            if r.attempts == 0 {
+                r.first_sent_at = now;
+            }
         }
         Some((p.tx, p.payload))
     }

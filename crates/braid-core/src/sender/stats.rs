@@ -47,9 +47,10 @@ pub struct SenderStats {
     /// Feedback entries reporting a copy on another path than the one the
     /// packet was last sent on (the original arrived after all, or the repair did).
     pub feedback_other_copy: u64,
-    /// Of those, originals reported from their own path after they were
-    /// given up and repaired elsewhere: each gave its path a round-trip
-    /// sample that Karn's rule would have dropped (`Sender::ack_other_copy`).
+    /// Originals reported from their own path after they were given up and
+    /// repaired elsewhere (counted here whether or not the repair was
+    /// acknowledged first): each gave its path a round-trip sample that
+    /// Karn's rule would have dropped (`Sender::late_original`).
     pub late_originals: u64,
     /// Times a path's base one-way delay followed a lasting rise of its
     /// delay (`OwdEstimator::follow_rise`; a pacing sender only).

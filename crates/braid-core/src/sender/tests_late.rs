@@ -2,7 +2,7 @@
 //! (`Sender::late_original`): the original's round trip still measures
 //! its path, unless a copy went on the same path (Karn).
 
-use super::tests::pkt;
+use super::tests::{paced_sender_with, pkt};
 use super::*;
 use crate::repair::RepairMode;
 use crate::sched::RoundRobin;
@@ -73,12 +73,13 @@ fn a_late_original_measures_its_path_after_its_repair_was_acked() {
     report(&mut s, t + 440, 1, seq, t + 420);
     assert!(s.is_acked(u64::from(seq)));
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
-    // The original arrives on path 0, 380 ms after it left; reported at 400.
-    report(&mut s, t + 400 + 20, 0, seq, t + 380);
+    // The original arrives on path 0, 400 ms after it left, and is
+    // reported 20 ms later.
+    report(&mut s, t + 420, 0, seq, t + 400);
     assert_eq!(s.stats().late_originals, 1);
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(420));
     // A repeated report adds nothing.
-    report(&mut s, t + 500, 0, seq, t + 380);
+    report(&mut s, t + 500, 0, seq, t + 400);
     assert_eq!(s.stats().late_originals, 1);
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(420));
 }
@@ -111,4 +112,39 @@ fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
     assert!(s.is_acked(u64::from(seq)));
     assert_eq!(s.stats().late_originals, 0);
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
+}
+
+/// A paced original's send time is when the pacer released it, not when
+/// it was queued: a late original's round trip must not count the wait
+/// in the sender's own queue.
+#[test]
+fn a_paced_original_counts_from_when_it_left() {
+    let mut cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    cfg.repair.mode = RepairMode::Arq;
+    let mut s = paced_sender_with(cfg);
+    let t = Instant::from_millis(60);
+    let mut left = Vec::new();
+    for _ in 0..8 {
+        match s.send_paced(t, &pkt(), || ()) {
+            SendOutcome::Transmit(tx) => left.push((tx.seq, t)),
+            SendOutcome::Queued { .. } => {}
+            o => panic!("{o:?}"),
+        }
+    }
+    let mut now = t;
+    while left.len() < 8 && now < Instant::from_millis(200) {
+        match s.poll_transmit(now) {
+            Some((tx, ())) => left.push((tx.seq, now)),
+            None => now += Duration::from_micros(100),
+        }
+    }
+    assert_eq!(left.len(), 8);
+    assert!(left.last().unwrap().1 > t, "the pacer spread them");
+    for (seq, at) in left {
+        let r = s.record_mut(seq).unwrap();
+        assert_eq!((r.first_sent_at, r.sent_at), (at, at));
+    }
 }
