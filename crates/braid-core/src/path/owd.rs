@@ -155,10 +155,10 @@ impl OwdEstimator {
     /// within the window, so that a run broken by one low sample is not
     /// judged against its own samples). The base follows, restarting from
     /// the run's smallest sample, once the run has lasted `hold` with at
-    /// least [`MIN_RISE_SAMPLES`] samples and is a step, not a ramp: its samples spread over less than half the
-    /// rise (a queue that builds, when the path's rate fell or another
-    /// flow fills it, grows sample by sample and is left to count as
-    /// queueing). The queueing seen against the old base is replaced by
+    /// least [`MIN_RISE_SAMPLES`] samples and is a step, not a ramp: its
+    /// samples spread over less than half the rise (a queue that builds,
+    /// when the path's rate fell or another flow fills it, grows sample by
+    /// sample and is left to count as queueing). The queueing seen against the old base is replaced by
     /// the maximum from before the run. Returns whether the base followed.
     /// A later, lower sample lowers the base again at once, as any new
     /// minimum does.

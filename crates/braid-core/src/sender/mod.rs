@@ -111,6 +111,16 @@ pub(super) struct Record {
     prev_on_path: Option<u64>,
 }
 
+impl Record {
+    /// A copy of the packet goes on `path`: a report from there may now be
+    /// either copy's, so it no longer names the original (`original`).
+    fn copy_on(&mut self, path: PathId) {
+        if self.original == Some(path) {
+            self.original = None;
+        }
+    }
+}
+
 /// The sender of one direction. `P` is the payload a packet waiting in a
 /// pacing queue carries (the inner packet in the tunnel; `()` where the
 /// caller keeps no payload).

@@ -84,8 +84,8 @@ impl<P> Sender<P> {
             p.last_sent = Some(now);
         }
         self.charge_pacer(now, id, len as usize);
-        if let Some(r) = self.record_mut(seq).filter(|r| r.original == Some(id)) {
-            r.original = None;
+        if let Some(r) = self.record_mut(seq) {
+            r.copy_on(id);
         }
         Transmit::copy(id, seq)
     }

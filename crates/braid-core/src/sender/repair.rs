@@ -281,9 +281,7 @@ impl<P> Sender<P> {
         p.sent_bytes += rec.len as u64;
         p.last_sent = Some(now);
         if let Some(r) = self.record_mut(seq) {
-            if r.original == Some(id) {
-                r.original = None;
-            }
+            r.copy_on(id);
             r.path = id;
             r.sent_at = now;
             r.fate = Fate::InFlight;

@@ -142,6 +142,16 @@ fn paced_sender() -> Sender {
     })
 }
 
+/// Pacing on and lost packets repaired (ARQ).
+pub(super) fn paced_arq_config() -> SenderConfig {
+    let mut cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    cfg.repair.mode = crate::repair::RepairMode::Arq;
+    cfg
+}
+
 /// One path, paced at about 9 Mbit/s from a first pair.
 pub(super) fn paced_sender_with(cfg: SenderConfig) -> Sender {
     let mut s = Sender::new(cfg, SchedulerKind::Pet.build());

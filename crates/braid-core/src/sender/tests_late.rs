@@ -2,22 +2,10 @@
 //! (`Sender::late_original`): the original's round trip still measures
 //! its path, unless a copy went on the same path (Karn).
 
-use super::tests::{paced_sender_with, pkt};
+use super::tests::{paced_arq_config, paced_sender_with, pkt};
+use super::tests_repair::arq_sender_on;
 use super::*;
-use crate::repair::RepairMode;
-use crate::sched::RoundRobin;
 use crate::wire::FeedbackEntry;
-
-fn arq_sender(paths: u8) -> Sender {
-    let mut cfg = SenderConfig::default();
-    cfg.repair.mode = RepairMode::Arq;
-    cfg.max_in_flight = 256;
-    let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
-    for i in 0..paths {
-        s.add_path(PathId(i), PathParams::default());
-    }
-    s
-}
 
 fn report(s: &mut Sender, at_ms: u64, path: u8, seq: u32, rx_ms: u64) {
     s.handle_feedback_on(
@@ -64,13 +52,14 @@ fn latest_rtt(s: &Sender, path: u8) -> Duration {
 /// is path 0's round-trip sample (once, however often it is reported).
 #[test]
 fn a_late_original_measures_its_path_after_its_repair_was_acked() {
-    let mut s = arq_sender(2);
+    let mut s = arq_sender_on(2);
     let seq = measured(&mut s, 4);
     let t = 100;
     // Sent on path 0; its timeout (a 40 ms round trip) passes.
     let copy = given_up_and_repaired(&mut s, seq);
     assert_eq!(copy.path, PathId(1), "the repair goes on the clean path");
-    report(&mut s, t + 440, 1, seq, t + 420);
+    // The repair, sent at 500 ms, is reported 10 ms later.
+    report(&mut s, t + 410, 1, seq, t + 405);
     assert!(s.is_acked(u64::from(seq)));
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
     // The original arrives on path 0, 400 ms after it left, and is
@@ -88,7 +77,7 @@ fn a_late_original_measures_its_path_after_its_repair_was_acked() {
 /// the first, from its own path, and acknowledges the packet too.
 #[test]
 fn a_late_original_ahead_of_its_repair_measures_its_path() {
-    let mut s = arq_sender(2);
+    let mut s = arq_sender_on(2);
     let seq = measured(&mut s, 4);
     let t = 100;
     let copy = given_up_and_repaired(&mut s, seq);
@@ -103,7 +92,7 @@ fn a_late_original_ahead_of_its_repair_measures_its_path() {
 /// copy): Karn's rule holds and the path takes no sample.
 #[test]
 fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
-    let mut s = arq_sender(1);
+    let mut s = arq_sender_on(1);
     let seq = measured(&mut s, 2);
     let t = 100;
     let copy = given_up_and_repaired(&mut s, seq);
@@ -119,12 +108,7 @@ fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
 /// in the sender's own queue.
 #[test]
 fn a_paced_original_counts_from_when_it_left() {
-    let mut cfg = SenderConfig {
-        pacing: true,
-        ..Default::default()
-    };
-    cfg.repair.mode = RepairMode::Arq;
-    let mut s = paced_sender_with(cfg);
+    let mut s = paced_sender_with(paced_arq_config());
     let t = Instant::from_millis(60);
     let mut left = Vec::new();
     for _ in 0..8 {

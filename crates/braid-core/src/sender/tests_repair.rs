@@ -2,7 +2,7 @@
 //! NACKed packets resent on another path, copies held to the pacing bound,
 //! and the books kept under any loss pattern.
 
-use super::tests::{paced_sender_with, pkt};
+use super::tests::{paced_arq_config, paced_sender_with, pkt};
 use super::*;
 use crate::repair::RepairMode;
 use crate::sched::RoundRobin;
@@ -11,12 +11,18 @@ use crate::wire::NackRange;
 use proptest::prelude::*;
 
 fn arq_sender() -> Sender {
+    arq_sender_on(2)
+}
+
+/// Repair on (ARQ), round robin over `paths` paths, unpaced.
+pub(super) fn arq_sender_on(paths: u8) -> Sender {
     let mut cfg = SenderConfig::default();
     cfg.repair.mode = RepairMode::Arq;
     cfg.max_in_flight = 256;
     let mut s = Sender::new(cfg, Box::new(RoundRobin::default()));
-    s.add_path(PathId(0), PathParams::default());
-    s.add_path(PathId(1), PathParams::default());
+    for i in 0..paths {
+        s.add_path(PathId(i), PathParams::default());
+    }
     s
 }
 
@@ -120,12 +126,7 @@ fn a_loss_taken_for_congestion_is_repaired_and_counted() {
 /// announced (a SKIP), not sent over the path's rate.
 #[test]
 fn a_repair_is_given_up_when_its_path_is_booked_past_the_pacing_bound() {
-    let mut cfg = SenderConfig {
-        pacing: true,
-        ..Default::default()
-    };
-    cfg.repair.mode = RepairMode::Arq;
-    let mut s = paced_sender_with(cfg);
+    let mut s = paced_sender_with(paced_arq_config());
     let t = Instant::from_millis(60);
     let seqs: Vec<u64> = (0..4)
         .map(|_| match s.send_paced(t, &pkt(), || ()) {
@@ -237,11 +238,7 @@ proptest! {
 /// copies no longer lands on a thin path's bottleneck all at once.
 #[test]
 fn a_burst_of_repairs_is_paced_ahead_of_the_queued_data() {
-    let mut cfg = SenderConfig {
-        pacing: true,
-        ..Default::default()
-    };
-    cfg.repair.mode = RepairMode::Arq;
+    let mut cfg = paced_arq_config();
     cfg.max_in_flight = 256;
     let mut s = paced_sender_with(cfg);
     let sent: Vec<u64> = (0..40)
