@@ -64,7 +64,10 @@ pub enum SimCmd {
         /// established before each braid mode's transfer starts (default
         /// 0: at once). This measures a bond that was up before the
         /// transfer, as one in use is: by then it has sent its rate probes
-        /// and knows every path's rate.
+        /// and knows every path's rate. The other modes (single-best,
+        /// mptcp, braid-send) start their transfer as late, so that a path
+        /// that changes during the run (`trace`) changes at the same point
+        /// of every mode's transfer.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         idle: f64,
         /// Output format.

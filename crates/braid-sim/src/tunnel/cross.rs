@@ -51,16 +51,22 @@ impl CrossFlow {
     /// flow of `opts`, if any, started at `Instant::ZERO` and run alone on
     /// the links for its head start (`LabRunOptions::cross_lead_s`),
     /// before any other traffic is offered to them. Returns it and when
-    /// the measured transfer starts.
+    /// the measured transfer starts: after the head start, and no earlier
+    /// than `LabRunOptions::idle_s`, as a braid mode's transfer starts
+    /// after its tunnel's idle time. A path that changes during the run
+    /// (a lab file's `trace`) then changes at the same point of every
+    /// mode's transfer: with `--idle 3` the direct modes used to meet a
+    /// rate fall 3 s later than the tunnel, and the best path alone got 3
+    /// s more at the old rate to compare with.
     pub fn with_head_start(
         opts: &LabRunOptions,
         up: &mut [Link],
         down: &mut [Link],
     ) -> (Option<Self>, Instant) {
+        let until = Instant::ZERO + secs(opts.cross_lead_s.max(opts.idle_s));
         let Some(mut c) = Self::for_run(opts) else {
-            return (None, Instant::ZERO);
+            return (None, until);
         };
-        let until = Instant::ZERO + secs(opts.cross_lead_s);
         c.start(Instant::ZERO, up);
         while let Some(t) = c.poll_timeout().filter(|&t| t <= until) {
             c.advance(t, up, down);

@@ -123,6 +123,10 @@ pub struct LabRunOptions {
     /// each braid mode's transfer starts (0: it does not). A bond in use
     /// was up before the transfer and has measured its paths' rates with
     /// its rate probes (`braid_core::conn::ConnConfig::rate_probe_pairs`).
+    /// The modes without a tunnel start their transfer this late too, so
+    /// that a path that changes during the run (a lab file's `trace`)
+    /// changes at the same point of every mode's transfer
+    /// (`CrossFlow::with_head_start`).
     pub idle_s: f64,
 }
 
