@@ -9,16 +9,30 @@
 //! kept sending on it as if it were near, the stream waited 200 ms for
 //! each such packet, and the bond carried 9.2 Mbit/s where Wi-Fi alone
 //! carries 24.1 (README, "A path whose delay jumps").
+//!
+//! `lab/fade.toml`: 5 s in, a 15 Mbit/s cellular path with a deep queue
+//! falls to 1.5 Mbit/s beside a 30 Mbit/s DSL path. What the bond had
+//! sent there at the old rate is stranded in its queue for a second or
+//! more; before the tunnel copied it to the DSL path
+//! (`braid_core::sender` `stranded.rs`) the peer's resequencer gave up
+//! waiting for it, the inner TCP halved its window and timed out, and
+//! the bond fell below DSL alone (README, "A path whose rate falls").
 
 use braid_core::sched::SchedulerKind;
-use braid_sim::tunnel::{run_lab, LabMode, LabRunOptions};
+use braid_sim::tunnel::{run_lab, LabMode, LabReport, LabRunOptions};
+
+/// Runs the best path alone and braid-pet on the shipped lab file `name`.
+fn best_and_bond(name: &str, opts: &LabRunOptions) -> LabReport {
+    let cfg = braid_lab::shipped(name).unwrap();
+    let modes = [LabMode::SingleBest, LabMode::Braid(SchedulerKind::Pet)];
+    let r = run_lab(&cfg, &modes, opts);
+    eprintln!("{}", serde_json::to_string(&r).unwrap());
+    r
+}
 
 #[test]
 fn a_handover_that_moves_a_path_far_away_leaves_the_bond_near_its_best_path() {
-    let cfg = braid_lab::shipped("handover").unwrap();
-    let modes = [LabMode::SingleBest, LabMode::Braid(SchedulerKind::Pet)];
-    let r = run_lab(&cfg, &modes, &LabRunOptions::default());
-    eprintln!("{}", serde_json::to_string(&r).unwrap());
+    let r = best_and_bond("handover", &LabRunOptions::default());
     let (best, bond) = (&r.results[0], &r.results[1]);
     assert!(
         bond.goodput_mbps >= 0.85 * best.goodput_mbps,
@@ -33,4 +47,31 @@ fn a_handover_that_moves_a_path_far_away_leaves_the_bond_near_its_best_path() {
         bond.path_mbps[1]
     );
     assert_eq!(bond.timeouts, 0, "the inner TCP timed out");
+}
+
+/// The fade, met 5 s into the transfer and, after 3 s of idle, 2 s in:
+/// the bond stays above DSL alone (the cellular path alone, which the
+/// fade leaves at 4 Mbit/s, is below it), and the inner TCP never times
+/// out.
+#[test]
+fn a_path_whose_rate_falls_leaves_its_queued_packets_to_the_other_path() {
+    let cfg = braid_lab::shipped("fade").unwrap();
+    let mut dsl = cfg.clone();
+    dsl.paths.truncate(1);
+    for idle_s in [0.0, 3.0] {
+        let opts = LabRunOptions {
+            idle_s,
+            ..LabRunOptions::default()
+        };
+        let alone = run_lab(&dsl, &[LabMode::SingleBest], &opts).results[0].goodput_mbps;
+        let r = run_lab(&cfg, &[LabMode::Braid(SchedulerKind::Pet)], &opts);
+        eprintln!("{}", serde_json::to_string(&r).unwrap());
+        let bond = &r.results[0];
+        assert!(
+            bond.goodput_mbps >= alone,
+            "idle {idle_s} s: bond {:.2} against DSL alone {alone:.2} Mbit/s",
+            bond.goodput_mbps,
+        );
+        assert_eq!(bond.timeouts, 0, "idle {idle_s} s: the inner TCP timed out");
+    }
 }

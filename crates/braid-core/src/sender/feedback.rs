@@ -47,6 +47,7 @@ impl<P> Sender<P> {
         for e in entries {
             self.on_entry(now, Some(path), e);
         }
+        self.rescue_stranded(now);
     }
 
     fn on_entry(&mut self, now: Instant, on: Option<PathId>, e: FeedbackEntry) {

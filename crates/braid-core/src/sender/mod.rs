@@ -101,6 +101,9 @@ pub(super) struct Record {
     /// it: a report from that path is then the original's, and its round
     /// trip a sound sample even after a repair (see `ack_other_copy`).
     original: Option<PathId>,
+    /// A path its repair must not take: the one it is stranded on
+    /// (`stranded.rs`).
+    avoid: Option<PathId>,
     /// Repair copies sent so far.
     attempts: u8,
     /// Waiting in the repair queue.
@@ -442,6 +445,7 @@ impl<P> Sender<P> {
             fate: Fate::InFlight,
             first_sent_at: now,
             original: Some(id),
+            avoid: None,
             attempts: 0,
             repair_queued: false,
             prev_on_path,
@@ -505,6 +509,7 @@ mod repair;
 mod repair_copy;
 mod share;
 mod stats;
+mod stranded;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -515,3 +520,5 @@ mod tests_copies;
 mod tests_late;
 #[cfg(test)]
 mod tests_repair;
+#[cfg(test)]
+mod tests_stranded;

@@ -356,7 +356,7 @@ const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 /// (the first two measured with a build that also left such pairs out
 /// before the path was paced, and did not yet leave out a pair whose
 /// first packet was the late one).
-const PACING_SAMPLES: usize = 31;
+pub(super) const PACING_SAMPLES: usize = 31;
 
 /// New pair samples a congestion cut ([`PairSamples::cut`]) stands for.
 /// Nine, the window it was when cuts were tuned on the lossy lab files;

@@ -124,6 +124,13 @@ impl<P> Sender<P> {
                     .cut(self.cfg.repair.congestion_rate_factor);
             }
         }
+        self.queue_repair(now, path, seq);
+    }
+
+    /// Puts lost packet `seq` (of `path`) in the repair queue, or gives it
+    /// up if it is too old or has had its copies.
+    pub(super) fn queue_repair(&mut self, now: Instant, path: PathId, seq: u64) {
+        let s = slot(path);
         let idx = (seq as usize) & (self.ring.len() - 1);
         let cfg = &self.cfg.repair;
         let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
@@ -206,8 +213,10 @@ impl<P> Sender<P> {
     }
 
     /// Sends a copy of lost packet `seq` on the path expected to deliver
-    /// it earliest; `None` if no path is usable or the packet is not lost
-    /// (any more). `payload` is called only when the copy is queued.
+    /// it earliest, never the one it is stranded on (`Record::avoid`,
+    /// `sender/stranded.rs`); `None` if no path is usable or the packet is
+    /// not lost (any more). `payload` is called only when the copy is
+    /// queued.
     ///
     /// Earliest: the path's relative one-way delay, plus its serialisation
     /// of the packet, plus the chance of losing the copy times the
@@ -264,7 +273,7 @@ impl<P> Sender<P> {
             .paths
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.usable)
+            .filter(|(_, p)| p.usable && Some(p.id) != rec.avoid)
             .min_by(|a, b| cost(a.1).total_cmp(&cost(b.1)))?
             .0;
         let wait = booked(&self.paths[i]);

@@ -55,6 +55,9 @@ pub struct SenderStats {
     /// Times a path's base one-way delay followed a lasting rise of its
     /// delay (`OwdEstimator::follow_rise`; a pacing sender only).
     pub delay_rises: u64,
+    /// Packets taken off a path whose rate fell, for repair on another
+    /// (`sender/stranded.rs`): they would have arrived far later there.
+    pub stranded: u64,
     /// Redundant copies sent (the redundant mode, `crate::redundancy`),
     /// and their bytes on the paths (inner packet plus tunnel overhead):
     /// what redundancy cost.

@@ -106,6 +106,11 @@ pub struct TunnelReport {
     pub delay_rises: u64,
     #[serde(default)]
     pub late_originals: u64,
+    /// Packets taken off a path whose rate fell, where they would have
+    /// waited behind its queue, and repaired on another path
+    /// (`braid_core::sender` `stranded.rs`).
+    #[serde(default)]
+    pub stranded: u64,
     /// Loss repair inside the tunnel (both directions as this side sees them).
     #[serde(default)]
     pub repair: TunnelRepairReport,
@@ -307,6 +312,7 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         pacing_slip_ms: t.sender.pacing_slip_ns as f64 / 1e6,
         delay_rises: t.sender.delay_rises,
         late_originals: t.sender.late_originals,
+        stranded: t.sender.stranded,
         repair: TunnelRepairReport {
             repairs_sent: t.sender.repairs_sent,
             congestion_losses: t.sender.losses_congestion,

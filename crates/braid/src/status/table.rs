@@ -45,7 +45,7 @@ impl StatusReport {
             };
             let _ = writeln!(
                 o,
-                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms); delay rises {} (late originals {})",
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms); delay rises {} (late originals {}); stranded {}",
                 t.scheduler,
                 t.reorder_buffered_packets,
                 human_bytes(t.reorder_buffered_bytes as u64),
@@ -57,7 +57,8 @@ impl StatusReport {
                 t.pacing_slips,
                 t.pacing_slip_ms,
                 t.delay_rises,
-                t.late_originals
+                t.late_originals,
+                t.stranded
             );
             let header = [
                 "PATH",

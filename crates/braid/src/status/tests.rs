@@ -61,6 +61,7 @@ fn report() -> StatusReport {
             pacing_slip_ms: 31.4,
             delay_rises: 1,
             late_originals: 3,
+            stranded: 4,
             repair: TunnelRepairReport {
                 repairs_sent: 5,
                 hold_ms: 120.0,
@@ -97,6 +98,10 @@ fn table_shows_paths_and_drops() {
     assert!(t.contains("drops: drop_replay=2"), "{t}");
     assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
     assert!(t.contains("pacing drops 7, slips 2 (31 ms)"), "{t}");
+    assert!(
+        t.contains("delay rises 1 (late originals 3); stranded 4"),
+        "{t}"
+    );
     assert!(t.contains("repair: 5 copies sent"), "{t}");
     assert!(t.contains("hold 120 ms"), "{t}");
     assert!(t.contains("repaired 5, residual 1"), "{t}");

@@ -84,7 +84,7 @@ fn trace_lab_start() {
         let ss = &rs.peers[0].tunnel.sender;
         let cr = &st.tunnel.reorder;
         println!(
-            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?} pace={:?} qdrops={:?} rep/paced/copies/red={:?}",
+            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?} pace={:?} qdrops={:?} rep/paced/copies/red={:?} stranded={}/{} ab={}",
             step_s * k as f64,
             st.tunnel.sender.lost_nack,
             st.tunnel.sender.repairs_sent,
@@ -116,6 +116,9 @@ fn trace_lab_start() {
             st.tunnel.paths.iter().map(|p| p.pacing_rate_bps.map(|b| (b / 1e5).round() / 10.0)).collect::<Vec<_>>(),
             w.up.iter().map(|l| l.stats.drops_queue).collect::<Vec<_>>(),
             (st.tunnel.sender.repairs_sent, st.tunnel.sender.repairs_paced, st.tunnel.sender.repair_copies, st.tunnel.sender.redundant_copies),
+            st.tunnel.sender.stranded,
+            ss.stranded,
+            st.tunnel.sender.repairs_abandoned,
         );
         last_d = d;
         last_p = ps;

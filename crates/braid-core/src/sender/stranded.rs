@@ -1,0 +1,219 @@
+//! Packets stranded behind a path whose rate fell: copies on the other
+//! paths for those that would arrive later there (MPTCP's opportunistic
+//! retransmission, Raiciu et al., NSDI 2012, applied to the bond's own
+//! packets in flight).
+//!
+//! Why: the tunnel paces each path at its measured rate, so a path's
+//! bottleneck holds little of the tunnel's while the rate holds. When it
+//! falls (a cellular link that loses its signal), the path keeps
+//! receiving at the old rate until its feedback shows the fall, a round
+//! trip later, and what arrives in that time waits in its queue. Set 2/17
+//! of `lab/sweep-changes.sh` (14.9 Mbit/s 156 ms away, down to 1.6 at
+//! 9.1 s, beside 36.9 Mbit/s): about 450 packets took 3.8 s to drain,
+//! longer than the peer's resequencer holds a gap (2 s at most), and the
+//! inner TCP timed out twice: 17.9 Mbit/s where the other path alone
+//! carried 35.6.
+//!
+//! The rule, run after every feedback frame:
+//! - A path is looked at once what it has in flight would take longer
+//!   than twice its smoothed round trip plus [`STRANDED_TRIGGER`] to drain at
+//!   the rate it now delivers (the median of its recent pair samples, so
+//!   one low sample does not move it). While the rate holds, a path
+//!   drains its packets in flight in about its round trip.
+//! - Each of its packets, oldest first, would arrive once the bytes up to
+//!   it have drained. If that is later by [`STRANDED_MARGIN`] than a copy
+//!   would arrive on the best other path (its delay, its serialisation,
+//!   what its pacer is booked for, and the copies this pass gave it), the
+//!   packet is taken off the path as lost and repaired there, never back
+//!   on the path it was stranded on (`Record::avoid`). Copies stop where
+//!   the other paths are booked to the pacing bound: beyond it they would
+//!   be given up, and the receiver told to stop waiting for packets that
+//!   are only late.
+//! - The path's loss rate is not charged (nothing was lost), and the
+//!   original, when it comes, still measures its path
+//!   (`Sender::late_original`).
+//! - The originals still hold the path's queue: its pacer is booked for
+//!   them, so that new packets wait in the tunnel, where PET sees the
+//!   path busy, and not behind them. Without the booking, PET took the
+//!   path for empty once its packets were moved, put 56 new ones behind
+//!   the stranded originals, and the stream waited 1.5 s for them (the
+//!   same set: the inner TCP timed out all the same).
+
+use super::{slot, Fate, Sender};
+use crate::path::PathId;
+use crate::repair::RepairMode;
+use crate::time::{Duration, Instant};
+
+/// How much longer than twice its smoothed round trip a path must take
+/// to drain what it has in flight, at the rate it now delivers, for the
+/// rule to look at its packets. A path that keeps its rate drains them
+/// in about one round trip; twice, because the pair samples of a far,
+/// lossy path can read its rate low by a third or more, and once was
+/// enough there to copy packets that were not late: a random set whose
+/// 39 Mbit/s path was 287 ms away and lost 0.5 % fell from 35.3 to
+/// 28.0 Mbit/s. The 250 ms cover a pacer's slip and the probing above
+/// the rate.
+pub const STRANDED_TRIGGER: Duration = Duration::from_millis(250);
+
+/// How much later than a copy on another path a packet must be about to
+/// arrive on its own for the copy: the least the peer's resequencer
+/// holds a gap (`ReorderConfig::min_hold`). A packet later than its
+/// successors by more than the peer's hold reaches the inner TCP as a
+/// loss; the hold is the largest gap-fill wait measured (often 100-400
+/// ms), and a first version that copied only packets 250 ms later than
+/// a copy elsewhere left the packets between to arrive after the hold
+/// (`lab/fade.toml`: the resequencer gave up 40 gaps, the inner TCP
+/// halved its window twice and timed out).
+pub const STRANDED_MARGIN: Duration = Duration::from_millis(50);
+
+impl<P> Sender<P> {
+    /// Takes the packets stranded on a path whose rate fell off it, for
+    /// repair on another path (see the module). Cheap when nothing is
+    /// stranded: one comparison per path.
+    pub(super) fn rescue_stranded(&mut self, now: Instant) {
+        if self.cfg.repair.mode != RepairMode::Arq || !self.cfg.pacing {
+            return;
+        }
+        if self.paths.iter().filter(|p| p.usable).count() < 2 {
+            return;
+        }
+        for i in 0..self.paths.len() {
+            let id = self.paths[i].id;
+            let stranded = self.stranded_on(now, i);
+            if stranded.is_empty() {
+                continue;
+            }
+            let s = slot(id);
+            self.per_path[s].unacked.retain(|q| !stranded.contains(q));
+            for seq in stranded {
+                self.strand(now, id, seq);
+            }
+        }
+    }
+
+    /// The packets on path `i` that would arrive later than its round trip
+    /// plus the margin, and later by the margin than on the best other
+    /// path, oldest first.
+    fn stranded_on(&self, now: Instant, i: usize) -> Vec<u64> {
+        let p = &self.paths[i];
+        let s = slot(p.id);
+        // What the path delivers: the median of its pair samples, not its
+        // pacing rate, which a congestion cut or a share cap (the
+        // tunnel's own yielding) lowers below what the bottleneck drains.
+        let paced = self.pacing_rate(s).is_some();
+        let (Some(rate), Some(rtt)) = (
+            self.per_path[s].pair_samples.median().filter(|_| paced),
+            // Its smoothed round trip, not its smallest: after a delay
+            // step (a handover) the packets in flight at the path's rate
+            // span the new round trip, and measured against the old one
+            // they looked stranded (a random set whose 27 Mbit/s path
+            // moved 250 ms further away: 21.9 -> 14.4 Mbit/s).
+            p.rtt.min_rtt().map(|_| p.rtt.srtt()),
+        ) else {
+            return Vec::new();
+        };
+        let drain = |bytes: u64| Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
+        if !p.usable || drain(p.in_flight_bytes) <= rtt * 2 + STRANDED_TRIGGER {
+            return Vec::new();
+        }
+        // Where copies could go: every other usable path, with the
+        // earliest a copy arrives there in the frame of the paths'
+        // relative delays (its delay and serialisation), the time its
+        // pacer is booked for, and its rate, which books it further for
+        // each copy this call gives it.
+        let delays = self.relative_delays();
+        let queues = self.send_queues(now);
+        let mut others: Vec<(f64, f64, Option<f64>)> = self
+            .paths
+            .iter()
+            .filter(|q| q.usable && q.id != p.id)
+            .map(|q| {
+                let booked = queues
+                    .free_at(q.id)
+                    .map_or(Duration::ZERO, |t| t.saturating_since(now));
+                let rate = self.pacing_rate(slot(q.id));
+                (
+                    Self::delivery_cost(q, 1500, &delays),
+                    booked.as_secs_f64(),
+                    rate,
+                )
+            })
+            .collect();
+        // A copy booked further ahead than the pacing bound would be given
+        // up (`Sender::resend`), and its original, still on its way, would
+        // be announced lost: the rest stay where they are.
+        let bound = self.pacing_bound_now(now).as_secs_f64();
+        let here = delays[s].unwrap_or_default().as_secs_f64();
+        let margin = STRANDED_MARGIN.as_secs_f64();
+        let waiting = self.per_path[s].paced.front().map(|q| q.tx.seq);
+        // Each packet that has left, oldest first, with when it arrives:
+        // once the bytes ahead of it and its own have drained (an
+        // overestimate by what already left the bottleneck).
+        let mut bytes = 0u64;
+        let mut left = Vec::new();
+        for &seq in &self.per_path[s].unacked {
+            if Some(seq) == waiting {
+                break; // the rest have not left: the pacer holds them
+            }
+            let idx = (seq as usize) & (self.ring.len() - 1);
+            let Some(r) = self.ring[idx].filter(|r| r.seq == seq) else {
+                continue;
+            };
+            if r.fate != Fate::InFlight || r.path != p.id {
+                continue;
+            }
+            bytes += u64::from(r.len);
+            left.push((seq, r.len, here + drain(bytes).as_secs_f64()));
+        }
+        // Copies go to the newest first, the latest to arrive here, while
+        // a copy still arrives earlier by the margin: the path delivers
+        // the oldest, the other paths the newest, and both finish about
+        // together. Oldest first, the copies filled the other path's
+        // room with packets the path would have delivered soon anyway,
+        // and the newest, seconds late, were left for the peer's
+        // resequencer to give up.
+        let mut out = Vec::new();
+        for &(seq, len, arrives) in left.iter().rev() {
+            let Some(best) = others
+                .iter_mut()
+                .min_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)))
+            else {
+                break;
+            };
+            if best.1 > bound || arrives <= best.0 + best.1 + margin {
+                break;
+            }
+            out.push(seq);
+            if let Some(rate) = best.2 {
+                best.1 += crate::time::tx_time(len, rate).as_secs_f64();
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// Takes `seq` off `path` as lost without charging the path's loss
+    /// rate, and queues its repair on another path.
+    fn strand(&mut self, now: Instant, path: PathId, seq: u64) {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+            return;
+        };
+        if r.fate != Fate::InFlight || r.path != path {
+            return;
+        }
+        r.fate = Fate::Lost;
+        r.avoid = Some(path);
+        let len = r.len;
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
+            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(u64::from(len));
+        }
+        // The original still holds its place in the path's bottleneck
+        // queue: book the path's pacer for it, so that new packets wait
+        // here (and PET sees the path busy) rather than queue behind it.
+        self.charge_pacer(now, path, len as usize);
+        self.stats.stranded += 1;
+        self.queue_repair(now, path, seq);
+    }
+}

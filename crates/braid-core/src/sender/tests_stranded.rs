@@ -1,0 +1,109 @@
+//! Unit tests of the rescue of packets stranded behind a path whose rate
+//! fell (`sender/stranded.rs`).
+
+use super::tests::{paced_arq_config, pkt};
+use super::*;
+use crate::sched::RoundRobin;
+use crate::wire::FeedbackEntry;
+
+const SENT_AT: Instant = Instant::from_millis(100);
+
+/// Two paths, round robin, paced with repair on: `n` packets go out
+/// alternately (path 0 first) before either path has a rate, the first
+/// on each path is reported after a 50 ms round trip, and both paths are
+/// then measured at 20 Mbit/s.
+fn bond(n: u32) -> Sender {
+    let mut s = Sender::new(paced_arq_config(), Box::new(RoundRobin::default()));
+    for i in 0..2 {
+        s.add_path(PathId(i), PathParams::default());
+    }
+    for _ in 0..n {
+        s.send(SENT_AT, &pkt()).expect("unpaced until measured");
+    }
+    for seq in 0..2 {
+        report(&mut s, Instant::from_millis(150), seq);
+    }
+    for i in 0..2 {
+        set_rate(&mut s, i, 20e6);
+    }
+    s
+}
+
+/// Fills path `path`'s pair samples with `bps`, so its pacing rate is
+/// that, and gives it a bandwidth estimate (so its pacer books it).
+fn set_rate(s: &mut Sender, path: u8, bps: f64) {
+    let len = pkt().len;
+    let p = s.paths.iter_mut().find(|p| p.id == PathId(path)).unwrap();
+    p.bw.on_pair(len, crate::time::tx_time(len, bps));
+    let ps = &mut s.per_path[slot(PathId(path))];
+    ps.pace_ok = true;
+    for _ in 0..pacing::PACING_SAMPLES {
+        ps.pair_samples.push(bps);
+    }
+}
+
+/// A report of packet `seq` on its path, received 25 ms after it left.
+fn report(s: &mut Sender, at: Instant, seq: u32) {
+    let path = s.sent_path(u64::from(seq)).expect("sent");
+    s.handle_feedback_on(
+        at,
+        path,
+        [FeedbackEntry {
+            seq,
+            rx_time_ns: 125_000_000,
+        }],
+    );
+}
+
+/// At its rate, a path drains what it has in flight within its round
+/// trip: nothing is taken off it.
+#[test]
+fn a_path_that_keeps_its_rate_strands_nothing() {
+    let mut s = bond(400);
+    // Packet 2, on path 0: every report runs the rescue.
+    report(&mut s, Instant::from_millis(150), 2);
+    assert_eq!(s.stats().stranded, 0);
+    assert!(!s.has_repairs());
+}
+
+/// Path 1 falls from 20 to 1 Mbit/s with 200 packets (300 kB, 2.4 s at
+/// the new rate) in flight. Those that would arrive more than the margin
+/// past its round trip are taken off it without a loss charged, as many
+/// as path 0 can carry within its pacing bound, and repaired there (none
+/// given up); path 1's pacer is booked for the originals that still hold
+/// its queue, so that new packets do not queue behind them.
+#[test]
+fn a_rate_fall_moves_the_stranded_packets_to_the_other_path() {
+    let mut s = bond(400);
+    let now = Instant::from_millis(150);
+    set_rate(&mut s, 1, 1e6);
+    let loss_before = s.path(PathId(1)).unwrap().loss.rate();
+    report(&mut s, now, 2);
+    let stranded = s.stats().stranded;
+    // Path 0 takes a copy every 0.6 ms (20 Mbit/s) up to the bound.
+    let bound = s.pacing_bound_now(now).as_secs_f64();
+    let room = (bound / crate::time::tx_time(pkt().len, 20e6).as_secs_f64()) as u64 + 1;
+    assert!(
+        (10..=room).contains(&stranded),
+        "{stranded} stranded, room {room}"
+    );
+    assert_eq!(s.stats().lost_timeout + s.stats().lost_fifo, 0);
+    assert_eq!(s.path(PathId(1)).unwrap().loss.rate(), loss_before);
+    let mut moved = 0;
+    while let Some(seq) = s.next_repair() {
+        assert_eq!(s.sent_path(seq), Some(PathId(1)));
+        let copy = s.resend(now, seq, || ()).expect("path 0 takes it");
+        assert_eq!(copy.path(), PathId(0), "never back on the stranded path");
+        moved += 1;
+    }
+    assert_eq!(moved, stranded);
+    assert_eq!(s.stats().repairs_abandoned, 0);
+    // Path 1's pacer is booked for the stranded originals at 1 Mbit/s.
+    let free = s.per_path[slot(PathId(1))].pacer_free.expect("booked");
+    let booked = free.saturating_since(now);
+    let expected = crate::time::tx_time(pkt().len * stranded as u32, 1e6);
+    assert!(booked >= expected, "{booked:?} < {expected:?}");
+    // Path 0 is booked to its bound: another report strands no more.
+    report(&mut s, now, 4);
+    assert_eq!(s.stats().stranded, stranded);
+}
