@@ -10,8 +10,8 @@
 //! each such packet, and the bond carried 9.2 Mbit/s where Wi-Fi alone
 //! carries 24.1 (README, "A path whose delay jumps").
 //!
-//! `lab/fade.toml`: 5 s in, a 15 Mbit/s cellular path with a deep queue
-//! falls to 1.5 Mbit/s beside a 30 Mbit/s DSL path. What the bond had
+//! `lab/fade.toml`: 5 s in, a 20 Mbit/s cellular path with a deep queue
+//! falls to 2 Mbit/s beside a 20 Mbit/s DSL path. What the bond had
 //! sent there at the old rate is stranded in its queue for a second or
 //! more; before the tunnel copied it to the DSL path
 //! (`braid_core::sender` `stranded.rs`) the peer's resequencer gave up
@@ -51,8 +51,8 @@ fn a_handover_that_moves_a_path_far_away_leaves_the_bond_near_its_best_path() {
 
 /// The fade, met 5 s into the transfer and, after 3 s of idle, 2 s in:
 /// the bond stays above DSL alone (the cellular path alone, which the
-/// fade leaves at 4 Mbit/s, is below it), and the inner TCP never times
-/// out.
+/// fade leaves at 2 Mbit/s, is far below it), and the inner TCP never
+/// times out.
 #[test]
 fn a_path_whose_rate_falls_leaves_its_queued_packets_to_the_other_path() {
     let cfg = braid_lab::shipped("fade").unwrap();

@@ -31,15 +31,21 @@ impl<P> Sender<P> {
         d + ser + p.loss.rate() * p.rtt.srtt().as_secs_f64()
     }
 
-    /// The usable paths other than `except`, the one expected to deliver
-    /// a `len`-byte packet earliest ([`Sender::delivery_cost`]) first:
-    /// where copies go.
-    pub(super) fn other_paths_by_cost(&self, except: PathId, len: u32) -> Vec<PathId> {
+    /// The usable paths other than `except` and `avoid` (the path a
+    /// stranded packet was taken off, `sender/stranded.rs`), the one
+    /// expected to deliver a `len`-byte packet earliest
+    /// ([`Sender::delivery_cost`]) first: where copies go.
+    pub(super) fn other_paths_by_cost(
+        &self,
+        except: PathId,
+        avoid: Option<PathId>,
+        len: u32,
+    ) -> Vec<PathId> {
         let delays = self.relative_delays();
         let mut others: Vec<(f64, PathId)> = self
             .paths
             .iter()
-            .filter(|p| p.usable && p.id != except)
+            .filter(|p| p.usable && p.id != except && Some(p.id) != avoid)
             .map(|p| (Self::delivery_cost(p, len, &delays), p.id))
             .collect();
         others.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -59,7 +65,7 @@ impl<P> Sender<P> {
         }
         let mut out = Vec::new();
         for id in self
-            .other_paths_by_cost(rec.path, rec.len)
+            .other_paths_by_cost(rec.path, rec.avoid, rec.len)
             .into_iter()
             .take(extra)
         {

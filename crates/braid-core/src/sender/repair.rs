@@ -124,33 +124,34 @@ impl<P> Sender<P> {
                     .cut(self.cfg.repair.congestion_rate_factor);
             }
         }
-        self.queue_repair(now, path, seq);
+        if self.queue_repair(now, seq) {
+            self.per_path[s].repair.losses_repaired += 1;
+        }
     }
 
-    /// Puts lost packet `seq` (of `path`) in the repair queue, or gives it
-    /// up if it is too old or has had its copies.
-    pub(super) fn queue_repair(&mut self, now: Instant, path: PathId, seq: u64) {
-        let s = slot(path);
+    /// Puts lost packet `seq` in the repair queue, or gives it up if it is
+    /// too old or has had its copies; whether it was queued.
+    pub(super) fn queue_repair(&mut self, now: Instant, seq: u64) -> bool {
         let idx = (seq as usize) & (self.ring.len() - 1);
         let cfg = &self.cfg.repair;
         let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
-            return;
+            return false;
         };
         if r.repair_queued {
-            return;
+            return false;
         }
         if r.attempts >= cfg.max_attempts || now.saturating_since(r.first_sent_at) > cfg.max_age {
             self.stats.repairs_abandoned += 1;
             self.note_unrepaired(seq);
-            return;
+            return false;
         }
         r.repair_queued = true;
-        self.per_path[s].repair.losses_repaired += 1;
         self.repair_queue.push_back(seq);
         if self.repair_queue.len() > MAX_REPAIR_QUEUE {
             self.repair_queue.pop_front();
             self.stats.repairs_abandoned += 1;
         }
+        true
     }
 
     /// The next lost packet to resend, oldest loss first: the caller looks
@@ -269,18 +270,25 @@ impl<P> Sender<P> {
         let cost = |p: &crate::path::PathState| {
             Self::delivery_cost(p, rec.len, &delays) + booked(p).as_secs_f64()
         };
-        let i = self
+        let best = self
             .paths
             .iter()
             .enumerate()
             .filter(|(_, p)| p.usable && Some(p.id) != rec.avoid)
-            .min_by(|a, b| cost(a.1).total_cmp(&cost(b.1)))?
-            .0;
-        let wait = booked(&self.paths[i]);
-        if wait > self.pacing_bound_now(now) {
-            self.abandon_repair(seq);
+            .min_by(|a, b| cost(a.1).total_cmp(&cost(b.1)))
+            .map(|(i, _)| i);
+        let wait = best.map(|i| booked(&self.paths[i]));
+        let (Some(i), Some(wait)) = (best, wait.filter(|&w| w <= self.pacing_bound_now(now)))
+        else {
+            match rec.avoid {
+                // Stranded, and no other path can take it: its original
+                // is still coming.
+                Some(path) => self.unstrand(seq, path),
+                None if best.is_some() => self.abandon_repair(seq),
+                None => {}
+            }
             return None;
-        }
+        };
         let p = &mut self.paths[i];
         let id = p.id;
         let s = slot(id);

@@ -102,7 +102,7 @@ impl<P> Sender<P> {
             return None;
         }
         let id = self
-            .other_paths_by_cost(path, rec.len)
+            .other_paths_by_cost(path, rec.avoid, rec.len)
             .into_iter()
             .find(|&id| {
                 let rate = self.path(id).and_then(|p| p.bw.estimate_bps());

@@ -58,6 +58,9 @@ pub struct SenderStats {
     /// Packets taken off a path whose rate fell, for repair on another
     /// (`sender/stranded.rs`): they would have arrived far later there.
     pub stranded: u64,
+    /// Of those, packets put back on their path because no other could
+    /// take the copy (`Sender::unstrand`).
+    pub unstranded: u64,
     /// Redundant copies sent (the redundant mode, `crate::redundancy`),
     /// and their bytes on the paths (inner packet plus tunnel overhead):
     /// what redundancy cost.

@@ -20,15 +20,21 @@
 //!   the rate it now delivers (the median of its recent pair samples, so
 //!   one low sample does not move it). While the rate holds, a path
 //!   drains its packets in flight in about its round trip.
-//! - Each of its packets, oldest first, would arrive once the bytes up to
-//!   it have drained. If that is later by [`STRANDED_MARGIN`] than a copy
+//! - Each of its packets would arrive once the bytes up to it have
+//!   drained, less what already left the bottleneck (the path's rate
+//!   times its smallest round trip). If that is later by
+//!   [`STRANDED_MARGIN`] than a copy
 //!   would arrive on the best other path (its delay, its serialisation,
 //!   what its pacer is booked for, and the copies this pass gave it), the
 //!   packet is taken off the path as lost and repaired there, never back
-//!   on the path it was stranded on (`Record::avoid`). Copies stop where
-//!   the other paths are booked to the pacing bound: beyond it they would
-//!   be given up, and the receiver told to stop waiting for packets that
-//!   are only late.
+//!   on the path it was stranded on (`Record::avoid`). Newest first: the
+//!   path delivers the oldest, the other paths the newest. Only paced
+//!   paths take copies, and only up to the pacing bound: beyond it a
+//!   copy would be given up and the receiver told to stop waiting for a
+//!   packet that is only late. A copy that no path can take after all
+//!   puts its packet back in flight on its path ([`Sender::unstrand`]).
+//!   Originals only: a repair copy stranded again could be given up for
+//!   its age.
 //! - The path's loss rate is not charged (nothing was lost), and the
 //!   original, when it comes, still measures its path
 //!   (`Sender::late_original`).
@@ -62,14 +68,15 @@ pub const STRANDED_TRIGGER: Duration = Duration::from_millis(250);
 /// loss; the hold is the largest gap-fill wait measured (often 100-400
 /// ms), and a first version that copied only packets 250 ms later than
 /// a copy elsewhere left the packets between to arrive after the hold
-/// (`lab/fade.toml`: the resequencer gave up 40 gaps, the inner TCP
-/// halved its window twice and timed out).
+/// (a 15 Mbit/s path falling to 1.5 beside 30 Mbit/s: the resequencer
+/// gave up 40 gaps, the inner TCP halved its window twice and timed
+/// out).
 pub const STRANDED_MARGIN: Duration = Duration::from_millis(50);
 
 impl<P> Sender<P> {
     /// Takes the packets stranded on a path whose rate fell off it, for
-    /// repair on another path (see the module). Cheap when nothing is
-    /// stranded: one comparison per path.
+    /// repair on another path (see the module). Cheap while no path's
+    /// packets in flight take long to drain: one comparison per path.
     pub(super) fn rescue_stranded(&mut self, now: Instant) {
         if self.cfg.repair.mode != RepairMode::Arq || !self.cfg.pacing {
             return;
@@ -84,16 +91,17 @@ impl<P> Sender<P> {
                 continue;
             }
             let s = slot(id);
-            self.per_path[s].unacked.retain(|q| !stranded.contains(q));
+            let taken: std::collections::HashSet<u64> = stranded.iter().copied().collect();
+            self.per_path[s].unacked.retain(|q| !taken.contains(q));
             for seq in stranded {
                 self.strand(now, id, seq);
             }
         }
     }
 
-    /// The packets on path `i` that would arrive later than its round trip
-    /// plus the margin, and later by the margin than on the best other
-    /// path, oldest first.
+    /// The packets on path `i` that a copy on another path would beat by
+    /// the margin, oldest first, once the path is slow to drain (see the
+    /// module).
     fn stranded_on(&self, now: Instant, i: usize) -> Vec<u64> {
         let p = &self.paths[i];
         let s = slot(p.id);
@@ -101,54 +109,61 @@ impl<P> Sender<P> {
         // pacing rate, which a congestion cut or a share cap (the
         // tunnel's own yielding) lowers below what the bottleneck drains.
         let paced = self.pacing_rate(s).is_some();
-        let (Some(rate), Some(rtt)) = (
+        let (Some(rate), Some(min_rtt)) = (
             self.per_path[s].pair_samples.median().filter(|_| paced),
-            // Its smoothed round trip, not its smallest: after a delay
-            // step (a handover) the packets in flight at the path's rate
-            // span the new round trip, and measured against the old one
-            // they looked stranded (a random set whose 27 Mbit/s path
-            // moved 250 ms further away: 21.9 -> 14.4 Mbit/s).
-            p.rtt.min_rtt().map(|_| p.rtt.srtt()),
+            p.rtt.min_rtt(),
         ) else {
             return Vec::new();
         };
+        // Its smoothed round trip, not its smallest: after a delay step
+        // (a handover) the packets in flight at the path's rate span the
+        // new round trip, and measured against the old one they looked
+        // stranded (a random set whose 27 Mbit/s path moved 250 ms
+        // further away: 21.9 -> 14.4 Mbit/s).
+        let limit = p.rtt.srtt() * 2 + STRANDED_TRIGGER;
         let drain = |bytes: u64| Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
-        if !p.usable || drain(p.in_flight_bytes) <= rtt * 2 + STRANDED_TRIGGER {
+        // First a bound: the packets in flight include those still in
+        // the path's own pacing queue.
+        if !p.usable || drain(p.in_flight_bytes) <= limit {
             return Vec::new();
         }
-        // Where copies could go: every other usable path, with the
-        // earliest a copy arrives there in the frame of the paths'
-        // relative delays (its delay and serialisation), the time its
-        // pacer is booked for, and its rate, which books it further for
-        // each copy this call gives it.
+        // Where copies could go: every other usable path that is paced,
+        // with the earliest a copy arrives there in the frame of the
+        // paths' relative delays (its delay and serialisation), the time
+        // its pacer is booked for, and its rate, which books it further
+        // for each copy this call gives it. A path without a rate would
+        // take any number of copies at once, the burst
+        // [`Sender::resend`] keeps off thin paths.
         let delays = self.relative_delays();
         let queues = self.send_queues(now);
-        let mut others: Vec<(f64, f64, Option<f64>)> = self
+        let mut others: Vec<(f64, f64, f64)> = self
             .paths
             .iter()
             .filter(|q| q.usable && q.id != p.id)
-            .map(|q| {
-                let booked = queues
-                    .free_at(q.id)
-                    .map_or(Duration::ZERO, |t| t.saturating_since(now));
-                let rate = self.pacing_rate(slot(q.id));
-                (
-                    Self::delivery_cost(q, 1500, &delays),
-                    booked.as_secs_f64(),
-                    rate,
-                )
+            .filter_map(|q| {
+                let free = queues.free_at(q.id)?;
+                let rate = self.pacing_rate(slot(q.id))?;
+                let booked = free.saturating_since(now).as_secs_f64();
+                Some((Self::delivery_cost(q, 1500, &delays), booked, rate))
             })
             .collect();
         // A copy booked further ahead than the pacing bound would be given
-        // up (`Sender::resend`), and its original, still on its way, would
-        // be announced lost: the rest stay where they are.
+        // up (`Sender::resend`; it puts a stranded packet back instead):
+        // the rest stay where they are.
         let bound = self.pacing_bound_now(now).as_secs_f64();
+        if others.iter().all(|o| o.1 > bound) {
+            return Vec::new();
+        }
         let here = delays[s].unwrap_or_default().as_secs_f64();
         let margin = STRANDED_MARGIN.as_secs_f64();
         let waiting = self.per_path[s].paced.front().map(|q| q.tx.seq);
-        // Each packet that has left, oldest first, with when it arrives:
-        // once the bytes ahead of it and its own have drained (an
-        // overestimate by what already left the bottleneck).
+        // Each original that has left, oldest first, with when it
+        // arrives: once the bytes ahead of it and its own have drained,
+        // less what already left the bottleneck (about the path's rate
+        // times its smallest round trip: on its way to the peer, or
+        // arrived and not yet reported). Repair copies stay: a copy
+        // stranded again could be given up for its age while it is only
+        // late.
         let mut bytes = 0u64;
         let mut left = Vec::new();
         for &seq in &self.per_path[s].unacked {
@@ -159,11 +174,15 @@ impl<P> Sender<P> {
             let Some(r) = self.ring[idx].filter(|r| r.seq == seq) else {
                 continue;
             };
-            if r.fate != Fate::InFlight || r.path != p.id {
+            bytes += u64::from(r.len);
+            if r.fate != Fate::InFlight || r.path != p.id || r.attempts > 0 {
                 continue;
             }
-            bytes += u64::from(r.len);
-            left.push((seq, r.len, here + drain(bytes).as_secs_f64()));
+            let queued = drain(bytes).saturating_sub(min_rtt);
+            left.push((seq, r.len, here + queued.as_secs_f64()));
+        }
+        if drain(bytes) <= limit {
+            return Vec::new();
         }
         // Copies go to the newest first, the latest to arrive here, while
         // a copy still arrives earlier by the margin: the path delivers
@@ -184,9 +203,7 @@ impl<P> Sender<P> {
                 break;
             }
             out.push(seq);
-            if let Some(rate) = best.2 {
-                best.1 += crate::time::tx_time(len, rate).as_secs_f64();
-            }
+            best.1 += crate::time::tx_time(len, best.2).as_secs_f64();
         }
         out.reverse();
         out
@@ -214,6 +231,39 @@ impl<P> Sender<P> {
         // here (and PET sees the path busy) rather than queue behind it.
         self.charge_pacer(now, path, len as usize);
         self.stats.stranded += 1;
-        self.queue_repair(now, path, seq);
+        self.queue_repair(now, seq);
+    }
+
+    /// Puts stranded packet `seq` back in flight on the path it was taken
+    /// off, when no other path can carry its copy (none usable, or all
+    /// booked past the pacing bound): its original is still on its way
+    /// there, only late. Giving it up instead would tell the peer to stop
+    /// waiting for it (`Sender::take_unrepaired`), and the inner TCP
+    /// would see a loss.
+    pub(super) fn unstrand(&mut self, seq: u64, path: PathId) {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+            return;
+        };
+        if r.fate != Fate::Lost {
+            return;
+        }
+        r.fate = Fate::InFlight;
+        r.path = path;
+        r.avoid = None;
+        let len = r.len;
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
+            p.in_flight_packets += 1;
+            p.in_flight_bytes += u64::from(len);
+        }
+        // Back in its place in the path's order (the FIFO rule and the
+        // path's timeout see it again).
+        let unacked = &mut self.per_path[slot(path)].unacked;
+        let at = unacked
+            .iter()
+            .position(|&q| q > seq)
+            .unwrap_or(unacked.len());
+        unacked.insert(at, seq);
+        self.stats.unstranded += 1;
     }
 }

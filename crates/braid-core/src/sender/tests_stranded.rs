@@ -107,3 +107,39 @@ fn a_rate_fall_moves_the_stranded_packets_to_the_other_path() {
     report(&mut s, now, 4);
     assert_eq!(s.stats().stranded, stranded);
 }
+
+/// A stranded packet whose copy no other path can carry (here the other
+/// path went down before the copy left) goes back in flight on its own
+/// path, where its original still is: giving it up would tell the peer to
+/// stop waiting for a packet that is only late.
+#[test]
+fn a_stranded_packet_no_other_path_can_take_goes_back_in_flight() {
+    let mut s = bond(400);
+    let now = Instant::from_millis(150);
+    set_rate(&mut s, 1, 1e6);
+    report(&mut s, now, 2);
+    let stranded = s.stats().stranded;
+    assert!(stranded > 0);
+    let before = s.path(PathId(1)).unwrap().in_flight_packets;
+    s.set_usable(PathId(0), false);
+    let mut back = 0;
+    while let Some(seq) = s.next_repair() {
+        assert!(s.resend(now, seq, || ()).is_none());
+        assert_eq!(s.sent_path(seq), Some(PathId(1)));
+        assert!(!s.is_acked(seq));
+        back += 1;
+    }
+    assert_eq!(back, stranded);
+    assert_eq!(s.stats().unstranded, stranded);
+    assert_eq!(s.stats().repairs_abandoned, 0);
+    assert!(s.take_unrepaired().is_empty(), "nothing announced lost");
+    let p1 = s.path(PathId(1)).unwrap();
+    assert_eq!(
+        u64::from(p1.in_flight_packets),
+        u64::from(before) + stranded
+    );
+    // Its report later acknowledges it as any packet on its path.
+    let seq = s.per_path[slot(PathId(1))].unacked.back().copied().unwrap();
+    report(&mut s, now + Duration::from_millis(900), seq as u32);
+    assert!(s.is_acked(seq));
+}
