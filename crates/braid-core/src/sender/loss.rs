@@ -47,15 +47,9 @@ impl<P> Sender<P> {
     /// Declares one packet lost if it is still in flight on `path`, and
     /// queues its repair when that is allowed.
     pub(super) fn mark_lost(&mut self, path: PathId, seq: u64, now: Instant, cause: LossCause) {
-        let idx = (seq as usize) & (self.ring.len() - 1);
-        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
-            return;
-        };
-        if r.fate != Fate::InFlight || r.path != path {
+        if !self.take_off_path(path, seq) {
             return;
         }
-        r.fate = Fate::Lost;
-        let len = r.len;
         match cause {
             LossCause::Fifo => self.stats.lost_fifo += 1,
             LossCause::Timeout => self.stats.lost_timeout += 1,
@@ -63,13 +57,31 @@ impl<P> Sender<P> {
             LossCause::Evicted => {}
         }
         if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
-            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
-            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(len as u64);
             p.loss.on_lost(1);
         }
         if cause != LossCause::Evicted {
             self.consider_repair(path, seq, now);
         }
+    }
+
+    /// Marks packet `seq` lost if it is still in flight on `path`, and
+    /// takes it out of the path's counts of packets in flight; whether it
+    /// was. The caller keeps the path's `unacked` list.
+    pub(super) fn take_off_path(&mut self, path: PathId, seq: u64) -> bool {
+        let idx = (seq as usize) & (self.ring.len() - 1);
+        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+            return false;
+        };
+        if r.fate != Fate::InFlight || r.path != path {
+            return false;
+        }
+        r.fate = Fate::Lost;
+        let len = u64::from(r.len);
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
+            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
+            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(len);
+        }
+        true
     }
 
     pub(super) fn loss_timeout(&self, p: &PathState) -> Duration {

@@ -212,20 +212,14 @@ impl<P> Sender<P> {
     /// Takes `seq` off `path` as lost without charging the path's loss
     /// rate, and queues its repair on another path.
     fn strand(&mut self, now: Instant, path: PathId, seq: u64) {
-        let idx = (seq as usize) & (self.ring.len() - 1);
-        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+        if !self.take_off_path(path, seq) {
+            return;
+        }
+        let Some(r) = self.record_mut(seq) else {
             return;
         };
-        if r.fate != Fate::InFlight || r.path != path {
-            return;
-        }
-        r.fate = Fate::Lost;
         r.avoid = Some(path);
         let len = r.len;
-        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
-            p.in_flight_packets = p.in_flight_packets.saturating_sub(1);
-            p.in_flight_bytes = p.in_flight_bytes.saturating_sub(u64::from(len));
-        }
         // The original still holds its place in the path's bottleneck
         // queue: book the path's pacer for it, so that new packets wait
         // here (and PET sees the path busy) rather than queue behind it.
