@@ -158,8 +158,9 @@ impl OwdEstimator {
     /// least [`MIN_RISE_SAMPLES`] samples and is a step, not a ramp: its
     /// samples spread over less than half the rise (a queue that builds,
     /// when the path's rate fell or another flow fills it, grows sample by
-    /// sample and is left to count as queueing). The queueing seen against the old base is replaced by
-    /// the maximum from before the run. Returns whether the base followed.
+    /// sample and is left to count as queueing). The queueing seen
+    /// against the old base is replaced by the maximum from before the
+    /// run. Returns whether the base followed.
     /// A later, lower sample lowers the base again at once, as any new
     /// minimum does.
     ///
@@ -437,6 +438,16 @@ mod tests {
 
     const MS: i64 = 1_000_000;
 
+    /// An estimator that has seen 1 s of a path 20 ms away, one paced
+    /// sample every 10 ms.
+    fn steady_at_20_ms() -> OwdEstimator {
+        let mut e = OwdEstimator::new(Duration::from_secs(10));
+        for t in 0..100 {
+            paced_sample(&mut e, t * 10, 20 * MS);
+        }
+        e
+    }
+
     #[test]
     fn a_lasting_rise_moves_the_base_after_the_hold() {
         let mut e = OwdEstimator::new(Duration::from_secs(10));
@@ -460,10 +471,7 @@ mod tests {
 
     #[test]
     fn a_spike_shorter_than_the_hold_is_queueing() {
-        let mut e = OwdEstimator::new(Duration::from_secs(10));
-        for t in 0..100 {
-            paced_sample(&mut e, t * 10, 20 * MS);
-        }
+        let mut e = steady_at_20_ms();
         // 150 ms of samples 300 ms late (a radio link stalled), then normal.
         for t in 100..115 {
             assert!(!paced_sample(&mut e, t * 10, 320 * MS));
@@ -508,10 +516,7 @@ mod tests {
 
     #[test]
     fn a_queue_that_builds_is_not_followed() {
-        let mut e = OwdEstimator::new(Duration::from_secs(10));
-        for t in 0..100 {
-            paced_sample(&mut e, t * 10, 20 * MS);
-        }
+        let mut e = steady_at_20_ms();
         // The path's rate fell: its queue grows by 2 ms every 10 ms, to 400 ms.
         for t in 0..200u64 {
             assert!(!paced_sample(
@@ -525,10 +530,7 @@ mod tests {
 
     #[test]
     fn a_step_broken_by_one_low_sample_is_still_followed() {
-        let mut e = OwdEstimator::new(Duration::from_secs(10));
-        for t in 0..100 {
-            paced_sample(&mut e, t * 10, 20 * MS);
-        }
+        let mut e = steady_at_20_ms();
         let mut followed = None;
         for t in 100..200u64 {
             // One report of a packet that took the old route, 100 ms in.
@@ -546,10 +548,7 @@ mod tests {
 
     #[test]
     fn late_reports_among_normal_ones_do_not_move_the_base() {
-        let mut e = OwdEstimator::new(Duration::from_secs(10));
-        for t in 0..100 {
-            paced_sample(&mut e, t * 10, 20 * MS);
-        }
+        let mut e = steady_at_20_ms();
         // Three late reports in a row a second, the rest on time.
         for t in 100..600u64 {
             let raw = if t % 100 < 3 { 220 * MS } else { 20 * MS };
@@ -560,10 +559,7 @@ mod tests {
 
     #[test]
     fn a_probed_path_whose_delay_rose_is_followed_after_two_probes() {
-        let mut e = OwdEstimator::new(Duration::from_secs(10));
-        for t in 0..100 {
-            paced_sample(&mut e, t * 10, 20 * MS);
-        }
+        let mut e = steady_at_20_ms();
         // The scheduler left the path: a probe pair a second, 200 ms late.
         let mut followed = None;
         for k in 0..4u64 {

@@ -277,9 +277,8 @@ impl<P> Sender<P> {
             .filter(|(_, p)| p.usable && Some(p.id) != rec.avoid)
             .min_by(|a, b| cost(a.1).total_cmp(&cost(b.1)))
             .map(|(i, _)| i);
-        let wait = best.map(|i| booked(&self.paths[i]));
-        let (Some(i), Some(wait)) = (best, wait.filter(|&w| w <= self.pacing_bound_now(now)))
-        else {
+        let bound = self.pacing_bound_now(now);
+        let Some(i) = best.filter(|&i| booked(&self.paths[i]) <= bound) else {
             match rec.avoid {
                 // Stranded, and no other path can take it: its original
                 // is still coming.
@@ -289,6 +288,7 @@ impl<P> Sender<P> {
             }
             return None;
         };
+        let wait = booked(&self.paths[i]);
         let p = &mut self.paths[i];
         let id = p.id;
         let s = slot(id);

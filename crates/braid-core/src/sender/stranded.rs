@@ -73,6 +73,22 @@ pub const STRANDED_TRIGGER: Duration = Duration::from_millis(250);
 /// out).
 pub const STRANDED_MARGIN: Duration = Duration::from_millis(50);
 
+/// Another path as a place for copies, in seconds: its delivery cost in
+/// the frame of the paths' relative delays, how far ahead its pacer is
+/// booked, and its pacing rate (bit/s), which books it further per copy.
+struct Room {
+    cost: f64,
+    booked: f64,
+    rate: f64,
+}
+
+impl Room {
+    /// When a copy given to this path now would arrive, in the same frame.
+    fn arrives(&self) -> f64 {
+        self.cost + self.booked
+    }
+}
+
 impl<P> Sender<P> {
     /// Takes the packets stranded on a path whose rate fell off it, for
     /// repair on another path (see the module). Cheap while no path's
@@ -127,31 +143,29 @@ impl<P> Sender<P> {
         if !p.usable || drain(p.in_flight_bytes) <= limit {
             return Vec::new();
         }
-        // Where copies could go: every other usable path that is paced,
-        // with the earliest a copy arrives there in the frame of the
-        // paths' relative delays (its delay and serialisation), the time
-        // its pacer is booked for, and its rate, which books it further
-        // for each copy this call gives it. A path without a rate would
-        // take any number of copies at once, the burst
-        // [`Sender::resend`] keeps off thin paths.
+        // Where copies could go: every other usable path that is paced
+        // (`Room`). A path without a rate would take any number of copies
+        // at once, the burst [`Sender::resend`] keeps off thin paths.
         let delays = self.relative_delays();
         let queues = self.send_queues(now);
-        let mut others: Vec<(f64, f64, f64)> = self
+        let mut others: Vec<Room> = self
             .paths
             .iter()
             .filter(|q| q.usable && q.id != p.id)
             .filter_map(|q| {
                 let free = queues.free_at(q.id)?;
-                let rate = self.pacing_rate(slot(q.id))?;
-                let booked = free.saturating_since(now).as_secs_f64();
-                Some((Self::delivery_cost(q, 1500, &delays), booked, rate))
+                Some(Room {
+                    cost: Self::delivery_cost(q, 1500, &delays),
+                    booked: free.saturating_since(now).as_secs_f64(),
+                    rate: self.pacing_rate(slot(q.id))?,
+                })
             })
             .collect();
         // A copy booked further ahead than the pacing bound would be given
         // up (`Sender::resend`; it puts a stranded packet back instead):
         // the rest stay where they are.
         let bound = self.pacing_bound_now(now).as_secs_f64();
-        if others.iter().all(|o| o.1 > bound) {
+        if others.iter().all(|o| o.booked > bound) {
             return Vec::new();
         }
         let here = delays[s].unwrap_or_default().as_secs_f64();
@@ -195,15 +209,15 @@ impl<P> Sender<P> {
         for &(seq, len, arrives) in left.iter().rev() {
             let Some(best) = others
                 .iter_mut()
-                .min_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)))
+                .min_by(|a, b| a.arrives().total_cmp(&b.arrives()))
             else {
                 break;
             };
-            if best.1 > bound || arrives <= best.0 + best.1 + margin {
+            if best.booked > bound || arrives <= best.arrives() + margin {
                 break;
             }
             out.push(seq);
-            best.1 += crate::time::tx_time(len, best.2).as_secs_f64();
+            best.booked += crate::time::tx_time(len, best.rate).as_secs_f64();
         }
         out.reverse();
         out
