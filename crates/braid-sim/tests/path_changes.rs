@@ -8,7 +8,13 @@
 //! base delay stayed at its old minimum for the filter's 10 s window: PET
 //! kept sending on it as if it were near, the stream waited 200 ms for
 //! each such packet, and the bond carried 9.2 Mbit/s where Wi-Fi alone
-//! carries 24.1 (README, "A path whose delay jumps").
+//! carries 24.1 (README, "A path whose delay jumps"). With the rise
+//! followed, the packets on the path when it moved still waited for the
+//! path's timeout and PET went on using it until a late packet's report
+//! came back: the inner TCP stalled for 0.9 s, retransmitted 74 segments
+//! and the bond carried 22.8; since the tunnel counts a path that stops
+//! reporting as quiet (`braid_core::sender` `quiet.rs`), 24.2 (README, "A
+//! path that goes quiet").
 //!
 //! `lab/fade.toml`: 5 s in, a 20 Mbit/s cellular path with a deep queue
 //! falls to 2 Mbit/s beside a 20 Mbit/s DSL path. What the bond had
@@ -35,10 +41,18 @@ fn a_handover_that_moves_a_path_far_away_leaves_the_bond_near_its_best_path() {
     let r = best_and_bond("handover", &LabRunOptions::default());
     let (best, bond) = (&r.results[0], &r.results[1]);
     assert!(
-        bond.goodput_mbps >= 0.85 * best.goodput_mbps,
+        bond.goodput_mbps >= 0.98 * best.goodput_mbps,
         "bond {:.2} against Wi-Fi alone {:.2} Mbit/s",
         bond.goodput_mbps,
         best.goodput_mbps
+    );
+    // The packets the handover delayed were copied in time: the inner TCP
+    // retransmitted a few segments (13 of them before the handover), not
+    // the packets in flight on the cellular path.
+    assert!(
+        bond.retransmits <= 40,
+        "{} retransmissions",
+        bond.retransmits
     );
     // The cellular path carried its share before the handover.
     assert!(

@@ -89,6 +89,11 @@ pub struct PathState {
     /// since: the path's round trip is at least the time since (see
     /// `Sender::pacing_bound`). `None` once anything arrived on it.
     pub silent_since: Option<Instant>,
+    /// While the path is quiet (it stopped reporting while the others
+    /// went on, `Sender` in `sender/quiet.rs`): how much farther than its
+    /// measured delay PET's choice of a path, repairs, copies and the
+    /// pacing bound count it.
+    pub quiet_delay: Option<Duration>,
 }
 
 impl PathState {
@@ -112,6 +117,7 @@ impl PathState {
             rtt_hint: None,
             owd_hint_raw_ns: None,
             silent_since: None,
+            quiet_delay: None,
         }
     }
 }

@@ -110,6 +110,15 @@ struct Rise {
     threshold_ns: i64,
 }
 
+impl Rise {
+    /// Enough samples, spread over less than half the rise above `base`
+    /// (a step, not a queue that builds).
+    fn is_step(&self, base: i64) -> bool {
+        self.count >= MIN_RISE_SAMPLES
+            && self.high.saturating_sub(self.low) <= self.low.saturating_sub(base) / 2
+    }
+}
+
 /// The largest queueing delay seen before a run of high samples began, and
 /// when: a run that breaks and starts again within the window is judged
 /// against it, not against a maximum its own samples have raised.
@@ -188,13 +197,8 @@ impl OwdEstimator {
                 r.low = r.low.min(raw_ns);
                 r.high = r.high.max(raw_ns);
                 r.count = r.count.saturating_add(1);
-                let step = r.high.saturating_sub(r.low) <= r.low.saturating_sub(base) / 2;
-                if t.saturating_sub(r.since_ns) >= hold_ns && r.count >= MIN_RISE_SAMPLES && step {
-                    let low = r.low;
-                    let calm = self.calm.map_or(0, |c| c.queue_ns);
-                    self.rise = None;
-                    self.min = Some(WindowedMin::new(t, low));
-                    self.neg_queueing = Some(WindowedMin::new(t, -calm));
+                if t.saturating_sub(r.since_ns) >= hold_ns && r.is_step(base) {
+                    self.take_rise(t);
                     return true;
                 }
                 return false;
@@ -253,6 +257,38 @@ impl OwdEstimator {
                 next.clamp(i64::MIN as i128, i64::MAX as i128) as i64
             }
         });
+    }
+
+    /// Whether a run of samples above the base is under way that
+    /// [`OwdEstimator::follow_rise`] has not yet followed or ended.
+    pub fn rise_pending(&self) -> bool {
+        self.rise.is_some()
+    }
+
+    /// Follows the pending run of high samples at once, without its hold,
+    /// if it is a step of at least [`MIN_RISE_SAMPLES`] samples; whether
+    /// the base followed. For a caller that knows otherwise that the
+    /// path's delay changed: a path that went quiet for a round trip and
+    /// then delivered what it held late (`sender/quiet.rs`) has shown its
+    /// new delay for longer than any hold.
+    pub fn follow_pending_rise(&mut self, now: Instant) -> bool {
+        let (Some(base), Some(r)) = (self.base_raw_ns(), self.rise) else {
+            return false;
+        };
+        if !r.is_step(base) {
+            return false;
+        }
+        self.take_rise(now.as_nanos());
+        true
+    }
+
+    /// The base restarts from the run's smallest sample; the queueing seen
+    /// against the old base is replaced by the maximum from before the run.
+    fn take_rise(&mut self, t: u64) {
+        let Some(r) = self.rise.take() else { return };
+        let calm = self.calm.map_or(0, |c| c.queue_ns);
+        self.min = Some(WindowedMin::new(t, r.low));
+        self.neg_queueing = Some(WindowedMin::new(t, -calm));
     }
 
     /// Windowed minimum of the raw samples; `None` before the first.
@@ -525,6 +561,31 @@ mod tests {
                 (20 + 2 * t as i64) * MS
             ));
         }
+        assert_eq!(e.base_raw_ns(), Some(20 * MS));
+    }
+
+    /// A caller that knows the path's delay changed follows a pending
+    /// step at once, but not a run too short to tell, nor a ramp.
+    #[test]
+    fn a_pending_step_is_followed_at_once_when_asked() {
+        let mut e = steady_at_20_ms();
+        assert!(!e.follow_pending_rise(at_ms(1000)), "nothing pending");
+        for t in 0..3 {
+            paced_sample(&mut e, 1000 + t, 220 * MS + t as i64 * MS);
+        }
+        assert!(e.rise_pending());
+        assert!(!e.follow_pending_rise(at_ms(1003)), "three samples");
+        paced_sample(&mut e, 1003, 220 * MS);
+        assert!(e.follow_pending_rise(at_ms(1004)));
+        assert!(!e.rise_pending());
+        assert_eq!(e.base_raw_ns(), Some(220 * MS));
+
+        let mut e = steady_at_20_ms();
+        for t in 0..20u64 {
+            paced_sample(&mut e, 1000 + t * 10, (100 + 20 * t as i64) * MS);
+        }
+        assert!(e.rise_pending());
+        assert!(!e.follow_pending_rise(at_ms(1200)), "a ramp");
         assert_eq!(e.base_raw_ns(), Some(20 * MS));
     }
 

@@ -405,13 +405,16 @@ impl Scheduler for Pet {
     ) -> Option<Decision> {
         // The paths do not change during one decision: compute D_l once.
         let delays = &Self::relative_delays(paths);
+        // Where a packet goes, a quiet path counts farther; what it is
+        // predicted to take there (`commit`) is the path's measured delay.
+        let choice = &Self::choice_delays(paths, delays);
         self.update_ramp(now, pkt.len, paths, delays);
         if pkt.retransmit {
             // Never paired; a pending pair is abandoned (no longer back to back).
             self.pending = None;
-            let i = match self.edpf(now, pkt, paths, delays, paced) {
+            let i = match self.edpf(now, pkt, paths, choice, paced) {
                 Some((i, _)) => i,
-                None => self.round_robin_near(paths, delays)?,
+                None => self.round_robin_near(paths, choice)?,
             };
             let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
             return Some(Decision {
@@ -448,7 +451,7 @@ impl Scheduler for Pet {
                 });
             }
         }
-        let (i, probe) = self.place_pair(now, pkt, paths, delays, paced)?;
+        let (i, probe) = self.place_pair(now, pkt, paths, choice, paced)?;
         self.last_pair_at[paths[i].id.0 as usize % MAX_PATHS] = Some(now);
         let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
         self.pending = Some(OpenPair {

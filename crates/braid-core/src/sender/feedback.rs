@@ -44,8 +44,14 @@ impl<P> Sender<P> {
         path: PathId,
         entries: impl IntoIterator<Item = FeedbackEntry>,
     ) {
+        let mut newest = None;
         for e in entries {
+            let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
+            newest = newest.max(Some(seq));
             self.on_entry(now, Some(path), e);
+        }
+        if let Some(seq) = newest {
+            self.quiet_reported(now, path, seq);
         }
         self.rescue_stranded(now);
     }

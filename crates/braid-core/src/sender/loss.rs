@@ -3,6 +3,7 @@
 //! samples), and time-based detection across paths (`rack`). A packet
 //! declared lost is queued for repair when repair is on.
 
+use super::rack::RackCase;
 use super::{slot, Fate, Sender};
 use crate::path::{PathId, PathState};
 use crate::time::{Duration, Instant};
@@ -117,14 +118,16 @@ impl<P> Sender<P> {
         (rto + p.rtt.srtt() / 2).min(self.cfg.max_loss_timeout)
     }
 
-    /// The oldest in-flight packet of a path and when it times out.
+    /// The oldest in-flight packet of a path, when it times out, and
+    /// whether that is the quiet-path case of the cross-path rule
+    /// (`sender/quiet.rs`).
     ///
     /// A packet still in the path's pacing queue has not left: its
     /// timeout starts when it does (`Instant::FAR_FUTURE` until then).
     /// Counting from when it was queued declared packets behind a long
     /// pacing queue on a far path lost while they were still on their
     /// way, and with repair each such packet was sent twice.
-    pub(super) fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant)> {
+    pub(super) fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant, bool)> {
         let s = slot(p.id);
         let q = &self.per_path[s].unacked;
         let &seq = q.front()?;
@@ -135,21 +138,27 @@ impl<P> Sender<P> {
             .front()
             .is_some_and(|q| q.tx.seq == seq)
         {
-            return Some((seq, Instant::FAR_FUTURE));
+            return Some((seq, Instant::FAR_FUTURE, false));
         }
         let timeout = r.sent_at + self.loss_timeout(p);
-        let rack = self.rack_deadline(p, r.sent_at);
-        Some((seq, rack.map_or(timeout, |t| t.min(timeout))))
+        Some(match self.rack_deadline(p, r.sent_at) {
+            Some((t, case)) if t < timeout => (seq, t, case == RackCase::Quiet),
+            _ => (seq, timeout, false),
+        })
     }
 
     /// Declares packets lost whose feedback is overdue. Extra calls are no-ops.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.expire_quiet(now);
         for i in 0..self.paths.len() {
             loop {
                 let p = &self.paths[i];
                 match self.oldest_deadline(p) {
-                    Some((_, deadline)) if deadline <= now => {
+                    Some((_, deadline, quiet)) if deadline <= now => {
                         let id = p.id;
+                        if quiet {
+                            self.went_quiet(now, id);
+                        }
                         self.declare_lost_front(id, 1, now, LossCause::Timeout);
                     }
                     Some(_) => break,
@@ -174,9 +183,10 @@ impl<P> Sender<P> {
             .filter_map(|q| q.paced.front().map(|p| p.release_at));
         self.paths
             .iter()
-            .filter_map(|p| self.oldest_deadline(p).map(|(_, d)| d))
+            .filter_map(|p| self.oldest_deadline(p).map(|(_, d, _)| d))
             .filter(|&d| d != Instant::FAR_FUTURE)
             .chain(pacing)
+            .chain(self.quiet_expiry())
             .min()
     }
 }

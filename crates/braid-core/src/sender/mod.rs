@@ -192,6 +192,7 @@ impl<P> Sender<P> {
     /// Adds a path (or resets one with the same id). At most [`MAX_PATHS`].
     pub fn add_path(&mut self, id: PathId, params: PathParams) {
         let st = PathState::new(id, params, &self.cfg.estimators);
+        self.per_path[slot(id)].quiet = None;
         if let Some(i) = self.paths.iter().position(|p| p.id == id) {
             self.paths[i] = st;
         } else if self.paths.len() < MAX_PATHS {
@@ -503,6 +504,7 @@ mod feedback;
 mod loss;
 mod pacing;
 mod path_sender;
+mod quiet;
 mod rack;
 mod redundancy;
 mod repair;
@@ -518,6 +520,8 @@ mod tests_bound;
 mod tests_copies;
 #[cfg(test)]
 mod tests_late;
+#[cfg(test)]
+mod tests_quiet;
 #[cfg(test)]
 mod tests_repair;
 #[cfg(test)]

@@ -311,10 +311,13 @@ pub(super) fn pacing_bound(
         .map(|t| now.saturating_since(t))
         .filter(|&rtt| rtt < cfg.pacing_max_backlog * FIRST_ANSWER_ROUND_TRIPS)
         .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
+    // A quiet path counts as far as the scheduler takes it
+    // (`sender/quiet.rs`): the inner TCP's window still spans its packets,
+    // and what it held was copied onto the other paths' queues.
     let far = paths
         .iter()
         .filter(|p| p.usable)
-        .filter_map(|p| delays[slot(p.id)])
+        .filter_map(|p| Some(delays[slot(p.id)]? + p.quiet_delay.unwrap_or_default()))
         .chain(silent)
         .max()
         .unwrap_or_default();

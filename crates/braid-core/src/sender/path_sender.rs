@@ -51,6 +51,20 @@ pub(super) struct PathSender<P> {
     pub repair: PathRepairStats,
     /// What copies of other paths' repairs the path may still take.
     pub copy_budget: CopyBudget,
+    /// Set while the path has gone quiet (`sender/quiet.rs`).
+    pub quiet: Option<Quiet>,
+}
+
+/// A path that went quiet: its oldest packet was overdue while the other
+/// paths reported packets sent after it (`sender/quiet.rs`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Quiet {
+    /// The newest original sent on the path when it went quiet: a report
+    /// from the path of it or a later packet shows the path has delivered
+    /// all it held.
+    pub last_seq: u64,
+    /// When it was found.
+    pub found: Instant,
 }
 
 impl<P> Default for PathSender<P> {
@@ -68,6 +82,7 @@ impl<P> Default for PathSender<P> {
             share: ShareCap::default(),
             repair: PathRepairStats::default(),
             copy_budget: CopyBudget::default(),
+            quiet: None,
         }
     }
 }

@@ -12,8 +12,10 @@
 //! and goodput fell below the clean path alone (5.1 against 9.7 Mbit/s on
 //! 10 + 10 Mbit/s with 30 % loss on one, `braid sim run`).
 //!
-//! The rule (RFC 8985 §6.2, per path that loses at least 1 %, and for a
-//! path's last packet on any path): once a packet sent *after* a
+//! The rule (RFC 8985 §6.2, per path that loses at least 1 %, for a
+//! path's last packet on any path, and, with ARQ, for the oldest packet of
+//! a clean path that has gone quiet, `sender/quiet.rs`): once a packet
+//! sent *after* a
 //! packet X has been reported (on any path; the receiver is alive and its
 //! feedback flows), X is lost when it has been out longer than its own
 //! path's smoothed RTT plus a reordering window, `max(srtt / 4, 2 rttvar,
@@ -65,6 +67,14 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// and PET's probing by pairs, `sched/pet.rs`).
 /// A delayed report can make the rule declare a tail lost that is not;
 /// that costs one copy per idle spell of the path, not one per packet.
+///
+/// On a clean path the rest of its packets come under the rule only once
+/// the path has gone quiet: nothing reported on it for its SRTT plus the
+/// window, counted from its last report, while another path reported at
+/// least a window after that (`RackCase::Quiet`). A report held up now
+/// and then does not make a path quiet while its later reports come; a
+/// whole window of silence does, and costs a copy of what the path had
+/// in flight.
 const MIN_PEER_LOSS: f64 = 0.01;
 
 impl<P> Sender<P> {
@@ -77,22 +87,45 @@ impl<P> Sender<P> {
     }
 
     /// When a packet sent on `p` at `sent_at` counts as lost by time, if a
-    /// packet sent after it was already reported.
-    pub(super) fn rack_deadline(&self, p: &PathState, sent_at: Instant) -> Option<Instant> {
+    /// packet sent after it was already reported, and by which case of
+    /// the rule.
+    pub(super) fn rack_deadline(
+        &self,
+        p: &PathState,
+        sent_at: Instant,
+    ) -> Option<(Instant, RackCase)> {
         if self.cfg.repair.mode == RepairMode::Off {
-            return None;
-        }
-        let s = slot(p.id);
-        // The path's last packet: the only one in its queue of packets
-        // not yet reported (sent or still paced).
-        let tail = self.per_path[s].unacked.len() <= 1;
-        if self.per_path[s].repair.peer_loss_rate < MIN_PEER_LOSS && !tail {
             return None;
         }
         if self.rack_sent_at.is_none_or(|t| t <= sent_at) {
             return None;
         }
-        Some(sent_at + overdue_after(p)?)
+        let s = slot(p.id);
+        let overdue = overdue_after(p)?;
+        if self.per_path[s].repair.peer_loss_rate >= MIN_PEER_LOSS {
+            return Some((sent_at + overdue, RackCase::Lossy));
+        }
+        // The path's last packet: the only one in its queue of packets
+        // not yet reported (sent or still paced).
+        if self.per_path[s].unacked.len() <= 1 {
+            return Some((sent_at + overdue, RackCase::Tail));
+        }
+        // A clean path's packet, with later ones behind it on the path:
+        // overdue only if the path has reported nothing for the window
+        // either, while another path reported well after it last did
+        // (`sender/quiet.rs`). Without the second condition a sender that
+        // stalled (its feedback queued unread) found every path quiet.
+        if self.cfg.repair.mode != RepairMode::Arq {
+            return None;
+        }
+        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
+        let others = self
+            .paths
+            .iter()
+            .filter(|q| q.id != p.id)
+            .filter_map(|q| q.last_feedback)
+            .max()?;
+        (others >= from + reorder_window(p)?).then_some((from + overdue, RackCase::Quiet))
     }
 
     /// How long the peer's resequencer should hold a gap at least, for the
@@ -121,18 +154,42 @@ impl<P> Sender<P> {
     }
 }
 
+/// Which case of the rule set a packet's deadline.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum RackCase {
+    /// Its path loses at least [`MIN_PEER_LOSS`].
+    Lossy,
+    /// It is its path's last packet.
+    Tail,
+    /// Its path, clean, has reported nothing for the window while
+    /// another path reported: the path went quiet (`sender/quiet.rs`).
+    Quiet,
+}
+
 /// How long after it left a packet on `p` counts as lost by the rule:
 /// the path's SRTT plus the reordering window `max(srtt / 4, 2 rttvar,
 /// 50 ms)`. A path that only keepalives measured starts as RFC 6298 2.2
 /// does (SRTT = R, RTTVAR = R / 2); `None` for a path not measured at all.
 fn overdue_after(p: &PathState) -> Option<Duration> {
-    let (srtt, rttvar) = if p.rtt.has_samples() {
-        (p.rtt.srtt(), p.rtt.rttvar())
+    Some(srtt_rttvar(p)?.0 + reorder_window(p)?)
+}
+
+/// The reordering window of the rule on `p`: `max(srtt / 4, 2 rttvar, 50
+/// ms)`.
+fn reorder_window(p: &PathState) -> Option<Duration> {
+    let (srtt, rttvar) = srtt_rttvar(p)?;
+    Some((srtt / 4).max(rttvar * 2).max(MIN_WINDOW))
+}
+
+/// The path's SRTT and RTTVAR, or RFC 6298 2.2's first values from its
+/// keepalive round trip; `None` for a path not measured at all.
+fn srtt_rttvar(p: &PathState) -> Option<(Duration, Duration)> {
+    if p.rtt.has_samples() {
+        Some((p.rtt.srtt(), p.rtt.rttvar()))
     } else {
         let h = p.rtt_hint?;
-        (h, h / 2)
-    };
-    Some(srtt + (srtt / 4).max(rttvar * 2).max(MIN_WINDOW))
+        Some((h, h / 2))
+    }
 }
 
 /// Headroom of [`Sender::repair_wait`] over the expected wait, as the
@@ -212,8 +269,10 @@ mod tests {
     }
 
     /// On a path the peer measured clean (below 1 % loss) the rule is off
-    /// while a later packet on the path will tell: only the path's
-    /// timeout declares the loss.
+    /// while a later packet on the path will tell and the path has not
+    /// gone quiet (path 0's last report came 41 ms after the packet left,
+    /// less than the 60 ms window): only the path's timeout declares the
+    /// loss.
     #[test]
     fn a_clean_path_waits_for_its_timeout() {
         let mut s = one_unreported(0.0);

@@ -22,9 +22,10 @@ impl<P> Sender<P> {
     /// times the smoothed RTT (a loss costs a round), given the paths'
     /// relative delays. Used to place repair copies and redundant copies.
     pub(super) fn delivery_cost(p: &PathState, len: u32, delays: &Delays) -> f64 {
-        let d = delays[slot(p.id)]
-            .unwrap_or_else(|| p.rtt.srtt() / 2)
-            .as_secs_f64();
+        // A quiet path counts farther (`sender/quiet.rs`).
+        let d = (delays[slot(p.id)].unwrap_or_else(|| p.rtt.srtt() / 2)
+            + p.quiet_delay.unwrap_or_default())
+        .as_secs_f64();
         let ser =
             p.bw.estimate_bps()
                 .map_or(0.0, |r| tx_time(len, r).as_secs_f64());

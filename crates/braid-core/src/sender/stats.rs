@@ -61,6 +61,9 @@ pub struct SenderStats {
     /// Of those, packets put back on their path because no other could
     /// take the copy (`Sender::unstrand`).
     pub unstranded: u64,
+    /// Times a path went quiet: its packets overdue while the other paths
+    /// reported later ones (`sender/quiet.rs`).
+    pub quiet_paths: u64,
     /// Redundant copies sent (the redundant mode, `crate::redundancy`),
     /// and their bytes on the paths (inner packet plus tunnel overhead):
     /// what redundancy cost.

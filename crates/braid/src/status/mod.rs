@@ -111,6 +111,11 @@ pub struct TunnelReport {
     /// (`braid_core::sender` `stranded.rs`).
     #[serde(default)]
     pub stranded: u64,
+    /// Times a path went quiet: it stopped reporting while the other
+    /// paths went on, and its packets were copied to them
+    /// (`braid_core::sender` `quiet.rs`).
+    #[serde(default)]
+    pub quiet_paths: u64,
     /// Loss repair inside the tunnel (both directions as this side sees them).
     #[serde(default)]
     pub repair: TunnelRepairReport,
@@ -313,6 +318,7 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         delay_rises: t.sender.delay_rises,
         late_originals: t.sender.late_originals,
         stranded: t.sender.stranded,
+        quiet_paths: t.sender.quiet_paths,
         repair: TunnelRepairReport {
             repairs_sent: t.sender.repairs_sent,
             congestion_losses: t.sender.losses_congestion,

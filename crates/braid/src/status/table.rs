@@ -45,7 +45,7 @@ impl StatusReport {
             };
             let _ = writeln!(
                 o,
-                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms); delay rises {} (late originals {}); stranded {}",
+                "\n{who}: {state}; scheduler {}; reorder buffer {} pkts / {} (max {}), released {}, lost {}, late {}; pacing drops {}, slips {} ({:.0} ms); delay rises {} (late originals {}); stranded {}; quiet {}",
                 t.scheduler,
                 t.reorder_buffered_packets,
                 human_bytes(t.reorder_buffered_bytes as u64),
@@ -58,7 +58,8 @@ impl StatusReport {
                 t.pacing_slip_ms,
                 t.delay_rises,
                 t.late_originals,
-                t.stranded
+                t.stranded,
+                t.quiet_paths
             );
             let header = [
                 "PATH",

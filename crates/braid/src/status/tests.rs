@@ -62,6 +62,7 @@ fn report() -> StatusReport {
             delay_rises: 1,
             late_originals: 3,
             stranded: 4,
+            quiet_paths: 2,
             repair: TunnelRepairReport {
                 repairs_sent: 5,
                 hold_ms: 120.0,
@@ -99,7 +100,7 @@ fn table_shows_paths_and_drops() {
     assert!(t.contains("REORDER") && t.contains("3 / 4.2 kB"), "{t}");
     assert!(t.contains("pacing drops 7, slips 2 (31 ms)"), "{t}");
     assert!(
-        t.contains("delay rises 1 (late originals 3); stranded 4"),
+        t.contains("delay rises 1 (late originals 3); stranded 4; quiet 2"),
         "{t}"
     );
     assert!(t.contains("repair: 5 copies sent"), "{t}");

@@ -66,6 +66,23 @@ impl Pet {
         out
     }
 
+    /// The relative delays by which PET chooses a path: `delays` with each
+    /// quiet path counted farther by its [`PathState::quiet_delay`] (it
+    /// stopped reporting while the others went on, `sender/quiet.rs`), so
+    /// that new packets go there only when the other paths are booked
+    /// that far ahead. Predictions of when a packet arrives keep the
+    /// measured delays: PET's queue correction learns from their error.
+    pub fn choice_delays(paths: &[PathState], delays: &Delays) -> Delays {
+        let mut out = *delays;
+        for p in paths {
+            if let Some(q) = p.quiet_delay {
+                let s = p.id.0 as usize % MAX_PATHS;
+                out[s] = Some(out[s].unwrap_or_default() + q);
+            }
+        }
+        out
+    }
+
     /// How much of each path's relative delay EDPF disregards (see
     /// `PetConfig::delay_horizon`): the part beyond the horizon.
     pub(super) fn excess_delays(
