@@ -71,7 +71,8 @@ const MIN_WINDOW: Duration = Duration::from_millis(50);
 /// On a clean path the rest of its packets come under the rule only once
 /// the path has gone quiet: nothing reported on it for its SRTT plus the
 /// window, counted from its last report, while another path reported at
-/// least a window after that (`RackCase::Quiet`). A report held up now
+/// least a window after that (`RackCase::Quiet`; a lossy path can go
+/// quiet too, `sender/quiet.rs`). A report held up now
 /// and then does not make a path quiet while its later reports come; a
 /// whole window of silence does, and costs a copy of what the path had
 /// in flight.
@@ -102,30 +103,40 @@ impl<P> Sender<P> {
         }
         let s = slot(p.id);
         let overdue = overdue_after(p)?;
-        if self.per_path[s].repair.peer_loss_rate >= MIN_PEER_LOSS {
-            return Some((sent_at + overdue, RackCase::Lossy));
-        }
+        let lossy = self.per_path[s].repair.peer_loss_rate >= MIN_PEER_LOSS;
         // The path's last packet: the only one in its queue of packets
         // not yet reported (sent or still paced).
-        if self.per_path[s].unacked.len() <= 1 {
-            return Some((sent_at + overdue, RackCase::Tail));
+        let tail = self.per_path[s].unacked.len() <= 1;
+        // Whether the path, with later packets behind this one, has gone
+        // quiet: it has reported nothing for the window (from its last
+        // report, or the packet's send if later), while another path
+        // reported at least a window after that (`sender/quiet.rs`).
+        // Without the second condition a sender that stalled (its
+        // feedback queued unread) found every path quiet. ARQ only.
+        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
+        let quiet = !tail
+            && self.cfg.repair.mode == RepairMode::Arq
+            && self
+                .paths
+                .iter()
+                .filter(|q| q.id != p.id)
+                .filter_map(|q| q.last_feedback)
+                .max()
+                .is_some_and(|o| o >= from + reorder_window(p).unwrap_or_default());
+        if lossy || tail {
+            // A lossy path's packet is overdue a window after it left
+            // anyway; the path has gone quiet too if nothing came from it
+            // since.
+            let case = match (quiet && from == sent_at, lossy) {
+                (true, _) => RackCase::Quiet,
+                (false, true) => RackCase::Lossy,
+                (false, false) => RackCase::Tail,
+            };
+            return Some((sent_at + overdue, case));
         }
         // A clean path's packet, with later ones behind it on the path:
-        // overdue only if the path has reported nothing for the window
-        // either, while another path reported well after it last did
-        // (`sender/quiet.rs`). Without the second condition a sender that
-        // stalled (its feedback queued unread) found every path quiet.
-        if self.cfg.repair.mode != RepairMode::Arq {
-            return None;
-        }
-        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
-        let others = self
-            .paths
-            .iter()
-            .filter(|q| q.id != p.id)
-            .filter_map(|q| q.last_feedback)
-            .max()?;
-        (others >= from + reorder_window(p)?).then_some((from + overdue, RackCase::Quiet))
+        // overdue only once the path has gone quiet.
+        quiet.then_some((from + overdue, RackCase::Quiet))
     }
 
     /// How long the peer's resequencer should hold a gap at least, for the

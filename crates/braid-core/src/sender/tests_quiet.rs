@@ -228,3 +228,23 @@ fn no_path_goes_quiet_without_arq() {
         assert_eq!(s.stats().quiet_paths, 0, "{mode:?}");
     }
 }
+
+/// A path whose peer measured loss finds its overdue packets a window
+/// after they left anyway (RACK); if nothing came from it since, it has
+/// gone quiet as well, and counts farther.
+#[test]
+fn a_lossy_path_that_stops_reporting_goes_quiet_too() {
+    let (mut s, on_0, _) = nine_sent();
+    s.handle_nack(
+        ms(150),
+        [],
+        [crate::wire::NackRate::from_fraction(PathId(1), 0.3)],
+    );
+    for &seq in &on_0 {
+        report(&mut s, 160, 0, seq, 130);
+    }
+    assert_eq!(s.poll_timeout(), Some(ms(191)));
+    s.handle_timeout(ms(191));
+    assert_eq!(s.stats().quiet_paths, 1);
+    assert!(quiet(&s, 1));
+}

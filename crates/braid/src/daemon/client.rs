@@ -304,6 +304,24 @@ impl<F: TunFactory> ClientDaemon<F> {
             }
             self.flush().await;
         }
+        // What this side's sender and resequencer did over the run, in the
+        // log where a run that went badly can still be read afterwards (the
+        // lab's benches stop the daemons, and `braid status` with them).
+        let t = self.conn.status(self.clock.now()).tunnel;
+        let (s, r) = (&t.sender, &t.reorder);
+        info!(
+            sent = s.sent,
+            repairs = s.repairs_sent,
+            repairs_abandoned = s.repairs_abandoned,
+            pacing_drops = s.pacing_drops,
+            delay_rises = s.delay_rises,
+            late_originals = s.late_originals,
+            stranded = s.stranded,
+            quiet = s.quiet_paths,
+            reorder_lost = r.lost_comparison + r.lost_prev_link + r.lost_timer + r.lost_overflow,
+            reorder_late = r.late,
+            "tunnel totals"
+        );
         info!("braid client stopping; saying goodbye to the server");
         self.conn.close(self.clock.now());
         self.flush().await;
