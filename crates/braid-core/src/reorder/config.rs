@@ -115,3 +115,10 @@ pub struct ReorderStats {
     /// The loss timer's current value (the hold), nanoseconds.
     pub hold_ns: u64,
 }
+
+impl ReorderStats {
+    /// Sequence numbers skipped as lost, all causes together.
+    pub fn lost(&self) -> u64 {
+        self.lost_comparison + self.lost_prev_link + self.lost_timer + self.lost_overflow
+    }
+}

@@ -65,10 +65,7 @@ fn a_swap_is_fixed() {
     r.handle_packet(ms(1), P1, 0, None, 10, 0);
     assert_eq!(drain(&mut r, ms(1)), vec![0, 1]);
     let st = r.stats();
-    assert_eq!(
-        st.lost_comparison + st.lost_timer + st.lost_prev_link + st.lost_overflow,
-        0
-    );
+    assert_eq!(st.lost(), 0);
     assert_eq!(st.buffered_bytes, 0);
     assert_eq!(st.max_buffered_bytes, 10);
     assert_eq!(r.poll_timeout(), None);

@@ -29,7 +29,8 @@ impl<P> Sender<P> {
         entries: impl IntoIterator<Item = FeedbackEntry>,
     ) {
         for e in entries {
-            self.on_entry(now, None, e);
+            let seq = self.entry_seq(&e);
+            self.on_entry(now, None, seq, e);
         }
     }
 
@@ -46,9 +47,9 @@ impl<P> Sender<P> {
     ) {
         let mut newest = None;
         for e in entries {
-            let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
+            let seq = self.entry_seq(&e);
             newest = newest.max(Some(seq));
-            self.on_entry(now, Some(path), e);
+            self.on_entry(now, Some(path), seq, e);
         }
         if let Some(seq) = newest {
             self.quiet_reported(now, path, seq);
@@ -56,8 +57,13 @@ impl<P> Sender<P> {
         self.rescue_stranded(now);
     }
 
-    fn on_entry(&mut self, now: Instant, on: Option<PathId>, e: FeedbackEntry) {
-        let seq = wire::seq::extend(e.seq, self.next_seq.saturating_sub(1));
+    /// The full sequence number an entry's 32-bit one stands for.
+    fn entry_seq(&self, e: &FeedbackEntry) -> u64 {
+        wire::seq::extend(e.seq, self.next_seq.saturating_sub(1))
+    }
+
+    /// Processes entry `e`, whose full sequence number is `seq`.
+    fn on_entry(&mut self, now: Instant, on: Option<PathId>, seq: u64, e: FeedbackEntry) {
         let Some(rec) = self.record_mut(seq).copied() else {
             self.stats.feedback_unmatched += 1;
             return;

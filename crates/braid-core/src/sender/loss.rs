@@ -69,8 +69,7 @@ impl<P> Sender<P> {
     /// takes it out of the path's counts of packets in flight; whether it
     /// was. The caller keeps the path's `unacked` list.
     pub(super) fn take_off_path(&mut self, path: PathId, seq: u64) -> bool {
-        let idx = (seq as usize) & (self.ring.len() - 1);
-        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+        let Some(r) = self.record_mut(seq) else {
             return false;
         };
         if r.fate != Fate::InFlight || r.path != path {

@@ -65,7 +65,7 @@
 
 use super::{slot, Sender};
 use crate::path::PathId;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 
 use super::path_sender::Quiet;
 
@@ -86,8 +86,9 @@ impl<P> Sender<P> {
             last_seq,
             found: now,
         });
-        let extra = self.loss_timeout(&self.paths[i]);
-        self.set_quiet_delay(i, Some(extra));
+        // The scheduler reads the delay at its next decision; the path set
+        // did not change (ADAS and WRR restart their weights on a change).
+        self.paths[i].quiet_delay = Some(self.loss_timeout(&self.paths[i]));
         self.stats.quiet_paths += 1;
     }
 
@@ -114,8 +115,7 @@ impl<P> Sender<P> {
             }
             self.stats.delay_rises += 1;
         }
-        self.per_path[s].quiet = None;
-        self.set_quiet_delay(i, None);
+        self.leave_quiet(i);
     }
 
     /// When quiet path `i` is tried again without a report.
@@ -129,8 +129,7 @@ impl<P> Sender<P> {
     pub(super) fn expire_quiet(&mut self, now: Instant) {
         for i in 0..self.paths.len() {
             if self.quiet_until(i).is_some_and(|t| t <= now) {
-                self.per_path[slot(self.paths[i].id)].quiet = None;
-                self.set_quiet_delay(i, None);
+                self.leave_quiet(i);
             }
         }
     }
@@ -142,9 +141,9 @@ impl<P> Sender<P> {
             .min()
     }
 
-    /// The scheduler reads the delay at its next decision; the path set
-    /// did not change (ADAS and WRR restart their weights on a change).
-    fn set_quiet_delay(&mut self, i: usize, extra: Option<Duration>) {
-        self.paths[i].quiet_delay = extra;
+    /// Path `i` is back at its measured delay.
+    fn leave_quiet(&mut self, i: usize) {
+        self.per_path[slot(self.paths[i].id)].quiet = None;
+        self.paths[i].quiet_delay = None;
     }
 }

@@ -102,7 +102,8 @@ impl<P> Sender<P> {
             return None;
         }
         let s = slot(p.id);
-        let overdue = overdue_after(p)?;
+        let window = reorder_window(p)?;
+        let overdue = srtt_rttvar(p)?.0 + window;
         let lossy = self.per_path[s].repair.peer_loss_rate >= MIN_PEER_LOSS;
         // The path's last packet: the only one in its queue of packets
         // not yet reported (sent or still paced).
@@ -122,7 +123,7 @@ impl<P> Sender<P> {
                 .filter(|q| q.id != p.id)
                 .filter_map(|q| q.last_feedback)
                 .max()
-                .is_some_and(|o| o >= from + reorder_window(p).unwrap_or_default());
+                .is_some_and(|o| o >= from + window);
         if lossy || tail {
             // A lossy path's packet is overdue a window after it left
             // anyway; the path has gone quiet too if nothing came from it

@@ -184,8 +184,7 @@ impl<P> Sender<P> {
             if Some(seq) == waiting {
                 break; // the rest have not left: the pacer holds them
             }
-            let idx = (seq as usize) & (self.ring.len() - 1);
-            let Some(r) = self.ring[idx].filter(|r| r.seq == seq) else {
+            let Some(r) = self.record(seq) else {
                 continue;
             };
             bytes += u64::from(r.len);
@@ -249,8 +248,7 @@ impl<P> Sender<P> {
     /// waiting for it (`Sender::take_unrepaired`), and the inner TCP
     /// would see a loss.
     pub(super) fn unstrand(&mut self, seq: u64, path: PathId) {
-        let idx = (seq as usize) & (self.ring.len() - 1);
-        let Some(r) = self.ring[idx].as_mut().filter(|r| r.seq == seq) else {
+        let Some(r) = self.record_mut(seq) else {
             return;
         };
         if r.fate != Fate::Lost {

@@ -318,7 +318,7 @@ impl<F: TunFactory> ClientDaemon<F> {
             late_originals = s.late_originals,
             stranded = s.stranded,
             quiet = s.quiet_paths,
-            reorder_lost = r.lost_comparison + r.lost_prev_link + r.lost_timer + r.lost_overflow,
+            reorder_lost = r.lost(),
             reorder_late = r.late,
             "tunnel totals"
         );

@@ -309,7 +309,7 @@ fn tunnel_report(t: &TunnelStatus, names: &[String]) -> TunnelReport {
         reorder_buffered_bytes: r.buffered_bytes,
         reorder_max_buffered_bytes: r.max_buffered_bytes,
         reorder_released: r.released,
-        reorder_lost: r.lost_comparison + r.lost_prev_link + r.lost_timer + r.lost_overflow,
+        reorder_lost: r.lost(),
         reorder_late: r.late,
         reorder_duplicates: r.duplicates,
         pacing_drops: t.sender.pacing_drops,
