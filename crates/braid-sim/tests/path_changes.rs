@@ -23,6 +23,14 @@
 //! (`braid_core::sender` `stranded.rs`) the peer's resequencer gave up
 //! waiting for it, the inner TCP halved its window and timed out, and
 //! the bond fell below DSL alone (README, "A path whose rate falls").
+//!
+//! A thin near path whose rate falls (change set 6/22 of
+//! `lab/sweep-changes.sh 30 6`): PET counts a thin path nearer than the
+//! fastest as far as the fastest (`braid_core::sched` `pet/near.rs`) and
+//! gives it single packets, never a pair; its rate estimate stayed at
+//! what it measured before the fall, and until PET probed a path whose
+//! packets came late (`Pet::note_late`) the bond fell to half its fastest
+//! path alone (README, "A thin path whose rate falls").
 
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabReport, LabRunOptions};
@@ -88,4 +96,59 @@ fn a_path_whose_rate_falls_leaves_its_queued_packets_to_the_other_path() {
         );
         assert_eq!(bond.timeouts, 0, "idle {idle_s} s: the inner TCP timed out");
     }
+}
+
+/// Change set 6/22: 2.4 Mbit/s 22 ms away, 1.44 Mbit/s 7 ms away that
+/// falls to 0.24 Mbit/s 3.4 s into the transfer, and 13.3 Mbit/s 8 ms
+/// away, all with 15 kB queues. The bond stays above its fastest path
+/// alone (12.8 Mbit/s; 7.1 before the thin path was probed when late)
+/// and the thin path carries almost nothing after its fall.
+#[test]
+fn a_thin_near_path_whose_rate_falls_is_measured_again() {
+    let text = r#"
+name = "thin-fall"
+seed = 23
+
+[[path]]
+name = "p0"
+rate_mbit = 2.41
+delay_ms = 22.4
+queue_bytes = 15000
+
+[[path]]
+name = "p1"
+rate_mbit = 1.44
+delay_ms = 6.7
+queue_bytes = 15000
+trace = [{ at_s = 6.4, rate_mbit = 0.24 }]
+
+[[path]]
+name = "p2"
+rate_mbit = 13.31
+delay_ms = 7.8
+queue_bytes = 15000
+"#;
+    let cfg = braid_lab::LabConfig::from_toml_str(text, "thin-fall").unwrap();
+    let mut fastest = cfg.clone();
+    fastest.paths.drain(..2);
+    let opts = LabRunOptions {
+        idle_s: 3.0,
+        ..LabRunOptions::default()
+    };
+    let alone = run_lab(&fastest, &[LabMode::SingleBest], &opts).results[0].goodput_mbps;
+    let r = run_lab(&cfg, &[LabMode::Braid(SchedulerKind::Pet)], &opts);
+    eprintln!("{}", serde_json::to_string(&r).unwrap());
+    let bond = &r.results[0];
+    assert!(
+        bond.goodput_mbps >= alone,
+        "bond {:.2} against the fastest path alone {alone:.2} Mbit/s",
+        bond.goodput_mbps,
+    );
+    // 0.24 Mbit/s for 11.6 of the 15 s, 1.44 before: at most 0.5 on
+    // average (0.46 before the rule, when it held the stream).
+    assert!(
+        bond.path_mbps[1] <= 0.5,
+        "the thin path carried {:.2} Mbit/s",
+        bond.path_mbps[1]
+    );
 }

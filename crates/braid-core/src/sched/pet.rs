@@ -20,6 +20,7 @@ use crate::time::{Duration, Instant};
 
 mod config;
 mod delays;
+mod late;
 mod near;
 mod ramp;
 #[cfg(test)]
@@ -55,6 +56,8 @@ pub struct Pet {
     /// When each path last got the first packet of a pair: what keeps its
     /// estimate fresh (`probe_interval`).
     last_pair_at: [Option<Instant>; MAX_PATHS],
+    /// Paths whose packets came late, and their probes (`late.rs`).
+    late: late::Late,
     /// The rate PET places and the paths its ramp keeps out (`ramp.rs`).
     ramp: ramp::Ramp,
 }
@@ -69,6 +72,7 @@ impl Pet {
             initial_pairs_sent: [0; MAX_PATHS],
             corrected_ns: [0; MAX_PATHS],
             last_pair_at: [None; MAX_PATHS],
+            late: late::Late::default(),
             ramp: ramp::Ramp::default(),
         }
     }
@@ -304,6 +308,8 @@ impl Pet {
             self.initial_pairs_sent[slot(&paths[i])] += 1;
             return Some((i, false));
         }
+        // A path whose packets came late is due a probe (`late.rs`).
+        let late = |p: &PathState| !small && self.late_probe_due(now, p);
         // Keep idle paths' estimates fresh. Idle means no pair: packets
         // that are never paired (the tunnel's repair copies, TCP
         // retransmissions) measure nothing. Counting them, a path that
@@ -313,8 +319,9 @@ impl Pet {
         // whole run: 0.2 of its 4 Mbit/s used (seed 6: 0.768 of the sum,
         // 0.896 with pairs counted).
         let stale = |p: &PathState| {
-            self.last_pair_at[slot(p)]
-                .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
+            late(p)
+                || self.last_pair_at[slot(p)]
+                    .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         // A raised near path's probe counts as far as the fastest path,
@@ -334,10 +341,20 @@ impl Pet {
             // path holds every later ACK in the resequencer).
             _ => arrives_in_time(p),
         };
-        if let Some(i) = paths.iter().position(|p| p.usable && stale(p) && safe(p)) {
-            if best.is_none_or(|(b, _)| b != i) {
-                return Some((i, true));
-            }
+        // A late path is probed where EDPF puts the packet anyway: unpaired,
+        // it would measure nothing.
+        let probe = best
+            .map(|(b, _)| b)
+            .filter(|&b| late(&paths[b]))
+            .or_else(|| {
+                paths
+                    .iter()
+                    .position(|p| p.usable && stale(p) && safe(p))
+                    .filter(|&i| best.is_none_or(|(b, _)| b != i))
+            });
+        if let Some(i) = probe {
+            self.late_probe_sent(now, &paths[i]);
+            return Some((i, true));
         }
         match best {
             Some((i, _)) => Some((i, false)),
@@ -474,6 +491,7 @@ impl Scheduler for Pet {
         let s = path.id.0 as usize % MAX_PATHS;
         // What is still wrong after the corrections made since it was sent.
         let residual = actual_ns - (eta_ns + self.corrected_ns[s]);
+        self.note_late(path, residual);
         let step = (residual as f64 * self.cfg.queue_correction) as i64;
         self.corrected_ns[s] += step;
         self.queues.correct(path, step, Instant::ZERO);

@@ -32,6 +32,15 @@ pub struct PetConfig {
     /// hold short of it, while paths a few tens of milliseconds apart
     /// still all get their first pairs (and so their estimates) at once.
     pub first_flight_lateness: Duration,
+    /// A packet that arrives this much later than PET predicted marks its
+    /// path's estimate as due a probe pair (`Pet::note_late`). Not in the
+    /// paper. In the simulated lab files a packet on a path whose rate is
+    /// as estimated never arrives more than 20 ms late, save one in
+    /// 36 000 on `lab/jitter.toml` (radio retransmissions) beyond 50 ms;
+    /// one whose rate fell to a sixth arrives 100-270 ms late. Zero turns
+    /// it off; so does `queue_correction` 0 (the papers' open-loop PET
+    /// compares no prediction with its outcome).
+    pub late_probe: Duration,
     /// Gain of the virtual-queue correction (0 = the paper's open-loop PET).
     /// Under fair queueing with changing cross traffic a path's share moves
     /// faster than packet-pair estimates settle, so EDPF's A_l drifts from
@@ -196,6 +205,7 @@ impl Default for PetConfig {
             initial_pairs: 2,
             probe_slack: Duration::from_millis(10),
             first_flight_lateness: Duration::from_millis(100),
+            late_probe: Duration::from_millis(50),
             queue_correction: 0.5,
             max_pair_gap: Duration::from_millis(5),
             queue_cap: true,

@@ -1,0 +1,92 @@
+//! A path whose packets arrive much later than PET predicted is due a
+//! probe pair (`PetConfig::late_probe`).
+//!
+//! Why: a path's rate is measured only by pairs, and a path that carries
+//! only the first packets of pairs whose second goes elsewhere never
+//! measures it again. A thin path nearer than the fastest counts as far
+//! as it (`near.rs`) and takes single packets only: a pair's second does
+//! not follow its first there. Its estimate stays what its first pairs
+//! measured, and the periodic probe (`probe_interval`) never comes,
+//! since each of its first packets counted as a pair. On change set 6/22
+//! (`lab/sweep-changes.sh 30 6`: 1.44 Mbit/s 6.7 ms away falling to 0.24
+//! beside 13.3 and 2.4 Mbit/s, 15 kB queues) such a path kept its 1.4
+//! Mbit/s estimate for the ten seconds after the fall; PET went on placing
+//! packets on it, each arrived 150-270 ms after the others and held the
+//! stream in the resequencer, and the bond carried 7.1 Mbit/s against
+//! 12.8 for its fastest path alone. Probed when late, it measured the
+//! fall within half a second: 14.0.
+//!
+//! The rule: a packet that arrives more than `late_probe` after PET
+//! predicted (net of the queue corrections made since it was sent, which
+//! a paced path's predictions do not use) marks its path late. The next
+//! full-size packet EDPF places there, or that may go there as a probe
+//! (`probe_slack`), is a probe: its second follows it. Again late, the
+//! path is probed again
+//! - a round trip of it after a probe that found its rate fallen (the
+//!   probe's sample may not be in before that), so that a fall is followed
+//!   down;
+//! - `probe_interval` after a probe that found the rate it expected: the
+//!   packets are late for another reason (the path's delay rose and its
+//!   estimate has not followed yet) and another probe would measure the
+//!   same. Probed every round trip, a path whose delay had stepped from
+//!   13 to 192 ms (change set 7/14) had its packets paired there all run
+//!   long and the bond lost 6 %.
+//!
+//! Only full-size pairs count (`SenderConfig::pacing_min_pair_len` says
+//! why a small pair measures no rate): the ACKs of a fast download overran
+//! a thin path's return direction, came late every round trip there, and
+//! pairs of them measured nothing.
+
+use super::Pet;
+use crate::path::{PathState, MAX_PATHS};
+use crate::time::Instant;
+
+/// A late path's probe that finds its rate estimate at least this share
+/// of what it was before the probe found no fall.
+const RATE_UNCHANGED: f64 = 0.8;
+
+/// Which paths came late, and their last probes for it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Late {
+    /// Packets on the path arrived later than predicted by more than
+    /// `PetConfig::late_probe` since its last probe for it.
+    late: [bool; MAX_PATHS],
+    /// When the path last got a probe for being late, and its rate
+    /// estimate then.
+    probed: [Option<(Instant, Option<f64>)>; MAX_PATHS],
+}
+
+fn slot(p: &PathState) -> usize {
+    p.id.0 as usize % MAX_PATHS
+}
+
+impl Pet {
+    /// Takes note of a packet on `path` that arrived `residual_ns` later
+    /// than predicted (net of the corrections made since it was sent).
+    pub(super) fn note_late(&mut self, path: &PathState, residual_ns: i64) {
+        let bound = self.cfg.late_probe;
+        if !bound.is_zero() && residual_ns > bound.as_nanos() as i64 {
+            self.late.late[slot(path)] = true;
+        }
+    }
+
+    /// Whether `p` is due a probe now for being late (module doc): for a
+    /// full-size packet only; the caller knows the packet.
+    pub(super) fn late_probe_due(&self, now: Instant, p: &PathState) -> bool {
+        let wait = |rate_then: Option<f64>| match (rate_then, p.bw.estimate_bps()) {
+            (Some(then), Some(rate)) if rate >= RATE_UNCHANGED * then => self.cfg.probe_interval,
+            _ => p.rtt.srtt(),
+        };
+        self.late.late[slot(p)]
+            && self.late.probed[slot(p)]
+                .is_none_or(|(t, then)| now.saturating_since(t) >= wait(then))
+    }
+
+    /// A probe goes on `p` now: if it was late, this is its probe for it.
+    pub(super) fn late_probe_sent(&mut self, now: Instant, p: &PathState) {
+        let s = slot(p);
+        if std::mem::take(&mut self.late.late[s]) {
+            self.late.probed[s] = Some((now, p.bw.estimate_bps()));
+        }
+    }
+}
