@@ -319,9 +319,8 @@ impl Pet {
         // whole run: 0.2 of its 4 Mbit/s used (seed 6: 0.768 of the sum,
         // 0.896 with pairs counted).
         let stale = |p: &PathState| {
-            late(p)
-                || self.last_pair_at[slot(p)]
-                    .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
+            self.last_pair_at[slot(p)]
+                .is_none_or(|t| now.saturating_since(t) >= self.cfg.probe_interval)
         };
         let rate = |p: &PathState| p.bw.estimate_bps().or(small.then_some(f64::INFINITY));
         // A raised near path's probe counts as far as the fastest path,
@@ -341,19 +340,27 @@ impl Pet {
             // path holds every later ACK in the resequencer).
             _ => arrives_in_time(p),
         };
-        // A late path is probed where EDPF puts the packet anyway: unpaired,
-        // it would measure nothing.
-        let probe = best
-            .map(|(b, _)| b)
+        // A late path is probed where EDPF puts the packet anyway (unpaired,
+        // it would measure nothing), or elsewhere where any probe may go;
+        // then a path due its periodic probe.
+        let best_i = best.map(|(b, _)| b);
+        let probe = best_i
             .filter(|&b| late(&paths[b]))
+            .or_else(|| {
+                (0..paths.len()).find(|&i| {
+                    Some(i) != best_i && paths[i].usable && late(&paths[i]) && safe(&paths[i])
+                })
+            })
             .or_else(|| {
                 paths
                     .iter()
                     .position(|p| p.usable && stale(p) && safe(p))
-                    .filter(|&i| best.is_none_or(|(b, _)| b != i))
+                    .filter(|&i| best_i != Some(i))
             });
         if let Some(i) = probe {
-            self.late_probe_sent(now, &paths[i]);
+            if late(&paths[i]) {
+                self.late_probe_sent(now, &paths[i]);
+            }
             return Some((i, true));
         }
         match best {

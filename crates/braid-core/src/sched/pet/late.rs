@@ -32,10 +32,13 @@
 //!   13 to 192 ms (change set 7/14) had its packets paired there all run
 //!   long and the bond lost 6 %.
 //!
-//! Only full-size pairs count (`SenderConfig::pacing_min_pair_len` says
-//! why a small pair measures no rate): the ACKs of a fast download overran
-//! a thin path's return direction, came late every round trip there, and
-//! pairs of them measured nothing.
+//! Only a packet larger than `PetConfig::small_packet_bytes` opens such a
+//! probe (a pair of small packets measures no rate worth it,
+//! `SenderConfig::pacing_min_pair_len`): the ACKs of a fast download
+//! overran a thin path's return direction, came late every round trip
+//! there, and pairs of them measured nothing. A probe that goes to a late
+//! path for any other reason (its periodic probe, with a small packet)
+//! leaves it due its own.
 
 use super::Pet;
 use crate::path::{PathState, MAX_PATHS};
@@ -70,8 +73,8 @@ impl Pet {
         }
     }
 
-    /// Whether `p` is due a probe now for being late (module doc): for a
-    /// full-size packet only; the caller knows the packet.
+    /// Whether `p` is due a probe now for being late (module doc); only a
+    /// packet that is not small may be it, which the caller knows.
     pub(super) fn late_probe_due(&self, now: Instant, p: &PathState) -> bool {
         let wait = |rate_then: Option<f64>| match (rate_then, p.bw.estimate_bps()) {
             (Some(then), Some(rate)) if rate >= RATE_UNCHANGED * then => self.cfg.probe_interval,
@@ -82,11 +85,10 @@ impl Pet {
                 .is_none_or(|(t, then)| now.saturating_since(t) >= wait(then))
     }
 
-    /// A probe goes on `p` now: if it was late, this is its probe for it.
+    /// `p`, due a probe for being late, gets it now.
     pub(super) fn late_probe_sent(&mut self, now: Instant, p: &PathState) {
         let s = slot(p);
-        if std::mem::take(&mut self.late.late[s]) {
-            self.late.probed[s] = Some((now, p.bw.estimate_bps()));
-        }
+        self.late.late[s] = false;
+        self.late.probed[s] = Some((now, p.bw.estimate_bps()));
     }
 }
