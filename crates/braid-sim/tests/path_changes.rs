@@ -31,6 +31,12 @@
 //! what it measured before the fall, and until PET probed a path whose
 //! packets came late (`Pet::note_late`) the bond fell to half its fastest
 //! path alone (README, "A thin path whose rate falls").
+//!
+//! A thin near path that moves far (change set 7/24): its smallest round
+//! trip was the bond's nearest and set the lower end of the pacing bound;
+//! kept after the step, it let the bound fall by half at once and the
+//! pacing queue dropped a burst of the inner TCP's packets (README, "A
+//! thin path whose rate falls", the part on round trips).
 
 use braid_core::sched::SchedulerKind;
 use braid_sim::tunnel::{run_lab, LabMode, LabReport, LabRunOptions};
@@ -149,4 +155,52 @@ queue_bytes = 15000
     // its 0.24 Mbit/s: its packets hold the stream (0.19 before the rule).
     let thin = bond.path_from_mbps.as_ref().expect("from_s set")[1];
     assert!(thin <= 0.1, "the thin path carried {thin:.2} Mbit/s");
+}
+
+/// Change set 7/24: 1.18 Mbit/s 7 ms away, which moves to 198 ms 4 s into
+/// the transfer, beside 19.6 Mbit/s 145 ms away with a deep queue. The
+/// moved path's smallest round trip restarts with the step: the bond
+/// stays within 2 % of its fast path alone (17.91 Mbit/s; 14.80 while the
+/// old 15 ms stayed the bond's nearest round trip), and the pacing queue
+/// drops few of the inner TCP's packets (139 then).
+#[test]
+fn a_thin_near_path_that_moves_far_leaves_the_pacing_bound_its_round_trip() {
+    let text = r#"
+name = "near-moves-far"
+seed = 25
+
+[[path]]
+name = "p0"
+rate_mbit = 1.18
+delay_ms = 7.2
+queue_bytes = 15000
+trace = [{ at_s = 7.1, delay_ms = 197.6 }]
+
+[[path]]
+name = "p1"
+rate_mbit = 19.59
+delay_ms = 144.5
+queue_bytes = 1415377
+"#;
+    let cfg = braid_lab::LabConfig::from_toml_str(text, "near-moves-far").unwrap();
+    let mut fast = cfg.clone();
+    fast.paths.remove(0);
+    let opts = LabRunOptions {
+        idle_s: 3.0,
+        ..LabRunOptions::default()
+    };
+    let alone = run_lab(&fast, &[LabMode::SingleBest], &opts).results[0].goodput_mbps;
+    let r = run_lab(&cfg, &[LabMode::Braid(SchedulerKind::Pet)], &opts);
+    eprintln!("{}", serde_json::to_string(&r).unwrap());
+    let bond = &r.results[0];
+    assert!(
+        bond.goodput_mbps >= 0.98 * alone,
+        "bond {:.2} against the fast path alone {alone:.2} Mbit/s",
+        bond.goodput_mbps,
+    );
+    assert!(
+        bond.retransmits <= 100,
+        "{} inner retransmissions",
+        bond.retransmits
+    );
 }

@@ -90,6 +90,21 @@ impl RttEstimator {
         self.min_ns.map(Duration::from_nanos)
     }
 
+    /// Forgets the smallest sample for the latest one: the path's delay
+    /// stepped up (`OwdEstimator::follow_rise`) and what it measured before
+    /// no longer describes it. Without it the nearest round trip of the
+    /// bond (`sender::pacing_bound`'s lower end, PET's ramp) stayed the
+    /// moved path's old one: on change set 7/14 of `lab/sweep-changes.sh
+    /// 30 7`, a 1.2 Mbit/s path 7 ms away that moves to 198 ms beside
+    /// 19.6 Mbit/s 145 ms away, the pacing bound fell from 290 to 120 ms
+    /// at the step, the pacing queue dropped 139 of the inner TCP's
+    /// packets, and CUBIC, cut twice to 443 packets, took the rest of the
+    /// run to grow back. A later, smaller sample lowers it again as any
+    /// new minimum does.
+    pub fn restart_min(&mut self) {
+        self.min_ns = self.latest_ns;
+    }
+
     /// Most recent sample; `None` before the first.
     pub fn latest(&self) -> Option<Duration> {
         self.latest_ns.map(Duration::from_nanos)
@@ -186,6 +201,24 @@ mod tests {
         assert_eq!(e.rto(ms(5), ms(1000), ms(60_000)), ms(1000));
         // RFC 6298 2.5 upper bound.
         assert_eq!(e.rto(ms(5), Duration::ZERO, ms(12)), ms(12));
+    }
+
+    /// After a restart the smallest sample is the latest; later samples
+    /// lower it as before, and a restart before any sample keeps none.
+    #[test]
+    fn a_restarted_minimum_starts_from_the_latest_sample() {
+        let mut e = RttEstimator::new(ms(333));
+        e.restart_min();
+        assert_eq!(e.min_rtt(), None);
+        e.update(ms(30));
+        e.update(ms(400));
+        assert_eq!(e.min_rtt(), Some(ms(30)));
+        e.restart_min();
+        assert_eq!(e.min_rtt(), Some(ms(400)));
+        e.update(ms(410));
+        assert_eq!(e.min_rtt(), Some(ms(400)));
+        e.update(ms(390));
+        assert_eq!(e.min_rtt(), Some(ms(390)));
     }
 
     #[test]

@@ -214,6 +214,8 @@ impl<P> Sender<P> {
                 .follow_rise(now, raw, p.rtt.srtt().max(RISE_HOLD), RISE_MIN)
         {
             self.stats.delay_rises += 1;
+            // Its old smallest round trip no longer describes it.
+            p.rtt.restart_min();
         }
         p.owd.on_sample(now, raw);
         let queueing = p.owd.queueing_delay();

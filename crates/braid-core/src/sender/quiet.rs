@@ -114,6 +114,7 @@ impl<P> Sender<P> {
                 return;
             }
             self.stats.delay_rises += 1;
+            self.paths[i].rtt.restart_min();
         }
         self.leave_quiet(i);
     }

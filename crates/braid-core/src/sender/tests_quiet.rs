@@ -148,6 +148,9 @@ fn a_quiet_path_is_back_once_it_delivers_what_it_held() {
     assert_eq!(s.stats().delay_rises, rises + 1);
     let base = s.path(PathId(1)).unwrap().owd.base_raw_ns().unwrap();
     assert!(base - base_before >= 250_000_000, "{base_before} -> {base}");
+    // Its smallest round trip is the step's, not the 40 ms before it.
+    let min_rtt = s.path(PathId(1)).unwrap().rtt.min_rtt().unwrap();
+    assert!(min_rtt >= Duration::from_millis(300), "{min_rtt:?}");
 }
 
 /// Its packets' late reports show no change of delay (only the reports
