@@ -94,13 +94,14 @@ impl RttEstimator {
     /// stepped up (`OwdEstimator::follow_rise`) and what it measured before
     /// no longer describes it. Without it the nearest round trip of the
     /// bond (`sender::pacing_bound`'s lower end, PET's ramp) stayed the
-    /// moved path's old one: on change set 7/14 of `lab/sweep-changes.sh
+    /// moved path's old one: on change set 7/24 of `lab/sweep-changes.sh
     /// 30 7`, a 1.2 Mbit/s path 7 ms away that moves to 198 ms beside
-    /// 19.6 Mbit/s 145 ms away, the pacing bound fell from 290 to 120 ms
-    /// at the step, the pacing queue dropped 139 of the inner TCP's
-    /// packets, and CUBIC, cut twice to 443 packets, took the rest of the
-    /// run to grow back. A later, smaller sample lowers it again as any
-    /// new minimum does.
+    /// 19.6 Mbit/s 145 ms away, the pacing bound (twice the largest
+    /// relative delay plus the nearest round trip) fell at the step from
+    /// about 290 to 120 ms where it should have grown to about 400, the
+    /// pacing queue dropped 139 of the inner TCP's packets, and CUBIC, cut
+    /// twice to 443 packets, took the rest of the run to grow back. A
+    /// later, smaller sample lowers it again as any new minimum does.
     pub fn restart_min(&mut self) {
         self.min_ns = self.latest_ns;
     }
