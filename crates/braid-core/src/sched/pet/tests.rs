@@ -560,7 +560,8 @@ fn a_thin_near_path_counts_as_far_as_the_fastest() {
 /// than `late_probe` after PET's prediction makes its next packet a probe,
 /// whose second follows it; one that arrives 20 ms late does not. Late
 /// again, it is probed again a round trip after a probe that found its
-/// rate fallen, and `probe_interval` after one that found it unchanged.
+/// rate fallen, and `probe_interval` after one that found it unchanged;
+/// not while it has reported nothing for longer than its round trip.
 #[test]
 fn a_path_whose_packets_arrive_late_is_probed_at_once() {
     let mut paths = with_estimates(&[1.5e6, 46e6]);
@@ -582,6 +583,8 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
         for k in 0..4 * ms {
             if k % 4 == 0 {
                 *now += Duration::from_millis(1);
+                // The thin path reports as it delivers.
+                paths[0].last_feedback = Some(*now);
             }
             let d = send(pet, *now, paths);
             if d.index == 0 {
@@ -620,6 +623,22 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
     assert_eq!(pairs, 0, "probed twice within a round trip");
     let pairs = run(&mut pet, &mut now, &mut paths, 200).0;
     assert_eq!(pairs, 1, "the next probe a round trip later");
+    // A path that has reported nothing for longer than its round trip (it
+    // may have gone) is left to the quiet rule.
+    pet.on_delivery(&thin, 0, 120_000_000);
+    now += Duration::from_millis(200);
+    let mut silent = 0;
+    for k in 0..400u32 {
+        if k % 4 == 0 {
+            now += Duration::from_millis(1);
+        }
+        let d = send(&mut pet, now, &mut paths);
+        silent += u32::from(d.index == 0 && d.pair == PairRole::Second);
+    }
+    assert_eq!(
+        silent, 0,
+        "probed a path silent for longer than its round trip"
+    );
 }
 
 /// A nearer path counts as far as the fastest path while the fastest path
