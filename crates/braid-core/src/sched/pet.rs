@@ -26,6 +26,10 @@ mod ramp;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_late;
+#[cfg(test)]
+mod tests_near;
+#[cfg(test)]
 mod tests_ramp;
 mod thin;
 

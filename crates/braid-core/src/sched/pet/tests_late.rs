@@ -1,0 +1,92 @@
+//! Unit tests of late probes (`late.rs`): a path whose packets arrive
+//! much later than predicted is due a probe pair.
+
+use super::tests::{send, with_estimates};
+use super::*;
+
+/// A thin near path counted as far (`near.rs`) takes only single packets:
+/// a pair's second never follows its first there, and its estimate would
+/// stay what its first pairs measured. A packet on it that arrives more
+/// than `late_probe` after PET's prediction makes its next packet a probe,
+/// whose second follows it; one that arrives 20 ms late does not. Late
+/// again, it is probed again a round trip after a probe that found its
+/// rate fallen, and `probe_interval` after one that found it unchanged;
+/// not while it has reported nothing for longer than its round trip.
+#[test]
+fn a_path_whose_packets_arrive_late_is_probed_at_once() {
+    let mut paths = with_estimates(&[1.5e6, 46e6]);
+    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+    paths[0].rtt.update(Duration::from_millis(150));
+    let thin = paths[0].clone();
+    // Next to no correction of the virtual queues: what is late stays late,
+    // as on a paced path, whose predictions the corrections do not move.
+    let mut pet = Pet::new(PetConfig {
+        queue_correction: 1e-9,
+        ..Default::default()
+    });
+    let mut now = Instant::from_millis(1000);
+    // 48 Mbit/s, beyond the fast path, for `ms`: how many pairs were
+    // completed on the thin path, and how many data packets it carried.
+    let run = |pet: &mut Pet, now: &mut Instant, paths: &mut [PathState], ms: u32| {
+        let (mut pairs, mut data) = (0u32, 0u32);
+        for k in 0..4 * ms {
+            if k % 4 == 0 {
+                *now += Duration::from_millis(1);
+                // The thin path reports as it delivers.
+                paths[0].last_feedback = Some(*now);
+            }
+            let d = send(pet, *now, paths);
+            if d.index == 0 {
+                match d.pair {
+                    PairRole::Second => pairs += 1,
+                    _ if !d.probe => data += 1,
+                    _ => {}
+                }
+            }
+        }
+        (pairs, data)
+    };
+    // Its first probe comes at once (no pair yet); then none for a second.
+    assert_eq!(run(&mut pet, &mut now, &mut paths, 100).0, 1);
+    let (pairs, data) = run(&mut pet, &mut now, &mut paths, 500);
+    assert!(data > 20, "the thin path carried {data} packets");
+    assert_eq!(pairs, 0, "paired while on time");
+    pet.on_delivery(&thin, 0, 20_000_000);
+    let pairs = run(&mut pet, &mut now, &mut paths, 100).0;
+    assert_eq!(pairs, 0, "probed after a packet 20 ms late");
+    pet.on_delivery(&thin, 0, 120_000_000);
+    let pairs = run(&mut pet, &mut now, &mut paths, 100).0;
+    assert_eq!(pairs, 1, "one probe pair after a packet 120 ms late");
+    // Late again; the probe measured nothing new: a second later.
+    pet.on_delivery(&thin, 0, 120_000_000);
+    let pairs = run(&mut pet, &mut now, &mut paths, 200).0;
+    assert_eq!(pairs, 0, "probed again with the rate unchanged");
+    let pairs = run(&mut pet, &mut now, &mut paths, 800).0;
+    assert_eq!(pairs, 1, "no probe a second after the last");
+    // This probe found the rate fallen to a fifth: a round trip later.
+    paths[0]
+        .bw
+        .on_pair(1500, Duration::from_secs_f64(1500.0 * 8.0 / 0.3e6));
+    pet.on_delivery(&thin, 0, 120_000_000);
+    let pairs = run(&mut pet, &mut now, &mut paths, 10).0;
+    assert_eq!(pairs, 0, "probed twice within a round trip");
+    let pairs = run(&mut pet, &mut now, &mut paths, 200).0;
+    assert_eq!(pairs, 1, "the next probe a round trip later");
+    // A path that has reported nothing for longer than its round trip (it
+    // may have gone) is left to the quiet rule.
+    pet.on_delivery(&thin, 0, 120_000_000);
+    now += Duration::from_millis(200);
+    let mut silent = 0;
+    for k in 0..400u32 {
+        if k % 4 == 0 {
+            now += Duration::from_millis(1);
+        }
+        let d = send(&mut pet, now, &mut paths);
+        silent += u32::from(d.index == 0 && d.pair == PairRole::Second);
+    }
+    assert_eq!(
+        silent, 0,
+        "probed a path silent for longer than its round trip"
+    );
+}

@@ -1,0 +1,189 @@
+//! Unit tests of the near rule (`near.rs`): a path nearer than the
+//! fastest counts as far as it while the fastest is clean and well ahead,
+//! or while the nearer path is thin.
+
+use super::tests::{send, with_estimates};
+use super::*;
+
+/// A thin path nearer than the fastest path counts as far as the fastest
+/// (`PetConfig::near_floor`): on an idle bond the first packets of a
+/// transfer go on the fastest path, and no probe goes on the thin path
+/// until a packet of the fastest path is just ahead of it; below the
+/// fastest path's rate the thin path carries no data, above it its share.
+/// With the rule off, the transfer starts on the thin path.
+#[test]
+fn a_thin_near_path_counts_as_far_as_the_fastest() {
+    // 1.5 Mbit/s, 100 ms nearer than 46 Mbit/s: 3 % of the sum.
+    let paths = || {
+        let mut paths = with_estimates(&[1.5e6, 46e6]);
+        paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+        for p in paths.iter_mut() {
+            p.last_sent = None;
+        }
+        paths
+    };
+    // `per_ms` full-size packets a millisecond for `ms`, from an idle
+    // bond at 1 s: the first decision, and the thin path's data packets
+    // and probe packets.
+    let run = |cfg: PetConfig, per_ms: u32, ms: u32| {
+        let mut paths = paths();
+        let mut pet = Pet::new(cfg);
+        let mut now = Instant::from_millis(1000);
+        let (mut first, mut data, mut probes) = (None, 0u32, 0u32);
+        for k in 0..per_ms * ms {
+            if k % per_ms == 0 {
+                now += Duration::from_millis(1);
+            }
+            let d = send(&mut pet, now, &mut paths);
+            first.get_or_insert((d.index, d.probe));
+            if d.index == 0 {
+                if d.probe || d.pair == PairRole::Second {
+                    probes += 1;
+                } else {
+                    data += 1;
+                }
+            }
+        }
+        (first, data, probes)
+    };
+    // 12 Mbit/s for a second: all of it fits the fast path.
+    let (first, data, probes) = run(PetConfig::default(), 1, 1000);
+    assert_eq!(first, Some((1, false)), "the transfer started elsewhere");
+    assert_eq!(
+        data, 0,
+        "the thin path carried data below the fast path's rate"
+    );
+    assert!(probes >= 2, "the thin path was never probed");
+    // 48 Mbit/s: beyond the fast path, the thin path takes a share.
+    let (_, data, _) = run(PetConfig::default(), 4, 1000);
+    assert!(
+        data > 20,
+        "the thin path carried {data} packets beyond the fast path's rate"
+    );
+    // A small packet of TCP data (an application's first short write)
+    // counts the same; a pure ACK keeps the thin path's delay.
+    let small = |stream: bool| {
+        let mut paths = paths();
+        let mut pet = Pet::new(PetConfig::default());
+        let pkt = PacketInfo {
+            len: 150,
+            retransmit: false,
+            stream,
+        };
+        let d = pet
+            .select(
+                Instant::from_millis(1000),
+                &pkt,
+                &paths,
+                &SendQueues::UNPACED,
+            )
+            .unwrap();
+        paths[d.index].last_sent = Some(Instant::from_millis(1000));
+        d.index
+    };
+    assert_eq!(small(true), 1, "a short write went on the thin path");
+    assert_eq!(small(false), 0, "an ACK left the near path");
+    // Plain EDPF (without the ramp too, which would keep the thin path
+    // out at 12 Mbit/s): the nearer thin path takes the first packets.
+    let off = PetConfig {
+        near_floor: false,
+        ramp_share: 0.0,
+        ..Default::default()
+    };
+    let (first, data, _) = run(off, 1, 1000);
+    assert_eq!(first.map(|f| f.0), Some(0));
+    assert!(data > 20, "{data}");
+}
+
+/// A nearer path counts as far as the fastest path while the fastest path
+/// loses nothing (`PetConfig::near_floor_loss`) and is well ahead of it
+/// (`near_lead`): 20 Mbit/s 150 ms nearer than 46 Mbit/s (30 % of the
+/// sum) gets no packet while the fast path has room. Once the fastest path
+/// has lost one packet in 300, the near path is plain EDPF's again, unless
+/// it is thin; so is a near path of about the fastest path's rate.
+#[test]
+fn a_near_path_counts_as_far_as_a_clean_fastest_path() {
+    // Where the first of 1000 full-size packets at 12 Mbit/s goes, and
+    // how many data packets the near path (0) carries that are not the
+    // second of a pair, with the fastest path (1) having lost `lost` of
+    // 300 packets.
+    let run = |near_bps: f64, lost: u64| {
+        let mut paths = with_estimates(&[near_bps, 46e6]);
+        paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+        paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+        paths[1].loss.on_delivered(300 - lost);
+        paths[1].loss.on_lost(lost);
+        for p in paths.iter_mut() {
+            p.last_sent = None;
+        }
+        let mut pet = Pet::new(PetConfig::default());
+        let mut now = Instant::from_millis(1000);
+        let (mut first, mut near) = (None, 0u32);
+        for _ in 0..1000 {
+            now += Duration::from_millis(1);
+            let d = send(&mut pet, now, &mut paths);
+            first.get_or_insert(d.index);
+            if d.index == 0 && !d.probe && d.pair != PairRole::Second {
+                near += 1;
+            }
+        }
+        (first, near)
+    };
+    assert_eq!(run(20e6, 0), (Some(1), 0), "clean fastest path");
+    let (first, near) = run(20e6, 1);
+    assert_eq!(
+        first,
+        Some(0),
+        "a lossy fastest path still raised the near one"
+    );
+    // All of them, in pairs: 500 pairs' first packets.
+    assert!(near >= 490, "{near} pairs on the near path");
+    // A thin near path (1.5 Mbit/s, 3 %) counts far whatever the loss.
+    assert_eq!(run(1.5e6, 1), (Some(1), 0), "thin near path");
+    // A near path of about the fastest path's rate (40 against 46 Mbit/s,
+    // under `near_lead`) keeps its own delay.
+    assert_eq!(
+        run(40e6, 0).0,
+        Some(0),
+        "a near path of equal rate was raised"
+    );
+}
+
+/// One odd pair on the fastest path does not turn the near rule off: the
+/// lead is that of the steady averages (`BandwidthEstimator::steady_bps`).
+/// 46 Mbit/s against 20 leads by 2.3; a pair measuring 18 Mbit/s takes the
+/// fast estimate to 23.6 Mbit/s, a lead of 1.18, under `near_lead`, and
+/// with the fast estimates the near path took the first packet.
+#[test]
+fn one_odd_pair_does_not_turn_the_near_rule_off() {
+    let mut paths = with_estimates(&[20e6, 46e6]);
+    let pair = |bps: f64| Duration::from_secs_f64(1500.0 * 8.0 / bps);
+    for _ in 0..20 {
+        paths[0].bw.on_pair(1500, pair(20e6));
+        paths[1].bw.on_pair(1500, pair(46e6));
+    }
+    paths[1].bw.on_pair(1500, pair(18e6));
+    let fast_lead = paths[1].bw.estimate_bps().unwrap() / paths[0].bw.estimate_bps().unwrap();
+    assert!(fast_lead < PetConfig::default().near_lead, "{fast_lead}");
+    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+    paths[1].loss.on_delivered(300);
+    for p in paths.iter_mut() {
+        p.last_sent = None;
+    }
+    let mut pet = Pet::new(PetConfig::default());
+    let mut now = Instant::from_millis(1000);
+    let mut near = 0u32;
+    for k in 0..200 {
+        now += Duration::from_millis(1);
+        let d = send(&mut pet, now, &mut paths);
+        if k == 0 {
+            assert_eq!(d.index, 1, "the first packet went to the near path");
+        }
+        if d.index == 0 && !d.probe && d.pair != PairRole::Second {
+            near += 1;
+        }
+    }
+    assert_eq!(near, 0, "{near} pairs on the near path");
+}
