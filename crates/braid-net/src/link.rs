@@ -232,7 +232,7 @@ impl Link {
         };
         let idle_since = (queued == 0).then(|| self.busy_until.min(now));
         let slot = tx_time(1500, self.rate_bps);
-        match red.on_arrival(now, queued, idle_since, slot, &mut self.aux_rng) {
+        match red.on_arrival(now, queued, bytes, idle_since, slot, &mut self.aux_rng) {
             RedVerdict::Pass => Ok(step),
             RedVerdict::Signal if *ecn && ecn_capable => Ok(true),
             RedVerdict::Signal | RedVerdict::Drop => Err(Drop::Red),
@@ -424,6 +424,7 @@ mod tests {
             weight: 0.05,
             ecn: true,
             gentle: false,
+            max_packet_bytes: None,
         });
         for ecn in [true, false] {
             let mut l = Link::new(&p, 3, Instant::ZERO);

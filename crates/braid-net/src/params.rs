@@ -260,6 +260,14 @@ pub struct RedParams {
     /// `max_p` to 1 (marks for ECN-capable packets) instead of every packet
     /// being dropped above `max_th`.
     pub gentle: bool,
+    /// Byte mode (Floyd and Jacobson 1993, Section 4, for a queue measured
+    /// in bytes): the signal probability is scaled by the arriving
+    /// packet's size over this many bytes (at most 1), so a flow's marks
+    /// follow its bytes, not its packet count. `None`: every packet alike
+    /// (ns-2's packet mode). A source of small packets is otherwise
+    /// signalled per byte as many times more often as its packets are
+    /// smaller.
+    pub max_packet_bytes: Option<u32>,
 }
 
 impl Default for RedParams {
@@ -272,6 +280,7 @@ impl Default for RedParams {
             weight: 0.002,
             ecn: true,
             gentle: false,
+            max_packet_bytes: None,
         }
     }
 }
@@ -283,6 +292,11 @@ impl RedParams {
         }
         if !((0.0..=1.0).contains(&self.max_p) && self.weight > 0.0 && self.weight <= 1.0) {
             return Err("red.max_p must be in 0..=1 and red.weight in (0, 1]".into());
+        }
+        if self.max_packet_bytes == Some(0) {
+            return Err(
+                "red.max_packet_bytes must be above 0 (or left out for packet mode)".into(),
+            );
         }
         Ok(())
     }

@@ -9,7 +9,9 @@
 //! time over the transmission time of a 1500-byte packet (the paper's
 //! `s`). Between the thresholds the early-drop probability is
 //! `p_b = max_p (avg - min_th) / (max_th - min_th)`, spread out by the
-//! count since the last early drop: `p_a = p_b / (1 - count p_b)`.
+//! count since the last early drop: `p_a = p_b / (1 - count p_b)`. In
+//! byte mode (`RedParams::max_packet_bytes`) `p_b` is first scaled by the
+//! packet's size over the largest packet's (the paper's Section 4).
 
 use braid_core::time::{Duration, Instant};
 use rand::Rng;
@@ -53,13 +55,14 @@ impl Red {
         self.avg
     }
 
-    /// An arrival at `now` finds `queued` bytes; `slot` is the time one
-    /// 1500-byte packet takes at the current rate, `idle_since` when the
-    /// queue last emptied if it is empty now.
+    /// An arrival of `bytes` at `now` finds `queued` bytes; `slot` is the
+    /// time one 1500-byte packet takes at the current rate, `idle_since`
+    /// when the queue last emptied if it is empty now.
     pub fn on_arrival(
         &mut self,
         now: Instant,
         queued: u64,
+        bytes: u64,
         idle_since: Option<Instant>,
         slot: Duration,
         rng: &mut ChaCha8Rng,
@@ -90,6 +93,10 @@ impl Red {
         } else {
             self.p.max_p * (self.avg - min) / (max - min)
         };
+        let pb = match self.p.max_packet_bytes {
+            Some(m) => pb * (bytes as f64 / f64::from(m)).min(1.0),
+            None => pb,
+        };
         let denom = 1.0 - self.count as f64 * pb;
         let pa = if denom <= 0.0 { 1.0 } else { pb / denom };
         if rng.gen::<f64>() < pa {
@@ -117,6 +124,7 @@ mod tests {
             weight: 1.0,
             ecn: true,
             gentle,
+            max_packet_bytes: None,
         };
         (
             Red::new(p),
@@ -130,11 +138,11 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (mut r, slot, t) = thresholds_10k_30k(false);
         assert_eq!(
-            r.on_arrival(t, 5_000, None, slot, &mut rng),
+            r.on_arrival(t, 5_000, 1500, None, slot, &mut rng),
             RedVerdict::Pass
         );
         assert_eq!(
-            r.on_arrival(t, 40_000, None, slot, &mut rng),
+            r.on_arrival(t, 40_000, 1500, None, slot, &mut rng),
             RedVerdict::Drop
         );
         // At the midpoint p_b = 0.05; with the count spreading, roughly one
@@ -142,10 +150,38 @@ mod tests {
         let (mut r, _, _) = thresholds_10k_30k(false);
         let n = 20_000;
         let signals = (0..n)
-            .filter(|_| r.on_arrival(t, 20_000, None, slot, &mut rng) == RedVerdict::Signal)
+            .filter(|_| r.on_arrival(t, 20_000, 1500, None, slot, &mut rng) == RedVerdict::Signal)
             .count();
         let rate = signals as f64 / n as f64;
         assert!((0.05..0.11).contains(&rate), "{rate}");
+    }
+
+    /// Byte mode: at the same average a 250-byte packet is signalled about
+    /// a third as often as a 750-byte one, so both sources see the same
+    /// signals per byte; packet mode signals them alike.
+    #[test]
+    fn byte_mode_signals_per_byte() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let (r0, slot, t) = thresholds_10k_30k(false);
+        let rate = |max_packet_bytes, bytes, rng: &mut ChaCha8Rng| {
+            let mut r = Red::new(RedParams {
+                max_packet_bytes,
+                ..r0.p
+            });
+            let n = 40_000;
+            (0..n)
+                .filter(|_| r.on_arrival(t, 20_000, bytes, None, slot, rng) == RedVerdict::Signal)
+                .count() as f64
+                / n as f64
+        };
+        let (big, small) = (
+            rate(Some(750), 750, &mut rng),
+            rate(Some(750), 250, &mut rng),
+        );
+        let ratio = small / big;
+        assert!((0.28..0.40).contains(&ratio), "{small} / {big}");
+        let (big, small) = (rate(None, 750, &mut rng), rate(None, 250, &mut rng));
+        assert!((0.9..1.1).contains(&(small / big)), "{small} / {big}");
     }
 
     #[test]
@@ -155,7 +191,7 @@ mod tests {
         let mut rate = |queued: u64| {
             let n = 10_000;
             let v: Vec<RedVerdict> = (0..n)
-                .map(|_| r.on_arrival(t, queued, None, slot, &mut rng))
+                .map(|_| r.on_arrival(t, queued, 1500, None, slot, &mut rng))
                 .collect();
             assert!(!v.contains(&RedVerdict::Drop), "dropped at {queued}");
             v.iter().filter(|x| **x == RedVerdict::Signal).count() as f64 / n as f64
@@ -169,7 +205,7 @@ mod tests {
         let high = rate(45_000);
         assert!(high > 0.99, "{high}");
         assert_eq!(
-            r.on_arrival(t, 60_000, None, slot, &mut rng),
+            r.on_arrival(t, 60_000, 1500, None, slot, &mut rng),
             RedVerdict::Drop
         );
     }
@@ -185,7 +221,7 @@ mod tests {
         let mut r = Red::new(p);
         let mut t = Instant::from_millis(1);
         for _ in 0..200 {
-            r.on_arrival(t, 40_000, None, slot, &mut rng);
+            r.on_arrival(t, 40_000, 1500, None, slot, &mut rng);
             t += Duration::from_micros(10);
         }
         let high = r.avg_bytes();
@@ -193,7 +229,7 @@ mod tests {
         // 100 slots idle: (0.9)^100 ~ 3e-5.
         let idle_from = t;
         t += slot * 100;
-        r.on_arrival(t, 0, Some(idle_from), slot, &mut rng);
+        r.on_arrival(t, 0, 1500, Some(idle_from), slot, &mut rng);
         assert!(r.avg_bytes() < high * 1e-3, "{}", r.avg_bytes());
     }
 }

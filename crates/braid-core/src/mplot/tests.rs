@@ -684,3 +684,69 @@ fn a_geostationary_path_undoes_its_first_spurious_timeout() {
     // packets in congestion avoidance it would take minutes.
     assert!(o.done_at < Instant::from_millis(20_000), "{:?}", o.done_at);
 }
+
+/// A path sends a packet only when the whole packet fits its window: a
+/// 3000-byte window takes five 550-byte packets (2750 bytes), not a sixth
+/// that would carry the flight to 3300 because 250 bytes were still free.
+#[test]
+fn a_window_is_never_overshot_by_a_packet() {
+    let mut c = SenderConfig::new(1);
+    c.cc.initial_window = 4;
+    c.large_packet = None;
+    let mut s = Sender::new(c).unwrap();
+    s.write(&payload(100_000, 1)).unwrap();
+    let now = Instant::ZERO;
+    let mut sizes = Vec::new();
+    while let Some(t) = s.poll_transmit(now).unwrap() {
+        sizes.push(t.size);
+    }
+    let window = s.path(0).window();
+    assert_eq!(window, 3000.0);
+    assert_eq!(sizes, vec![550; 5], "sent {sizes:?}");
+    assert!(s.path(0).in_flight as f64 <= window);
+}
+
+/// A block held (on a far or lossy path) while the blocks after it
+/// decode: the sender bounds the span from its oldest unrecovered block,
+/// which the receiver's window counts from, not the number of
+/// unrecovered blocks, which here drops to one.
+#[test]
+fn a_held_block_bounds_the_blocks_after_it() {
+    let mut cfg = SenderConfig::new(1);
+    cfg.cc.initial_window = 40;
+    cfg.max_blocks = 3;
+    cfg.max_block_data = 5;
+    let mut s = Sender::new(cfg).unwrap();
+    s.write(&payload(200_000, 2)).unwrap();
+    let t0 = Instant::ZERO;
+    let mut sent = Vec::new();
+    while let Some(t) = s.poll_transmit(t0).unwrap() {
+        sent.push(t.header);
+    }
+    assert!(sent.iter().all(|h| h.block < 3), "{sent:?}");
+    assert!(sent.iter().any(|h| h.block == 2));
+    // Blocks 1 and 2 arrive whole and decode; block 0 is held.
+    let t1 = Instant::from_millis(50);
+    for h in sent.clone().iter().filter(|h| h.block > 0) {
+        let ack = wire::Ack {
+            path: 0,
+            pos: h.pos,
+            have: h.data,
+            decoded: true,
+            ce_paths: 0,
+            block: h.block,
+            cum_block: 0,
+            seq: h.seq,
+        };
+        s.handle_ack(t1, &ack);
+    }
+    assert_eq!(s.unrecovered(), 1);
+    while let Some(t) = s.poll_transmit(t1).unwrap() {
+        sent.push(t.header);
+    }
+    let newest = sent.iter().map(|h| h.block).max().unwrap();
+    assert!(
+        newest < 3,
+        "block {newest} sent while block 0 is unrecovered"
+    );
+}

@@ -117,8 +117,13 @@ pub struct TcpSender {
     /// whether it was retransmitted (Karn), for per-ACK RTT samples.
     sent_at: VecDeque<(Instant, bool)>,
     sent_base: u64,
-    /// ECN: no further reduction for ECE until this packet is acknowledged
-    /// (once per window of data), and CWR to set on the next new packet.
+    /// ECN: `snd_max` at the last reduction for ECE. Another reduction
+    /// needs an ECE on an ACK *beyond* it, one that acknowledges a packet
+    /// sent after the reduction (once per window of data; ns-2
+    /// `TcpAgent::ecn`: `seqno > recover_`). The ACK of exactly this point
+    /// answers the last packet sent before the reduction, which the
+    /// receiver got before the CWR packet, so its ECE still echoes the
+    /// mark already answered. And CWR to set on the next new packet.
     ecn_recover: u64,
     cwr_pending: bool,
     /// TCP-PRISM: `snd_max` at the last timeout. A NACK naming only packets
@@ -200,7 +205,7 @@ impl TcpSender {
         }
         let a = ack.ack;
         let first_out = out.len();
-        if self.cfg.ecn && ack.ece && !self.in_recovery && a >= self.ecn_recover {
+        if self.cfg.ecn && ack.ece && !self.in_recovery && a > self.ecn_recover {
             // RFC 3168 Section 6.1.2: halve (CUBIC: β) as for a loss, at
             // most once per window, retransmit nothing, say CWR.
             self.ecn_recover = self.snd_max;

@@ -46,7 +46,9 @@ pub struct SenderConfig {
     /// The largest packet a path carries (the smallest path MTU less
     /// outer headers); sizes above it are not chosen.
     pub max_packet: usize,
-    /// Most unrecovered blocks at once (bounds sender and receiver memory).
+    /// Most blocks from the oldest unrecovered one on, that one included
+    /// (bounds sender and receiver memory; at most the receiver's
+    /// `max_blocks_ahead`, or the receiver drops the newest).
     pub max_blocks: usize,
     pub mapping: Mapping,
     pub coding: Coding,
@@ -276,6 +278,11 @@ impl SenderConfig {
         // Full-size packets where the path allows: see `large_packet`.
         cfg.large_packet = Some(FILE_PACKET);
         cfg.max_packet = FILE_PACKET;
+        // Windows counted in these packets: the initial window and the
+        // floor after a cut are two of them, as TCP's are two segments
+        // (in 750-byte units a 1500-byte initial window held one 1400-byte
+        // packet, and a 1.2 s path took a round trip longer to fill).
+        cfg.cc.mss = FILE_PACKET;
         // Each path paced at 1.2 x window / SRTT (2 x in slow start): the
         // lab's and a home router's queues are about one bandwidth-delay
         // product, and windows sent in bursts overflow them (or cross

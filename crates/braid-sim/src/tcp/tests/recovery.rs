@@ -127,6 +127,36 @@ fn ecn_echo_reduces_once_per_window_without_retransmitting() {
     assert_eq!(cwr_sent, 1, "{out:?}");
 }
 
+/// The ACK of the last packet sent before an ECN reduction still carries
+/// the old echo (the receiver got that packet before the CWR one): it does
+/// not reduce again, as in ns-2 (`seqno > recover_`); an ECE on the ACK of
+/// a packet sent after the reduction does. With `>=` a single mark cut the
+/// window twice whenever the window was small.
+#[test]
+fn ecn_echo_up_to_the_reduction_point_is_the_mark_already_answered() {
+    let c = TcpConfig {
+        ecn: true,
+        ..cfg(4, 0)
+    };
+    let mut s = TcpSender::new(c, 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    let mut e = ack(1);
+    e.ece = true;
+    s.on_ack(ms(100), &e, &mut out);
+    assert_eq!(s.stats().ecn_reductions, 1);
+    let recover = s.snd_max();
+    let mut stale = ack(recover);
+    stale.ece = true;
+    s.on_ack(ms(110), &stale, &mut out);
+    assert_eq!(s.stats().ecn_reductions, 1, "the echo of the answered mark");
+    assert!(s.snd_max() > recover, "new packets went out");
+    let mut fresh = ack(recover + 1);
+    fresh.ece = true;
+    s.on_ack(ms(200), &fresh, &mut out);
+    assert_eq!(s.stats().ecn_reductions, 2, "a mark on a packet sent after");
+}
+
 /// RACK's time-based detection (RFC 8985 Section 6.2): a retransmission
 /// still missing 1.25 SRTT later is sent again on the next ACK, without
 /// waiting for the retransmission timer; without it RFC 6675 recovery
