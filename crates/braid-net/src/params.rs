@@ -261,12 +261,12 @@ pub struct RedParams {
     /// being dropped above `max_th`.
     pub gentle: bool,
     /// Byte mode (Floyd and Jacobson 1993, Section 4, for a queue measured
-    /// in bytes): the signal probability is scaled by the arriving
+    /// in bytes; ns-2's `bytes_`): the count since the last signal is in
+    /// bytes, and the signal probability is scaled by the arriving
     /// packet's size over this many bytes (at most 1), so a flow's marks
     /// follow its bytes, not its packet count. `None`: every packet alike
-    /// (ns-2's packet mode). A source of small packets is otherwise
-    /// signalled per byte as many times more often as its packets are
-    /// smaller.
+    /// (ns-2's packet mode), where a source of small packets is signalled
+    /// per byte as many times more often as its packets are smaller.
     pub max_packet_bytes: Option<u32>,
 }
 

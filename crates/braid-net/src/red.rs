@@ -10,8 +10,10 @@
 //! `s`). Between the thresholds the early-drop probability is
 //! `p_b = max_p (avg - min_th) / (max_th - min_th)`, spread out by the
 //! count since the last early drop: `p_a = p_b / (1 - count p_b)`. In
-//! byte mode (`RedParams::max_packet_bytes`) `p_b` is first scaled by the
-//! packet's size over the largest packet's (the paper's Section 4).
+//! byte mode (`RedParams::max_packet_bytes`; the paper's Section 4 scales
+//! by the packet's size over the largest packet's) the count is of bytes,
+//! in largest packets, and `p_a` is then scaled by that share, as ns-2's
+//! `REDQueue::modify_p` does.
 
 use braid_core::time::{Duration, Instant};
 use rand::Rng;
@@ -37,6 +39,8 @@ pub struct Red {
     /// Arrivals since the last early signal; -1 after the average left
     /// the band (the paper's initialisation).
     count: i64,
+    /// Bytes arrived since the last early signal (byte mode's count).
+    count_bytes: u64,
     /// When the queue last went empty, if it is empty.
     idle_since: Option<Instant>,
 }
@@ -47,6 +51,7 @@ impl Red {
             p,
             avg: 0.0,
             count: -1,
+            count_bytes: 0,
             idle_since: Some(Instant::ZERO),
         }
     }
@@ -79,28 +84,44 @@ impl Red {
         let (min, max) = (self.p.min_th_bytes as f64, self.p.max_th_bytes as f64);
         if self.avg < min {
             self.count = -1;
+            self.count_bytes = 0;
             return RedVerdict::Pass;
         }
         let gentle = self.p.gentle && self.avg < 2.0 * max;
         if self.avg >= max && !gentle {
             self.count = 0;
+            self.count_bytes = 0;
             return RedVerdict::Drop;
         }
         self.count += 1;
+        self.count_bytes += bytes;
         let pb = if self.avg >= max {
             // Gentle: max_p at max_th, rising to 1 at 2 max_th.
             self.p.max_p + (1.0 - self.p.max_p) * (self.avg - max) / max
         } else {
             self.p.max_p * (self.avg - min) / (max - min)
         };
-        let pb = match self.p.max_packet_bytes {
-            Some(m) => pb * (bytes as f64 / f64::from(m)).min(1.0),
-            None => pb,
+        // The spreading by the count since the last signal, counted in
+        // packets, or in byte mode in largest packets' worth of bytes; then
+        // byte mode scales by this packet's share of the largest (ns-2's
+        // `REDQueue::modify_p`). Scaling before the spreading would spread
+        // a small packet's lower probability over the same packet count,
+        // and in a queue of mixed sizes give small packets less than their
+        // per-byte share.
+        let count = match self.p.max_packet_bytes {
+            Some(m) => self.count_bytes as f64 / f64::from(m),
+            None => self.count as f64,
         };
-        let denom = 1.0 - self.count as f64 * pb;
-        let pa = if denom <= 0.0 { 1.0 } else { pb / denom };
+        let denom = 1.0 - count * pb;
+        let mut pa = if denom <= 0.0 { 1.0 } else { pb / denom };
+        if let Some(m) = self.p.max_packet_bytes {
+            if pa < 1.0 {
+                pa *= (bytes as f64 / f64::from(m)).min(1.0);
+            }
+        }
         if rng.gen::<f64>() < pa {
             self.count = 0;
+            self.count_bytes = 0;
             RedVerdict::Signal
         } else {
             RedVerdict::Pass
@@ -182,6 +203,28 @@ mod tests {
         assert!((0.28..0.40).contains(&ratio), "{small} / {big}");
         let (big, small) = (rate(None, 750, &mut rng), rate(None, 250, &mut rng));
         assert!((0.9..1.1).contains(&(small / big)), "{small} / {big}");
+        // One queue of both sizes, equal bytes of each (three small
+        // packets to a large one): marks per byte within 15 % of equal.
+        let mut r = Red::new(RedParams {
+            max_packet_bytes: Some(750),
+            ..r0.p
+        });
+        let (mut big_marks, mut small_marks) = (0u32, 0u32);
+        for i in 0..200_000u32 {
+            let bytes = if i % 4 == 0 { 750 } else { 250 };
+            if r.on_arrival(t, 20_000, bytes, None, slot, &mut rng) == RedVerdict::Signal {
+                if bytes == 750 {
+                    big_marks += 1;
+                } else {
+                    small_marks += 1;
+                }
+            }
+        }
+        let per_byte = f64::from(small_marks) / f64::from(big_marks);
+        assert!(
+            (0.85..1.15).contains(&per_byte),
+            "{small_marks} / {big_marks}"
+        );
     }
 
     #[test]

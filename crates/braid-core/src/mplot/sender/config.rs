@@ -279,9 +279,11 @@ impl SenderConfig {
         cfg.large_packet = Some(FILE_PACKET);
         cfg.max_packet = FILE_PACKET;
         // Windows counted in these packets: the initial window and the
-        // floor after a cut are two of them, as TCP's are two segments
-        // (in 750-byte units a 1500-byte initial window held one 1400-byte
-        // packet, and a 1.2 s path took a round trip longer to fill).
+        // floor after a cut are two of them, as TCP's are two segments. In
+        // 750-byte units, once a packet had to fit whole, a 1500-byte
+        // initial window held one 1400-byte packet and a 1.2 s path took a
+        // round trip longer to fill (before, the window was overshot to
+        // two).
         cfg.cc.mss = FILE_PACKET;
         // Each path paced at 1.2 x window / SRTT (2 x in slow start): the
         // lab's and a home router's queues are about one bandwidth-delay

@@ -10,8 +10,8 @@ use crate::mplot::wire::DataHeader;
 use crate::time::Instant;
 
 impl Sender {
-    /// The next packet to send, or `None` when no path has room or nothing
-    /// is waiting.
+    /// The next packet to send, or `None` when no path has room for a
+    /// whole packet or nothing is waiting.
     pub fn poll_transmit(&mut self, now: Instant) -> Result<Option<Transmit>, SenderError> {
         let order: Vec<(usize, bool)> = match self.cfg.mapping {
             Mapping::Blind => (0..self.cfg.paths).map(|i| (i, true)).collect(),
@@ -36,6 +36,9 @@ impl Sender {
             // share (Fig 7, `braid-sim` tests/mplot.rs).
             if let Some(bi) = self.pick_block(good)? {
                 if !self.cc[path].can_send(self.blocks[bi].shape.packet_size) {
+                    // Waiting for its window now, not for its pacer: no
+                    // catch-up when the window opens (`take_pacer`).
+                    self.pace_held[path] = false;
                     continue;
                 }
                 return Ok(Some(self.send_from(now, bi, path)));

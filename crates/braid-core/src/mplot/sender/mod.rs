@@ -10,7 +10,8 @@
 //!
 //! What happens inside:
 //! - A block is made when a path has room in its window and no packet is
-//!   waiting for it: its p-block size from eq 12 over the current windows
+//!   waiting for it (the path then sends from it if a whole packet fits,
+//!   else a later one does): its p-block size from eq 12 over the current windows
 //!   and RTTs, packet size from {750, 550, 250} B, PFEC ratio from eq 9
 //!   (`crate::fec::mplot::block_shape`). If fewer bytes are waiting than
 //!   the block could hold, it takes what there is (the paper: "do not
