@@ -36,6 +36,41 @@
 //!
 //! Everything is plain data in, plain data out: no callbacks, no clocks,
 //! no allocation on the per-packet path.
+//!
+//! # Known differences from ns-2
+//!
+//! A reading of ns-2.35's `tcp.cc`, `tcp-sack1.cc`, `tcp-sink.cc` and
+//! `ns-default.tcl` against this model (2026-11-28) found these; none is
+//! fixed yet, since each moves reproductions that were measured with the
+//! model as it is. Most likely to matter first (small windows, ECN):
+//! - no limited transmit: ns-2 sends one new packet on each of the first
+//!   two duplicate ACKs (`singledup_ 1`, the default since 2001), so it
+//!   can fast-retransmit from a window of two; here a loss in a window of
+//!   two or three waits for the RTO;
+//! - an ECN reduction floors cwnd at two packets; ns-2 halves cwnd with no
+//!   floor (only ssthresh has one) and at cwnd <= 1 backs its timer off
+//!   (`ecn_backoff_`) instead of sending;
+//! - cwnd grows on ACKs that carry ECN-Echo; ns-2 does not open it then;
+//! - CWR follows ECN reductions only; ns-2 also sets it after loss
+//!   reductions (`cong_action_`, also on retransmissions), and shares its
+//!   recovery point between ECN and loss, so an ECN cut and a loss in one
+//!   window make one reduction there, two here;
+//! - SACK recovery and timeouts halve the flight, ns-2 halves `cwnd_`;
+//!   `recover` is kept after recovery (ns-2's Sack1 resets it to 0, so a
+//!   loss of the first packet sent at the recovery point fast-retransmits
+//!   there and times out here); the RTO backoff stops at 64 x (ns-2 goes
+//!   on to `maxrto_`, 60 s); after a timeout SACKed packets are not sent
+//!   again (ns-2's Sack1 clears its scoreboard); the first window is one
+//!   data packet (ns-2.35: a SYN, then two).
+//!
+//! Measured on MPLOT's Fig 7 (`braid-sim` tests/mplot.rs, 1 seed, 60 s,
+//! the build of commit ebe13a5, MPLOT/TCP at M = 1..5: 0.99, 1.10, 1.63,
+//! 1.90, 2.93 as shipped), modelling the first three for the TCP flows
+//! alone: limited transmit 0.99, 1.09, 1.35, 1.58, 2.85; no growth on
+//! ECN-Echo 1.35, 1.45, 1.39, 1.71, 2.58; halving without the floor (down
+//! to one packet) 1.11, 1.25, 1.52, 1.77, 3.06; all three 1.68, 1.81,
+//! 2.10, 2.20, 2.82. MPLOT's own controller would need the same reading
+//! for a fair comparison.
 
 mod bitring;
 mod config;

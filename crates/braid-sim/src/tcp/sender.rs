@@ -254,8 +254,9 @@ impl TcpSender {
         if self.in_recovery && self.sb.is_some() {
             self.sack_send(now, out, budget);
         } else if self.dupacks == 0 || self.dupacks >= self.dupthresh() {
-            // ns-2 sends nothing on the first dupthresh-1 duplicates (no
-            // limited transmit).
+            // Nothing on the first dupthresh-1 duplicates (no limited
+            // transmit; ns-2 since 2001 sends one on each, `singledup_`:
+            // module doc, known differences).
             self.send_much(now, out, budget);
         }
     }
