@@ -27,6 +27,8 @@ pub mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_limits;
 
 pub use cc::{CcConfig, PathCc};
 pub use receiver::{Chunk, Receiver, ReceiverConfig, RecvError};
