@@ -317,7 +317,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
             }
             let mut rc = ReceiverConfig::new(paths.len(), spec.seed * 7919 + sessions.len() as u64);
             rc.coding = Coding::Virtual;
-            rc.max_blocks_ahead = 1024;
+            rc.max_blocks_ahead = sc.max_blocks as u32;
             sessions.push(Session {
                 sender: Sender::new(sc).expect("valid sender config"),
                 receiver: Receiver::new(rc),
