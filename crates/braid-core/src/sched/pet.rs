@@ -57,6 +57,9 @@ pub struct Pet {
     initial_pairs_sent: [u32; MAX_PATHS],
     /// Correction applied to each path's A_l so far (ns).
     corrected_ns: [i64; MAX_PATHS],
+    /// Whether each path's last packet was predicted from the sender's
+    /// pacing queue, which the corrections do not enter (`on_delivery`).
+    paced: [bool; MAX_PATHS],
     /// When each path last got the first packet of a pair: what keeps its
     /// estimate fresh (`probe_interval`).
     last_pair_at: [Option<Instant>; MAX_PATHS],
@@ -75,6 +78,7 @@ impl Pet {
             rr_next: 0,
             initial_pairs_sent: [0; MAX_PATHS],
             corrected_ns: [0; MAX_PATHS],
+            paced: [false; MAX_PATHS],
             last_pair_at: [None; MAX_PATHS],
             late: late::Late::default(),
             ramp: ramp::Ramp::default(),
@@ -211,6 +215,7 @@ impl Pet {
         let delay = delays[s].unwrap_or_default();
         let d = self.delivery_time(p, paced, now, delay, len, rate);
         self.queues.commit(p, d);
+        self.paced[s] = paced.free_at(p.id).is_some();
         Some(d.as_nanos() as i64 - self.corrected_ns[s])
     }
 
@@ -503,6 +508,21 @@ impl Scheduler for Pet {
         // What is still wrong after the corrections made since it was sent.
         let residual = actual_ns - (eta_ns + self.corrected_ns[s]);
         self.note_late(path, residual);
+        // A paced path's predictions start from its pacing queue, which
+        // the corrections do not enter: correcting it would only hide
+        // how late its packets still come. Its bottleneck queue, which
+        // the pacer should keep empty, fills when the path's rate falls
+        // below the pacing rate; every packet then comes as late as the
+        // queue is long, and each correction (half the residual) took
+        // its share off the next packet's residual. With about ten
+        // packets in flight the residual of a 300 ms queue stayed near
+        // 50 ms, at `late_probe`: on change set 7/12 of
+        // `lab/sweep-changes.sh` (1.23 Mbit/s 5 ms away falling to 0.39)
+        // the path was first found late 1.4 s after the fall, and 0.27 s
+        // after it without the corrections.
+        if self.paced[s] {
+            return;
+        }
         let step = (residual as f64 * self.cfg.queue_correction) as i64;
         self.corrected_ns[s] += step;
         self.queues.correct(path, step, Instant::ZERO);

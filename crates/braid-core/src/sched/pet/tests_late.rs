@@ -90,3 +90,39 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
         "probed a path silent for longer than its round trip"
     );
 }
+
+/// A paced path whose rate fell below its pacing rate: its bottleneck
+/// queue grows by 20 ms a packet to 300 ms, and each packet is reported
+/// ten packets after it left. With the default queue correction, the
+/// corrections made meanwhile took their share off each residual, which
+/// stayed under `late_probe`; a paced path's predictions do not use
+/// them, so its packets are found late by their own lateness.
+#[test]
+fn a_paced_path_whose_queue_grows_is_found_late() {
+    let mut paths = with_estimates(&[1.2e6, 40e6]);
+    paths[0].rtt.update(Duration::from_millis(100));
+    let mut pet = Pet::new(PetConfig::default());
+    let delays = Pet::relative_delays(&paths);
+    let mut paced = SendQueues::UNPACED;
+    let mut now = Instant::from_millis(1000);
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut found_at = None;
+    for k in 0..40u64 {
+        now += Duration::from_millis(10);
+        paced.set(paths[0].id, Some(now));
+        paths[0].last_feedback = Some(now);
+        let eta = pet.commit(now, 1500, &paths, &delays, &paced, 0).unwrap();
+        // The prediction itself, before the corrections made so far.
+        in_flight.push_back((eta, eta + pet.corrected_ns[0], k));
+        if in_flight.len() > 10 {
+            let (eta, predicted, sent) = in_flight.pop_front().unwrap();
+            let queue = (sent * 20).min(300) as i64 * 1_000_000;
+            pet.on_delivery(&paths[0], eta, predicted + queue);
+            if found_at.is_none() && pet.late_probe_due(now, &paths[0]) {
+                found_at = Some(sent);
+            }
+        }
+    }
+    // Found late with the packet sent first 50 ms late, the fourth.
+    assert_eq!(found_at, Some(3), "late from the packet sent {found_at:?}");
+}
