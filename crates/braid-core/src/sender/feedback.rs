@@ -172,7 +172,7 @@ impl<P> Sender<P> {
             let s = slot(rec.path);
             self.per_path[s].pace_ok = second.len >= self.cfg.pacing_min_pair_len;
             if self.per_path[s].pace_ok {
-                self.per_path[s].pair_samples.push(sample);
+                self.per_path[s].pair_samples.push(sample, now);
             }
         }
     }

@@ -361,6 +361,29 @@ const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 /// first packet was the late one).
 pub(super) const PACING_SAMPLES: usize = 31;
 
+/// Pair samples older than this leave the median ([`PairSamples::push`]),
+/// once the newer ones number at least [`MIN_FRESH_SAMPLES`].
+///
+/// Why: 31 samples are tens of milliseconds of a busy path, but a thin
+/// path takes a pair only when PET probes it (`probe_interval`, or a late
+/// probe, `sched/pet/late.rs`), one every second or so, and its 31 span
+/// the whole transfer. After its rate fell, the median needed 16 new
+/// samples, many seconds, and meanwhile the pacer fed it at the old rate:
+/// its bottleneck queue stayed full and every packet PET placed there
+/// arrived hundreds of milliseconds late, holding the stream in the
+/// peer's resequencer. Change set 7/12 of `lab/sweep-changes.sh` (1.23
+/// Mbit/s 5 ms away falling to 0.39 beside 41 Mbit/s 48 ms away): the
+/// pacing rate reached the new rate 4.4 s after the fall, with the stream
+/// stalling in bursts until then (34.46 Mbit/s against 38.77 without the
+/// fall); with old samples aged out, 1.2 s after it.
+const SAMPLE_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// Newest samples the median always takes, however old: so that one
+/// sample never sets the rate alone (a pair stretched by a radio link's
+/// retransmission, `PACING_SAMPLES`), and a path probed once a second
+/// still has a median of three.
+const MIN_FRESH_SAMPLES: usize = 3;
+
 /// New pair samples a congestion cut ([`PairSamples::cut`]) stands for.
 /// Nine, the window it was when cuts were tuned on the lossy lab files;
 /// it is the cut's duration, not the median's breadth.
@@ -373,6 +396,8 @@ const CUT_SAMPLES: usize = 9;
 pub(super) struct PairSamples {
     /// Newest at `[count % PACING_SAMPLES]`.
     samples: [f64; PACING_SAMPLES],
+    /// When each sample was taken.
+    taken: [Instant; PACING_SAMPLES],
     count: usize,
     median: Option<f64>,
     /// Factor on the median after a loss taken for congestion (1: none).
@@ -385,6 +410,7 @@ impl Default for PairSamples {
     fn default() -> Self {
         PairSamples {
             samples: [0.0; PACING_SAMPLES],
+            taken: [Instant::ZERO; PACING_SAMPLES],
             count: 0,
             median: None,
             cut: 1.0,
@@ -434,11 +460,24 @@ impl PairSamples {
         Some(self.rate()? * gain.max(0.01))
     }
 
-    pub(super) fn push(&mut self, sample: f64) {
-        self.samples[self.count % PACING_SAMPLES] = sample;
+    /// Takes a sample measured at `now` and recomputes the median: of the
+    /// samples at most [`SAMPLE_MAX_AGE`] old, or of the newest
+    /// [`MIN_FRESH_SAMPLES`] if fewer are.
+    pub(super) fn push(&mut self, sample: f64, now: Instant) {
+        let at = self.count % PACING_SAMPLES;
+        self.samples[at] = sample;
+        self.taken[at] = now;
         self.count += 1;
-        let n = self.count.min(PACING_SAMPLES);
-        let mut v = self.samples;
+        let mut v = [0.0; PACING_SAMPLES];
+        let mut n = 0;
+        // Newest first: the newest few count however old they are.
+        for k in 0..self.count.min(PACING_SAMPLES) {
+            let i = (self.count - 1 - k) % PACING_SAMPLES;
+            if k < MIN_FRESH_SAMPLES || now.saturating_since(self.taken[i]) <= SAMPLE_MAX_AGE {
+                v[n] = self.samples[i];
+                n += 1;
+            }
+        }
         let v = &mut v[..n];
         v.sort_by(|a, b| a.total_cmp(b));
         self.median = Some(v[n / 2]);
@@ -462,7 +501,7 @@ mod cut_tests {
         let mut p = PairSamples::default();
         assert_eq!(p.rate(), None);
         for _ in 0..PACING_SAMPLES {
-            p.push(10e6);
+            p.push(10e6, Instant::ZERO);
         }
         assert_eq!(p.rate(), Some(10e6));
         for _ in 0..100 {
@@ -470,10 +509,10 @@ mod cut_tests {
         }
         assert_eq!(p.rate(), Some(9e6), "a hundred cuts are one");
         for _ in 0..CUT_SAMPLES - 1 {
-            p.push(10e6);
+            p.push(10e6, Instant::ZERO);
         }
         assert_eq!(p.rate(), Some(9e6));
-        p.push(10e6);
+        p.push(10e6, Instant::ZERO);
         assert_eq!(p.rate(), Some(10e6), "lifted after CUT_SAMPLES samples");
         p.cut(1.0);
         p.cut(f64::NAN);
@@ -489,21 +528,49 @@ mod cut_tests {
     fn a_cluster_of_stretched_pairs_does_not_move_the_rate_but_a_change_does() {
         let mut p = PairSamples::default();
         for _ in 0..PACING_SAMPLES {
-            p.push(10e6);
+            p.push(10e6, Instant::ZERO);
         }
         for _ in 0..8 {
-            p.push(1e6);
+            p.push(1e6, Instant::ZERO);
         }
         assert_eq!(p.rate(), Some(10e6), "eight stretched pairs in a row");
         let mut p = PairSamples::default();
         for _ in 0..PACING_SAMPLES {
-            p.push(10e6);
+            p.push(10e6, Instant::ZERO);
         }
         for _ in 0..PACING_SAMPLES / 2 {
-            p.push(5e6);
+            p.push(5e6, Instant::ZERO);
         }
         assert_eq!(p.rate(), Some(10e6), "not yet half the window");
-        p.push(5e6);
+        p.push(5e6, Instant::ZERO);
         assert_eq!(p.rate(), Some(5e6), "half the window and one");
+    }
+
+    /// A thin path measured once a second: its old samples leave the
+    /// median after a second, so two samples at a fallen rate move it,
+    /// where the full window needed sixteen; one alone does not. A busy
+    /// path's samples, all recent, keep the whole window.
+    #[test]
+    fn old_samples_leave_the_median_of_a_path_measured_seldom() {
+        let at = |ms: u64| Instant::from_millis(ms);
+        let mut p = PairSamples::default();
+        for k in 0..PACING_SAMPLES as u64 {
+            p.push(1.2e6, at(k * 1000));
+        }
+        let t = PACING_SAMPLES as u64 * 1000;
+        p.push(0.4e6, at(t));
+        assert_eq!(p.rate(), Some(1.2e6), "one sample set the rate alone");
+        p.push(0.4e6, at(t + 300));
+        assert_eq!(p.rate(), Some(0.4e6), "two samples at the new rate");
+        // Recent samples all count: eight low ones among 31 of a busy
+        // path move nothing.
+        let mut p = PairSamples::default();
+        for k in 0..PACING_SAMPLES as u64 {
+            p.push(10e6, at(k));
+        }
+        for k in 0..8 {
+            p.push(1e6, at(100 + k));
+        }
+        assert_eq!(p.rate(), Some(10e6));
     }
 }

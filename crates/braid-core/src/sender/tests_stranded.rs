@@ -38,7 +38,7 @@ fn set_rate(s: &mut Sender, path: u8, bps: f64) {
     let ps = &mut s.per_path[slot(PathId(path))];
     ps.pace_ok = true;
     for _ in 0..pacing::PACING_SAMPLES {
-        ps.pair_samples.push(bps);
+        ps.pair_samples.push(bps, Instant::ZERO);
     }
 }
 
