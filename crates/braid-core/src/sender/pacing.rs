@@ -351,7 +351,8 @@ const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 /// few samples; the queue the pacer then held went over its bound at once
 /// and dropped a burst of the inner TCP's packets. Of 31, 16 would have
 /// to be stretched (about 1e-8). A real change of rate moves the median
-/// once it holds 16 samples: at 10 Mbit/s, tens of milliseconds. On
+/// once it holds 16 samples: at 10 Mbit/s, tens of milliseconds (on a
+/// path that takes a pair about once a second, see [`SAMPLE_MAX_AGE`]). On
 /// `lab/jitter.toml` (one block in ten 8 ms late) braid-pet carried
 /// 0.702-0.726 of the sum over six seeds in simulation; leaving out the
 /// pairs a hold released together (`Sender::compressed_pair`) made it
