@@ -212,6 +212,34 @@ queue_bytes = 246753
     );
 }
 
+/// Change set 3/4: 28.57 Mbit/s 193 ms away, dark for 2.2 s from 6.5 s
+/// into the transfer, beside 34.45 Mbit/s 62 ms away. When the far path
+/// is declared down, the pacing bound falls from what it was with a
+/// half-life of 500 ms: the bond stays above the near path alone (33.26
+/// Mbit/s; 31.79 when the bound fell at once and the pacing queue dropped
+/// the part of the inner TCP's window beyond it).
+#[test]
+fn a_far_path_that_goes_dark_leaves_the_pacing_bound_to_fall_gradually() {
+    let text = r#"
+name = "tr4"
+seed = 5
+
+[[path]]
+name = "p0"
+rate_mbit = 34.45
+delay_ms = 61.8
+queue_bytes = 266126
+
+[[path]]
+name = "p1"
+rate_mbit = 28.57
+delay_ms = 193.0
+queue_bytes = 1378502
+trace = [{ at_s = 9.5, loss = 1.0 }, { at_s = 11.7, loss = 0.0 }]
+"#;
+    against_its_best_path(text, 0, 1.0, None);
+}
+
 /// Change set 7/24: 1.18 Mbit/s 7 ms away, which moves to 198 ms 4 s into
 /// the transfer, beside 19.6 Mbit/s 145 ms away with a deep queue. The
 /// moved path's smallest round trip restarts with the step: the bond

@@ -142,6 +142,12 @@ pub struct Sender<P = ()> {
     stats: SenderStats,
     /// Send time of the latest-sent packet reported so far (`rack`).
     rack_sent_at: Option<Instant>,
+    /// The pacing bound when a path last left, and when it left: the
+    /// bound falls from there gradually (`Sender::pacing_bound_now`).
+    bound_at_leave: Option<(Duration, Instant)>,
+    /// The pacing bound at the last send, and the usable paths then (a
+    /// bit per slot).
+    bound_last: Option<(Duration, u32)>,
 }
 
 impl Sender {
@@ -175,6 +181,8 @@ impl<P> Sender<P> {
             unrepaired: Vec::new(),
             stats: SenderStats::default(),
             rack_sent_at: None,
+            bound_at_leave: None,
+            bound_last: None,
         }
     }
 
@@ -276,6 +284,7 @@ impl<P> Sender<P> {
         pkt: &PacketInfo,
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
+        self.note_paths_left(now);
         let queues = self.send_queues(now);
         let Some(d) = self.sched.select(now, pkt, &self.paths, &queues) else {
             self.stats.no_path += 1;

@@ -242,6 +242,39 @@ impl<P> Sender<P> {
     /// delays and its repair room): what `send_paced` holds a packet's
     /// wait to.
     pub(super) fn pacing_bound_now(&self, now: Instant) -> Duration {
+        let bound = self.pacing_bound_of_paths(now);
+        match self.bound_at_leave {
+            Some((was, at)) if was > bound => {
+                let halvings = now.saturating_since(at).as_secs_f64()
+                    / BOUND_HALF_LIFE_AFTER_LEAVE.as_secs_f64();
+                bound + (was - bound).mul_f64(0.5f64.powf(halvings))
+            }
+            _ => bound,
+        }
+    }
+
+    /// Called at each send: if a path has left use since the last one
+    /// (declared down), the bound of that send is where the pacing bound
+    /// falls from (`BOUND_HALF_LIFE_AFTER_LEAVE`).
+    pub(super) fn note_paths_left(&mut self, now: Instant) {
+        if !self.cfg.pacing {
+            return;
+        }
+        let usable = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .fold(0u32, |m, p| m | 1 << slot(p.id));
+        if let Some((bound, was)) = self.bound_last {
+            if was & !usable != 0 {
+                self.bound_at_leave = Some((bound, now));
+            }
+        }
+        self.bound_last = Some((self.pacing_bound_now(now), usable));
+    }
+
+    /// [`pacing_bound`] of the paths as they are now.
+    fn pacing_bound_of_paths(&self, now: Instant) -> Duration {
         pacing_bound(
             &self.cfg,
             &self.paths,
@@ -330,6 +363,29 @@ pub(super) fn pacing_bound(
 /// packet sent on it (see [`pacing_bound`]): one to resolve the next
 /// hop's link address, one for the packet and its answer.
 const FIRST_ANSWER_ROUND_TRIPS: u32 = 2;
+
+/// How fast the pacing bound falls after a path has left use (declared
+/// down): what it exceeds the bound of the remaining paths by halves in
+/// this time.
+///
+/// Why: a far path in use sets the bound (twice its delay beyond the
+/// nearest path), and the inner TCP's window grows to span that delay.
+/// When the path went down, the bound fell at once to that of the
+/// remaining paths, and their pacing queues dropped whatever of the
+/// window was beyond it. Change set 5/2 of `lab/sweep-changes.sh` (1.01
+/// Mbit/s 124 ms away going dark beside 42.88 Mbit/s 9 ms away): the
+/// bound fell from about 250 ms to its 50 ms floor, the queues dropped
+/// 2956 of the inner TCP's packets over 1.5 s (its recovery sent more
+/// as each drop was found), and it timed out; 37.68 Mbit/s where the
+/// fast path alone carries 41.39. Falling with this half-life, the
+/// window shrinks by the inner TCP's own reductions as the queue
+/// exceeds the bound: 39.52, and set 3/4 (28.57 Mbit/s 193 ms away dark
+/// for 2.2 s beside 34.45 Mbit/s 62 ms away) 31.79 -> 39.31, above its
+/// best path alone (33.26). Only when a path leaves: a bound that fell
+/// gradually at every fall (a quiet path heard from again, a delay
+/// estimate that came down) cost two sets a quarter and more (a delay
+/// step of 26.6 Mbit/s beside 2.4: 15.51 -> 11.40).
+pub(super) const BOUND_HALF_LIFE_AFTER_LEAVE: Duration = Duration::from_millis(500);
 
 /// Smallest catch-up allowance (see [`Sender::catch_up_allowance`]):
 /// timers wake a little late on any machine, and a pacer that slipped on

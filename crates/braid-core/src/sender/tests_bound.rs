@@ -2,6 +2,7 @@
 //! how far it lets the near path queue for a path still silent, and the
 //! room it leaves for repairs while a path loses packets.
 
+use super::pacing::BOUND_HALF_LIFE_AFTER_LEAVE;
 use super::*;
 use crate::sched::SchedulerKind;
 
@@ -94,4 +95,59 @@ fn pacing_bound_leaves_room_for_a_repair_while_a_path_loses_packets() {
     s.on_path_rtt_sample(PathId(0), Duration::from_millis(50));
     s.handle_nack(t, [], [NackRate::from_fraction(PathId(0), 0.05)]);
     assert_eq!(s.pacing_bound_now(t), Duration::from_millis(80));
+}
+
+/// A far path that leaves use (declared down) leaves the bound where it
+/// was, falling with a half-life of `BOUND_HALF_LIFE_AFTER_LEAVE` towards
+/// the remaining paths' own bound from the first send after it left; the
+/// inner TCP's window, which spanned the far path's delay, then shrinks
+/// by its own reductions instead of being dropped at once. A bound that
+/// falls for another reason (here the far path's delay measured anew)
+/// falls at once.
+#[test]
+fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let min = cfg.pacing_min_backlog;
+    let pkt = PacketInfo {
+        len: 1500,
+        retransmit: false,
+        stream: false,
+    };
+    let far = |s: &mut Sender| {
+        s.add_path(PathId(0), PathParams::default());
+        s.add_path(PathId(1), PathParams::default());
+        s.on_path_rtt_sample(PathId(0), Duration::from_millis(20));
+        // 100 ms further one way: a bound of twice that.
+        s.on_path_rtt_sample(PathId(1), Duration::from_millis(220));
+    };
+    let t = Instant::from_millis(1000);
+    let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
+    far(&mut s);
+    let _ = s.send(t, &pkt);
+    let before = s.pacing_bound_now(t);
+    assert_eq!(before, Duration::from_millis(200));
+    s.set_usable(PathId(1), false);
+    let t1 = t + Duration::from_millis(10);
+    let _ = s.send(t1, &pkt);
+    assert_eq!(s.pacing_bound_now(t1), before);
+    let half = (s.pacing_bound_now(t1 + BOUND_HALF_LIFE_AFTER_LEAVE) - min).as_secs_f64();
+    assert!(
+        (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
+        "{half}"
+    );
+    let long_after = s.pacing_bound_now(t1 + Duration::from_secs(10));
+    assert!(
+        long_after - min < Duration::from_millis(1),
+        "{long_after:?}"
+    );
+    // The far path measured as near as the other: the bound falls at once.
+    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
+    far(&mut s);
+    let _ = s.send(t, &pkt);
+    s.on_path_rtt_sample(PathId(1), Duration::from_millis(20));
+    let _ = s.send(t1, &pkt);
+    assert_eq!(s.pacing_bound_now(t1), min);
 }
