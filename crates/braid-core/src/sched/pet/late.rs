@@ -77,13 +77,6 @@ impl Pet {
     /// than predicted (net of the corrections made since it was sent).
     pub(super) fn note_late(&mut self, path: &PathState, residual_ns: i64) {
         let bound = self.cfg.late_probe;
-        if std::env::var_os("DBG_PAIR").is_some() && slot(path) == 0 {
-            eprintln!(
-                "RESID path={} residual_ms={}",
-                slot(path),
-                residual_ns / 1_000_000
-            );
-        }
         if !bound.is_zero() && residual_ns > bound.as_nanos() as i64 {
             self.late.late[slot(path)] = true;
         }
@@ -98,15 +91,6 @@ impl Pet {
             (Some(then), Some(rate)) if rate >= RATE_UNCHANGED * then => self.cfg.probe_interval,
             _ => p.rtt.srtt(),
         };
-        if std::env::var_os("DBG_PAIR").is_some() && self.late.late[slot(p)] && slot(p) == 0 {
-            eprintln!(
-                "DUE? t={:.3} fb_age={:?} srtt={:?} probed={:?}",
-                now.as_secs_f64(),
-                p.last_feedback.map(|t| now.saturating_since(t).as_millis()),
-                p.rtt.srtt().as_millis(),
-                self.late.probed[slot(p)].map(|(t, _)| now.saturating_since(t).as_millis())
-            );
-        }
         self.late.late[slot(p)]
             && p.last_feedback
                 .is_some_and(|t| now.saturating_since(t) <= p.rtt.srtt())
@@ -117,14 +101,6 @@ impl Pet {
     /// `p`, due a probe for being late, gets it now.
     pub(super) fn late_probe_sent(&mut self, now: Instant, p: &PathState) {
         let s = slot(p);
-        if std::env::var_os("DBG_PAIR").is_some() {
-            eprintln!(
-                "LATEPROBE t={:.3} path={} bw={:?}",
-                now.as_secs_f64(),
-                s,
-                p.bw.estimate_bps()
-            );
-        }
         self.late.late[s] = false;
         self.late.probed[s] = Some((now, p.bw.estimate_bps()));
     }
