@@ -164,7 +164,7 @@ impl OwdEstimator {
     /// within the window, so that a run broken by one low sample is not
     /// judged against its own samples). The base follows, restarting from
     /// the run's smallest sample, once the run has lasted `hold` with at
-    /// least [`MIN_RISE_SAMPLES`] samples and is a step, not a ramp: its
+    /// least `MIN_RISE_SAMPLES` samples and is a step, not a ramp: its
     /// samples spread over less than half the rise (a queue that builds,
     /// when the path's rate fell or another flow fills it, grows sample by
     /// sample and is left to count as queueing). The queueing seen
@@ -266,7 +266,7 @@ impl OwdEstimator {
     }
 
     /// Follows the pending run of high samples at once, without its hold,
-    /// if it is a step of at least [`MIN_RISE_SAMPLES`] samples; whether
+    /// if it is a step of at least `MIN_RISE_SAMPLES` samples; whether
     /// the base followed. For a caller that knows otherwise that the
     /// path's delay changed: a path that went quiet for a round trip and
     /// then delivered what it held late (`sender/quiet.rs`) has shown its

@@ -227,7 +227,7 @@ impl<P> Sender<P> {
     /// is kept.
     ///
     /// It leaves at once while the path's pacer is booked no further ahead
-    /// than its catch-up allowance ([`Sender::catch_up_allowance`], a
+    /// than its catch-up allowance (`Sender::catch_up_allowance`, a
     /// quarter of its round trip): a burst the bottleneck buffer of a
     /// paced path holds. Beyond that it waits in the pacing queue, ahead
     /// of the data and behind earlier copies ([`Repair::Queued`]), and
