@@ -59,6 +59,9 @@ pub struct Pet {
     corrected_ns: [i64; MAX_PATHS],
     /// Whether each path's last packet was predicted from the sender's
     /// pacing queue, which the corrections do not enter (`on_delivery`).
+    /// The path's, not each packet's: the packets in flight when a path
+    /// starts or stops being paced (rare: it is paced from its first
+    /// full-size pairs on) are taken by the new rule.
     paced: [bool; MAX_PATHS],
     /// When each path last got the first packet of a pair: what keeps its
     /// estimate fresh (`probe_interval`).

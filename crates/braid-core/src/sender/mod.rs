@@ -142,8 +142,11 @@ pub struct Sender<P = ()> {
     stats: SenderStats,
     /// Send time of the latest-sent packet reported so far (`rack`).
     rack_sent_at: Option<Instant>,
-    /// The pacing bound when a path last left, and when it left: the
-    /// bound falls from there gradually (`Sender::pacing_bound_now`).
+    /// The pacing bound at the last send before a path left use, and the
+    /// first send after (`Sender::note_paths_left`): the bound falls from
+    /// there gradually (`Sender::pacing_bound_now`). A quiet path's delay,
+    /// if it went quiet before it left, is part of it. Until that send,
+    /// repairs and copies see the remaining paths' bound.
     bound_at_leave: Option<(Duration, Instant)>,
     /// The pacing bound at the last send, and the usable paths then (a
     /// bit per slot).

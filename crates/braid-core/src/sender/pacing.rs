@@ -240,7 +240,8 @@ impl<P> Sender<P> {
     /// The bound on a pacing queue's delay for a packet scheduled at
     /// `now` ([`pacing_bound`] of this sender's paths, their relative
     /// delays and its repair room): what `send_paced` holds a packet's
-    /// wait to.
+    /// wait to. After a path has left use, not lower than the bound then,
+    /// less what [`BOUND_HALF_LIFE_AFTER_LEAVE`] has taken off its excess.
     pub(super) fn pacing_bound_now(&self, now: Instant) -> Duration {
         let bound = self.pacing_bound_of_paths(now);
         match self.bound_at_leave {
@@ -407,8 +408,8 @@ const UNMEASURED_CATCH_UP: Duration = Duration::from_millis(5);
 /// few samples; the queue the pacer then held went over its bound at once
 /// and dropped a burst of the inner TCP's packets. Of 31, 16 would have
 /// to be stretched (about 1e-8). A real change of rate moves the median
-/// once it holds 16 samples: at 10 Mbit/s, tens of milliseconds (on a
-/// path that takes a pair about once a second, see [`SAMPLE_MAX_AGE`]). On
+/// once it holds 16 samples: at 10 Mbit/s, tens of milliseconds (a path
+/// that takes fewer pairs keeps only its recent ones, [`SAMPLE_MAX_AGE`]). On
 /// `lab/jitter.toml` (one block in ten 8 ms late) braid-pet carried
 /// 0.702-0.726 of the sum over six seeds in simulation; leaving out the
 /// pairs a hold released together (`Sender::compressed_pair`) made it
@@ -423,16 +424,25 @@ pub(super) const PACING_SAMPLES: usize = 31;
 ///
 /// Why: 31 samples are tens of milliseconds of a busy path, but a thin
 /// path takes a pair only when PET probes it (`probe_interval`, or a late
-/// probe, `sched/pet/late.rs`), one every second or so, and its 31 span
-/// the whole transfer. After its rate fell, the median needed 16 new
-/// samples, many seconds, and meanwhile the pacer fed it at the old rate:
-/// its bottleneck queue stayed full and every packet PET placed there
-/// arrived hundreds of milliseconds late, holding the stream in the
-/// peer's resequencer. Change set 7/12 of `lab/sweep-changes.sh` (1.23
-/// Mbit/s 5 ms away falling to 0.39 beside 41 Mbit/s 48 ms away): the
-/// pacing rate reached the new rate 4.4 s after the fall, with the stream
-/// stalling in bursts until then (34.46 Mbit/s against 38.77 without the
-/// fall); with old samples aged out, 1.2 s after it.
+/// probe, `sched/pet/late.rs`), about once a second, and its samples span
+/// the whole transfer: after its rate fell, the median moved only once
+/// the new samples outnumbered every old one, and meanwhile the pacer fed
+/// it at the old rate. Its bottleneck queue stayed full and every packet
+/// PET placed there arrived hundreds of milliseconds late, holding the
+/// stream in the peer's resequencer. Change set 7/12 of
+/// `lab/sweep-changes.sh` (1.23 Mbit/s 5 ms away falling to 0.39 beside
+/// 41 Mbit/s 48 ms away; two samples from before the fall): the pacing
+/// rate reached the new rate 4.4 s after the fall, at the third sample
+/// after it, with the stream stalling in bursts until then (34.46 Mbit/s
+/// against 38.77 without the fall); with old samples aged out, at the
+/// second, and with the path also found late sooner (`Pet::on_delivery`),
+/// 1.2 s after the fall (36.03).
+///
+/// A path that takes fewer than 31 pairs a second now has a median of
+/// fewer samples, which fewer pairs stretched by a radio link's
+/// retransmission move (`PACING_SAMPLES`); the lab files, `jitter.toml`
+/// among them, run identically in simulation and within their earlier
+/// ranges in the lab.
 const SAMPLE_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// Newest samples the median always takes, however old: so that one

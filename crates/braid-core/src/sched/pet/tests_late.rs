@@ -93,10 +93,11 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
 
 /// A paced path whose rate fell below its pacing rate: its bottleneck
 /// queue grows by 20 ms a packet to 300 ms, and each packet is reported
-/// ten packets after it left. With the default queue correction, the
-/// corrections made meanwhile took their share off each residual, which
-/// stayed under `late_probe`; a paced path's predictions do not use
-/// them, so its packets are found late by their own lateness.
+/// ten packets after it left. Its packets are found late by their own
+/// lateness, from the first 50 ms late. With the default queue correction
+/// the corrections made meanwhile, which a paced path's predictions do
+/// not use, took their share off each residual, and the path was found
+/// late ten packets later.
 #[test]
 fn a_paced_path_whose_queue_grows_is_found_late() {
     let mut paths = with_estimates(&[1.2e6, 40e6]);
