@@ -42,12 +42,12 @@ fn a_receiver_refuses_what_it_cannot_hold() {
         offset: 0,
         block_bytes: 8,
     };
-    let v = DataView {
-        header: h,
-        shard: &[1, 2, 3, 4],
+    // One packet, ECN-marked or not, arriving now.
+    let feed = |r: &mut Receiver, ce: bool, header: DataHeader, shard: &[u8]| {
+        r.handle_data(Instant::ZERO, ce, &DataView { header, shard })
     };
     assert!(matches!(
-        r.handle_data(Instant::ZERO, false, &v),
+        feed(&mut r, false, h, &[1, 2, 3, 4]),
         Err(RecvError::Window { .. })
     ));
     let h2 = DataHeader {
@@ -55,27 +55,9 @@ fn a_receiver_refuses_what_it_cannot_hold() {
         block: 0,
         ..h
     };
-    assert_eq!(
-        r.handle_data(
-            Instant::ZERO,
-            false,
-            &DataView {
-                header: h2,
-                shard: &[0; 4]
-            }
-        ),
-        Err(RecvError::Path(5))
-    );
+    assert_eq!(feed(&mut r, false, h2, &[0; 4]), Err(RecvError::Path(5)));
     let ok = DataHeader { block: 0, ..h };
-    r.handle_data(
-        Instant::ZERO,
-        true,
-        &DataView {
-            header: ok,
-            shard: &[1; 4],
-        },
-    )
-    .unwrap();
+    feed(&mut r, true, ok, &[1; 4]).unwrap();
     let (_, ack) = r.poll_ack().unwrap();
     assert_eq!((ack.have, ack.decoded, ack.ce_paths), (1, false, 1));
     let bad = DataHeader {
@@ -85,14 +67,7 @@ fn a_receiver_refuses_what_it_cannot_hold() {
         ..h
     };
     assert_eq!(
-        r.handle_data(
-            Instant::ZERO,
-            false,
-            &DataView {
-                header: bad,
-                shard: &[1; 4]
-            }
-        ),
+        feed(&mut r, false, bad, &[1; 4]),
         Err(RecvError::Inconsistent(0))
     );
     // The parity position completes the block: F = 2 distinct packets.
@@ -103,15 +78,7 @@ fn a_receiver_refuses_what_it_cannot_hold() {
     };
     let code = crate::fec::BlockCode::new(2, 2).unwrap();
     let parity = code.encode(&[[1u8; 4], [1u8; 4]]).unwrap();
-    r.handle_data(
-        Instant::ZERO,
-        false,
-        &DataView {
-            header: p,
-            shard: &parity[1],
-        },
-    )
-    .unwrap();
+    feed(&mut r, false, p, &parity[1]).unwrap();
     let (_, ack) = r.poll_ack().unwrap();
     // The CE mark of the first packet is echoed a second time, then no more.
     assert!(ack.decoded && ack.cum_block == 1 && ack.ce_paths == 1);
