@@ -287,13 +287,13 @@ impl<P> Sender<P> {
         pkt: &PacketInfo,
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
-        self.note_paths_left(now);
+        let bound = self.note_paths_left(now);
         let queues = self.send_queues(now);
         let Some(d) = self.sched.select(now, pkt, &self.paths, &queues) else {
             self.stats.no_path += 1;
             return SendOutcome::NoPath;
         };
-        self.send_decided(now, pkt, d, &queues, payload)
+        self.send_decided(now, pkt, d, &queues, bound, payload)
     }
 
     /// Sends one packet of a rate probe pair on path `id`, outside the
@@ -319,7 +319,7 @@ impl<P> Sender<P> {
             probe: true,
             eta_ns: None,
         };
-        self.send_decided(now, pkt, d, &queues, payload)
+        self.send_decided(now, pkt, d, &queues, None, payload)
     }
 
     /// Whether no packet is in flight on any path, queued by the pacer or
@@ -331,13 +331,15 @@ impl<P> Sender<P> {
     }
 
     /// Sends a packet where `d` says (the scheduler's decision, or a rate
-    /// probe's).
+    /// probe's). `bound` is the pacing bound at `now` if the caller has it
+    /// (`Sender::note_paths_left`); otherwise it is computed if needed.
     fn send_decided(
         &mut self,
         now: Instant,
         pkt: &PacketInfo,
         d: Decision,
         queues: &SendQueues,
+        bound: Option<Duration>,
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
         // Pacing: when this packet may leave.
@@ -357,7 +359,7 @@ impl<P> Sender<P> {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            if at.saturating_since(now) > self.pacing_bound_now(now) {
+            if at.saturating_since(now) > bound.unwrap_or_else(|| self.pacing_bound_now(now)) {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.per_path[s].open_pair = None;

@@ -256,10 +256,12 @@ impl<P> Sender<P> {
 
     /// Called at each send: if a path has left use since the last one
     /// (declared down), the bound of that send is where the pacing bound
-    /// falls from (`BOUND_HALF_LIFE_AFTER_LEAVE`).
-    pub(super) fn note_paths_left(&mut self, now: Instant) {
+    /// falls from (`BOUND_HALF_LIFE_AFTER_LEAVE`). Returns this send's
+    /// bound (`None` without pacing), which the send itself then uses
+    /// rather than computing it again.
+    pub(super) fn note_paths_left(&mut self, now: Instant) -> Option<Duration> {
         if !self.cfg.pacing {
-            return;
+            return None;
         }
         let usable = self
             .paths
@@ -271,7 +273,9 @@ impl<P> Sender<P> {
                 self.bound_at_leave = Some((bound, now));
             }
         }
-        self.bound_last = Some((self.pacing_bound_now(now), usable));
+        let bound = self.pacing_bound_now(now);
+        self.bound_last = Some((bound, usable));
+        Some(bound)
     }
 
     /// [`pacing_bound`] of the paths as they are now.
