@@ -16,7 +16,8 @@
 # $OUT (default: a temporary directory) as lab files. BRAID selects the
 # binary (default target/release/braid); IDLE=SECONDS lets the tunnel idle
 # that long before each transfer (`braid sim run --idle`), so the change
-# comes that much earlier in the transfer. Needs python3.
+# comes that much earlier in the transfer; HANDSHAKE=1 opens each transfer
+# with a SYN (`braid sim run --handshake`). Needs python3.
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
@@ -24,6 +25,7 @@ duration=${3:-15}
 braid=${BRAID:-target/release/braid}
 out=${OUT:-$(mktemp -d)}
 idle=${IDLE:-0}
+handshake=${HANDSHAKE:-}
 python3 - "$out" "$count" "$seed" "$(dirname "$0")" <<'PY'
 import random, sys
 out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

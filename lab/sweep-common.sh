@@ -1,12 +1,13 @@
 # Sourced by lab/sweep-random.sh and lab/sweep-changes.sh: runs the drawn
 # sets in the simulator and prints one line per set. Expects $braid,
-# $duration, $idle and $wait_paths set, and the sets in $out as
+# $duration, $idle and $wait_paths set ($handshake, if not empty, adds
+# --handshake), and the sets in $out as
 # PREFIX<k>.toml (all paths) and PREFIX<k>_p<i>.toml (one path each).
 # A set file's third line, if a comment, says what the set has and is
 # printed at the end of its line.
 
 goodput() {
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" -q --format json |
+    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${handshake:+--handshake} -q --format json |
         python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
 }
 

@@ -21,8 +21,10 @@
 # paths are usually up when iperf3 starts; by default it starts when the
 # tunnel is. IDLE=SECONDS lets the tunnel idle that long after it is
 # established before the transfer (`braid sim run --idle`), as a bond in
-# use was up before it: its rate probes have measured every path. Needs
-# python3.
+# use was up before it: its rate probes have measured every path.
+# HANDSHAKE=1 opens each braid-pet transfer with a SYN through the tunnel
+# (`braid sim run --handshake`), which a new tunnel's startup hold keeps
+# back until every path is measured, as in the lab. Needs python3.
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
@@ -55,5 +57,6 @@ for k in range(count):
 PY
 wait_paths=${WAIT_PATHS:-0}
 idle=${IDLE:-0}
+handshake=${HANDSHAKE:-}
 . "$(dirname "$0")/sweep-common.sh"
 compare_sets rand "$count"

@@ -70,6 +70,14 @@ pub enum SimCmd {
         /// of every mode's transfer.
         #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
         idle: f64,
+        /// Lab files: open each braid mode's transfer with a SYN and a
+        /// SYN-ACK through the tunnel, as a real TCP connection (and the
+        /// lab's iperf3) does, instead of sending data at once. A new
+        /// tunnel's startup hold keeps that SYN back until every path is
+        /// up and measured (at most about 0.9 s), so this measures the
+        /// start of a transfer begun with the tunnel as the lab does.
+        #[arg(long)]
+        handshake: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -205,7 +213,7 @@ fn run_lab(
     file: &Path,
     modes: &str,
     (duration, omit, from, rwnd): (f64, f64, Option<f64>, u32),
-    (cross_tcp, cross_lead, wait_paths, idle): (Option<&str>, f64, f64, f64),
+    (cross_tcp, cross_lead, wait_paths, idle, handshake): (Option<&str>, f64, f64, f64, bool),
     seeds: Option<u32>,
     format: Format,
     quiet: bool,
@@ -242,6 +250,7 @@ fn run_lab(
         cross_lead_s: cross_lead,
         wait_paths_s: wait_paths,
         idle_s: idle,
+        handshake,
         ..LabRunOptions::default()
     };
     let start = std::time::Instant::now();
@@ -312,6 +321,7 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             cross_lead,
             wait_paths,
             idle,
+            handshake,
             format,
             seeds,
             plot,
@@ -326,7 +336,13 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
                     &file,
                     &modes,
                     (duration, omit, from, rwnd),
-                    (cross_tcp.as_deref(), cross_lead, wait_paths, idle),
+                    (
+                        cross_tcp.as_deref(),
+                        cross_lead,
+                        wait_paths,
+                        idle,
+                        handshake,
+                    ),
                     seeds,
                     format,
                     quiet,
@@ -334,6 +350,9 @@ pub fn run(cmd: SimCmd) -> anyhow::Result<()> {
             }
             if cross_tcp.is_some() {
                 anyhow::bail!("--cross-tcp applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
+            }
+            if handshake {
+                anyhow::bail!("--handshake applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());
             }
             if idle != 0.0 {
                 anyhow::bail!("--idle applies to lab files (those with [[path]] tables, e.g. lab/two-equal.toml), and {} is a scenario file", file.display());

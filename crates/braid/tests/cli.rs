@@ -243,6 +243,37 @@ fn sim_run(args: &[&str]) -> std::process::Output {
         .expect("run braid")
 }
 
+/// `braid sim run LAB --handshake` opens the transfer with a SYN through
+/// the tunnel and reports as without it; on a scenario file it is refused,
+/// naming the flag and what it applies to.
+#[test]
+fn sim_run_handshake_applies_to_lab_files() {
+    let out = sim_run(&[
+        &lab_file("two-equal"),
+        "--modes",
+        "braid-pet",
+        "--duration",
+        "4",
+        "--omit",
+        "1",
+        "--handshake",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let g = v["results"][0]["goodput_mbps"].as_f64().expect("goodput");
+    assert!(g > 10.0, "{g} Mbit/s over two 10 Mbit/s paths");
+    let out = sim_run(&[&scenario_file("pet-table1"), "--handshake"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--handshake") && e.contains("lab files"), "{e}");
+}
+
 /// `braid sim run LAB --cross-tcp PATH` runs a competing flow beside every
 /// mode and reports it (`cross_tcp_mbps`, a `cross TCP` column); a path
 /// the lab file lacks, a scenario file, and `--cross-lead` without

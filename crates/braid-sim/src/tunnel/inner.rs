@@ -89,6 +89,39 @@ pub fn encode_segment(
     );
 }
 
+/// Encodes the opening of the connection: the sender's SYN (`reply`
+/// false) or the receiver's SYN-ACK (`reply` true). Header only, with the
+/// timestamp option ([`HEADER_BYTES`]; Linux's also carry MSS,
+/// SACK-permitted and window-scale options, which nothing on the
+/// simulated path reads). Small and without data, as the tunnel's startup
+/// hold expects of a connection's opening (`braid_core::conn` startup).
+pub fn encode_opening(
+    flow: u32,
+    reply: bool,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    tag: u64,
+    out: &mut Vec<u8>,
+) {
+    let total = HEADER_BYTES as usize;
+    out.clear();
+    out.resize(total, 0);
+    ip_header(out, total, src, dst, tag);
+    tcp_header(&mut out[20..], flow, 0, 0, 12, reply);
+    out[33] = if reply { 0x12 } else { 0x02 };
+}
+
+/// Whether `packet` opens a connection ([`encode_opening`]): `Some(false)`
+/// for a SYN, `Some(true)` for a SYN-ACK, `None` for anything else.
+pub fn opening_of(packet: &[u8]) -> Option<bool> {
+    let t = tcp(packet)?;
+    match t[13] & 0x12 {
+        0x02 => Some(false),
+        0x12 => Some(true),
+        _ => None,
+    }
+}
+
 /// Writes the content of the stream from byte `offset` into `dst`.
 pub fn fill_payload(dst: &mut [u8], offset: u64, pattern: &[u8]) {
     if pattern.is_empty() {
@@ -265,5 +298,37 @@ mod tests {
             assert_eq!(d.sack_blocks(), &[(seq + 2, seq + 5), (seq + 7, seq + 9)]);
         }
         assert!(decode_ack(&[0u8; 30], mss, 0).is_none());
+    }
+
+    /// A SYN and a SYN-ACK are told apart from each other and from data
+    /// and ACKs, and carry the flow's ports each way.
+    #[test]
+    fn openings_are_recognised() {
+        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut buf = Vec::new();
+        encode_opening(3, false, a, b, 9, &mut buf);
+        assert_eq!(buf.len(), HEADER_BYTES as usize);
+        assert_eq!(opening_of(&buf), Some(false));
+        assert_eq!(tag_of(&buf), Some(9));
+        assert_eq!(u16::from_be_bytes([buf[20], buf[21]]), 40_003);
+        encode_opening(3, true, b, a, 10, &mut buf);
+        assert_eq!(opening_of(&buf), Some(true));
+        assert_eq!(u16::from_be_bytes([buf[22], buf[23]]), 40_003);
+        let seg = Segment {
+            flow: 3,
+            seq: 1,
+            payload_bytes: 100,
+            wire_bytes: 152,
+            retransmit: false,
+            ect: false,
+            ce: false,
+            cwr: false,
+            tsval: 0,
+        };
+        encode_segment(&seg, 100, a, b, 11, &[1, 2, 3], &mut buf);
+        assert_eq!(opening_of(&buf), None);
+        encode_ack(&Ack::cumulative(3, 1, 0), 100, b, a, 12, &mut buf);
+        assert_eq!(opening_of(&buf), None);
+        assert_eq!(opening_of(&[0u8; 10]), None);
     }
 }

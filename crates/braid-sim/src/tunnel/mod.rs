@@ -128,6 +128,15 @@ pub struct LabRunOptions {
     /// changes at the same point of every mode's transfer
     /// (`CrossFlow::with_head_start`).
     pub idle_s: f64,
+    /// The braid modes' transfer opens with a SYN and a SYN-ACK through
+    /// the tunnel, as a real TCP connection does, and starts when the
+    /// SYN-ACK arrives (the SYN is sent again after 1 s, 2 s, ...).
+    /// Without it the simulated TCP starts sending data at once (ns-2's
+    /// one-way TCP has no handshake). What differs: the tunnel's startup
+    /// hold keeps a new tunnel's first connection opening back until
+    /// every path is up and measured (`braid_core::conn` startup), as in
+    /// the lab; a first packet of data ends the hold at once.
+    pub handshake: bool,
 }
 
 impl Default for LabRunOptions {
@@ -142,6 +151,7 @@ impl Default for LabRunOptions {
             cross_lead_s: 0.0,
             wait_paths_s: 0.0,
             idle_s: 0.0,
+            handshake: false,
         }
     }
 }

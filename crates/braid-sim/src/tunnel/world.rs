@@ -23,7 +23,10 @@ use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use sha2::{Digest, Sha256};
 
 use super::cross::CrossFlow;
-use super::inner::{decode_ack, decode_segment, encode_ack, encode_segment, fill_payload, tag_of};
+use super::inner::{
+    decode_ack, decode_segment, encode_ack, encode_opening, encode_segment, fill_payload,
+    opening_of, tag_of,
+};
 use super::{lab_tcp, link_params, link_seed, LabResult, LabRunOptions};
 use crate::event::EventQueue;
 use crate::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TcpSenderStats};
@@ -225,6 +228,11 @@ pub(crate) struct TunnelWorld {
     /// The longest the transfer waits after establishment for every path
     /// to be up (`LabRunOptions::wait_paths_s`); zero: it does not wait.
     wait_paths: Duration,
+    /// Whether the transfer opens with a SYN and SYN-ACK
+    /// (`LabRunOptions::handshake`).
+    handshake: bool,
+    /// The SYN: when it was last sent and how often in all.
+    syn: Option<(Instant, u32)>,
 }
 
 impl TunnelWorld {
@@ -247,6 +255,7 @@ impl TunnelWorld {
         }
         w.wait_paths = secs(opts.wait_paths_s);
         w.lead = w.lead.max(secs(opts.idle_s));
+        w.handshake = opts.handshake;
         w
     }
 
@@ -305,6 +314,8 @@ impl TunnelWorld {
             lead: Duration::ZERO,
             established: None,
             wait_paths: Duration::ZERO,
+            handshake: false,
+            syn: None,
         }
     }
 
@@ -312,6 +323,9 @@ impl TunnelWorld {
     /// established, and not before every path is up or `wait_paths` has
     /// passed. `None` once it has started or before establishment.
     fn transfer_at(&self) -> Option<Instant> {
+        if self.syn.is_some() {
+            return None;
+        }
         match (self.started, self.established) {
             (None, Some(e)) if self.wait_paths > Duration::ZERO && !self.all_paths_up() => {
                 Some(e + self.lead.max(self.wait_paths))
@@ -331,13 +345,66 @@ impl TunnelWorld {
             .all(|p| p.up)
     }
 
-    /// Starts the inner TCP transfer if it is time.
+    /// Starts the inner TCP transfer if it is time: at once, or with the
+    /// handshake by sending the SYN (the transfer starts when the SYN-ACK
+    /// arrives, `opened`).
     fn start_transfer(&mut self) {
         if self.transfer_at().is_some_and(|t| t <= self.now) {
-            self.started = Some(self.now);
-            self.tx.start(self.now, &mut self.segs);
-            self.send_segments();
+            if self.handshake {
+                self.send_opening(false);
+                self.syn = Some((self.now, 1));
+                return;
+            }
+            self.begin();
         }
+    }
+
+    fn begin(&mut self) {
+        self.started = Some(self.now);
+        self.tx.start(self.now, &mut self.segs);
+        self.send_segments();
+    }
+
+    /// When the SYN is sent again if no SYN-ACK has come: Linux's initial
+    /// retransmission timeout, 1 s, doubled at each try (RFC 6298 §2.1,
+    /// §5.5).
+    fn syn_timeout(&self) -> Option<Instant> {
+        match (self.syn, self.started) {
+            (Some((at, n)), None) => Some(at + Duration::from_secs(1 << (n - 1).min(6))),
+            _ => None,
+        }
+    }
+
+    /// Sends the SYN again if its timer has run out.
+    fn retry_syn(&mut self) {
+        if self.syn_timeout().is_some_and(|t| t <= self.now) {
+            self.send_opening(false);
+            if let Some((at, n)) = self.syn.as_mut() {
+                *at = self.now;
+                *n += 1;
+            }
+        }
+    }
+
+    /// The SYN (client, `reply` false) or SYN-ACK (server) of the
+    /// transfer's connection, into the tunnel.
+    fn send_opening(&mut self, reply: bool) {
+        let Some(me) = self.me else { return };
+        let tag = self.tag();
+        let flow = self.tx.flow();
+        if reply {
+            encode_opening(flow, true, FAR, me, tag, &mut self.buf);
+            Endpoint::send_packet(&mut self.server, self.now, &self.buf);
+        } else {
+            encode_opening(flow, false, me, FAR, tag, &mut self.buf);
+            Endpoint::send_packet(&mut self.client, self.now, &self.buf);
+        }
+    }
+
+    /// How often the SYN was sent (0 without the handshake).
+    #[cfg(test)]
+    fn syns_sent(&self) -> u32 {
+        self.syn.map_or(0, |(_, n)| n)
     }
 
     fn tag(&mut self) -> u64 {
@@ -409,6 +476,11 @@ impl TunnelWorld {
 
     /// The server delivered inner packet `p`: check it and give it to TCP.
     fn deliver_up(&mut self, p: &[u8]) {
+        if opening_of(p) == Some(false) {
+            // A SYN, the first or a retransmitted one: answer it.
+            self.send_opening(true);
+            return;
+        }
         let Some((seg, payload)) = decode_segment(p, self.mss, self.rx.rcv_nxt()) else {
             return;
         };
@@ -448,6 +520,11 @@ impl TunnelWorld {
                     Output::Transmit(t) => {
                         let path = t.path.map_or(0, |p| usize::from(p.0));
                         self.launch(true, path, t.bytes);
+                    }
+                    Output::Deliver(p) if opening_of(&p) == Some(true) => {
+                        if self.syn.is_some() && self.started.is_none() {
+                            self.begin();
+                        }
                     }
                     Output::Deliver(p) => {
                         if let Some(c) = self.check.as_mut() {
@@ -500,6 +577,7 @@ impl TunnelWorld {
             self.rx.poll_timeout(),
             self.cross.as_ref().and_then(CrossFlow::poll_timeout),
             self.transfer_at(),
+            self.syn_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -542,6 +620,7 @@ impl TunnelWorld {
                 c.advance(self.now, &mut self.up, &mut self.down);
             }
             self.start_transfer();
+            self.retry_syn();
             if Endpoint::poll_timeout(&self.client).is_some_and(|t| t <= self.now) {
                 Endpoint::handle_timeout(&mut self.client, self.now);
             }

@@ -47,6 +47,8 @@ fn trace_lab_start() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0.0),
+        // BRAID_TRACE_HANDSHAKE=1: the transfer opens with a SYN.
+        handshake: std::env::var_os("BRAID_TRACE_HANDSHAKE").is_some(),
         ..LabRunOptions::default()
     };
     let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &opts);
