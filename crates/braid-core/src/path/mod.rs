@@ -94,6 +94,10 @@ pub struct PathState {
     /// measured delay PET's choice of a path, repairs, copies and the
     /// pacing bound count it.
     pub quiet_delay: Option<Duration>,
+    /// How long past its report time the path's oldest packet in flight
+    /// is, when it is (`Sender` in `sender/overdue.rs`, set before each
+    /// choice of a path): PET's choice counts the path that much farther.
+    pub overdue_delay: Option<Duration>,
 }
 
 impl PathState {
@@ -118,6 +122,7 @@ impl PathState {
             owd_hint_raw_ns: None,
             silent_since: None,
             quiet_delay: None,
+            overdue_delay: None,
         }
     }
 }

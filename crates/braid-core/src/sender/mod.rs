@@ -288,6 +288,7 @@ impl<P> Sender<P> {
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
         let bound = self.note_paths_left(now);
+        self.note_overdue(now);
         let queues = self.send_queues(now);
         let Some(d) = self.sched.select(now, pkt, &self.paths, &queues) else {
             self.stats.no_path += 1;
@@ -516,6 +517,7 @@ mod config;
 pub mod fec;
 mod feedback;
 mod loss;
+mod overdue;
 mod pacing;
 mod path_sender;
 mod quiet;
@@ -534,6 +536,8 @@ mod tests_bound;
 mod tests_copies;
 #[cfg(test)]
 mod tests_late;
+#[cfg(test)]
+mod tests_overdue;
 #[cfg(test)]
 mod tests_quiet;
 #[cfg(test)]

@@ -182,7 +182,7 @@ pub(super) enum RackCase {
 /// the path's SRTT plus the reordering window `max(srtt / 4, 2 rttvar,
 /// 50 ms)`. A path that only keepalives measured starts as RFC 6298 2.2
 /// does (SRTT = R, RTTVAR = R / 2); `None` for a path not measured at all.
-fn overdue_after(p: &PathState) -> Option<Duration> {
+pub(super) fn overdue_after(p: &PathState) -> Option<Duration> {
     Some(srtt_rttvar(p)?.0 + reorder_window(p)?)
 }
 

@@ -68,14 +68,16 @@ impl Pet {
 
     /// The relative delays by which PET chooses a path: `delays` with each
     /// quiet path counted farther by its [`PathState::quiet_delay`] (it
-    /// stopped reporting while the others went on, `sender/quiet.rs`), so
+    /// stopped reporting while the others went on, `sender/quiet.rs`), or
+    /// by its [`PathState::overdue_delay`] (its oldest packet in flight is
+    /// past its report time, `sender/overdue.rs`) if that is larger, so
     /// that new packets go there only when the other paths are booked
     /// that far ahead. Predictions of when a packet arrives keep the
     /// measured delays: PET's queue correction learns from their error.
     pub fn choice_delays(paths: &[PathState], delays: &Delays) -> Delays {
         let mut out = *delays;
         for p in paths {
-            if let Some(q) = p.quiet_delay {
+            if let Some(q) = p.quiet_delay.max(p.overdue_delay) {
                 let s = p.id.0 as usize % MAX_PATHS;
                 out[s] = Some(out[s].unwrap_or_default() + q);
             }

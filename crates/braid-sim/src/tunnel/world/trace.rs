@@ -124,6 +124,25 @@ fn trace_lab_start() {
             ss.quiet_paths,
             st.tunnel.sender.repairs_abandoned,
         );
+        // BRAID_TRACE_SERVER=1: the server's side of each path too (the
+        // downlink, which carries the inner TCP's ACKs of an upload).
+        if std::env::var_os("BRAID_TRACE_SERVER").is_some() {
+            let sp = &rs.peers[0].tunnel.paths;
+            println!(
+                "   server: srtt={:?} inflight={:?} bw={:?} downlink_bytes={:?}",
+                sp.iter()
+                    .map(|p| p.srtt.map(|d| d.as_millis()))
+                    .collect::<Vec<_>>(),
+                sp.iter().map(|p| p.in_flight_packets).collect::<Vec<_>>(),
+                sp.iter()
+                    .map(|p| p.bandwidth_bps.map(|b| (b / 1e5).round() / 10.0))
+                    .collect::<Vec<_>>(),
+                w.down
+                    .iter()
+                    .map(|l| l.stats.delivered_bytes)
+                    .collect::<Vec<_>>(),
+            );
+        }
         last_d = d;
         last_p = ps;
     }
