@@ -3,24 +3,9 @@
 //! excess, where PET chooses a path, and no longer once it reports.
 
 use super::tests::{paced_arq_config, pkt};
+use super::tests_quiet::{ms, report};
 use super::*;
 use crate::sched::RoundRobin;
-use crate::wire::FeedbackEntry;
-
-fn ms(v: u64) -> Instant {
-    Instant::from_millis(v)
-}
-
-fn report(s: &mut Sender, at_ms: u64, path: u8, seq: u64, rx_ms: u64) {
-    s.handle_feedback_on(
-        ms(at_ms),
-        PathId(path),
-        [FeedbackEntry {
-            seq: seq as u32,
-            rx_time_ns: rx_ms * 1_000_000,
-        }],
-    );
-}
 
 fn overdue(s: &Sender, path: u8) -> Option<Duration> {
     s.path(PathId(path)).unwrap().overdue_delay

@@ -8,11 +8,12 @@ use super::*;
 use crate::sched::RoundRobin;
 use crate::wire::FeedbackEntry;
 
-fn ms(v: u64) -> Instant {
+pub(super) fn ms(v: u64) -> Instant {
     Instant::from_millis(v)
 }
 
-fn report(s: &mut Sender, at_ms: u64, path: u8, seq: u64, rx_ms: u64) {
+/// Path `path` reports packet `seq` at `at_ms`, received at `rx_ms`.
+pub(super) fn report(s: &mut Sender, at_ms: u64, path: u8, seq: u64, rx_ms: u64) {
     s.handle_feedback_on(
         ms(at_ms),
         PathId(path),
