@@ -4,7 +4,7 @@
 //! declared lost is queued for repair when repair is on.
 
 use super::rack::RackCase;
-use super::{slot, Fate, Sender};
+use super::{slot, Fate, Record, Sender};
 use crate::path::{PathId, PathState};
 use crate::time::{Duration, Instant};
 
@@ -127,16 +127,9 @@ impl<P> Sender<P> {
     /// pacing queue on a far path lost while they were still on their
     /// way, and with repair each such packet was sent twice.
     pub(super) fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant, bool)> {
-        let s = slot(p.id);
-        let q = &self.per_path[s].unacked;
-        let &seq = q.front()?;
-        let idx = (seq as usize) & (self.ring.len() - 1);
-        let r = self.ring[idx].filter(|r| r.seq == seq)?;
-        if self.per_path[s]
-            .paced
-            .front()
-            .is_some_and(|q| q.tx.seq == seq)
-        {
+        let (r, queued) = self.oldest_unreported(slot(p.id))?;
+        let seq = r.seq;
+        if queued {
             return Some((seq, Instant::FAR_FUTURE, false));
         }
         let timeout = r.sent_at + self.loss_timeout(p);
@@ -144,6 +137,19 @@ impl<P> Sender<P> {
             Some((t, case)) if t < timeout => (seq, t, case == RackCase::Quiet),
             _ => (seq, timeout, false),
         })
+    }
+
+    /// The record of path slot `s`'s oldest packet not yet reported, and
+    /// whether it still waits in the path's pacing queue; `None` if the
+    /// path has none, or its head entry is stale (acknowledged or evicted).
+    pub(super) fn oldest_unreported(&self, s: usize) -> Option<(Record, bool)> {
+        let &seq = self.per_path[s].unacked.front()?;
+        let r = *self.record(seq)?;
+        let queued = self.per_path[s]
+            .paced
+            .front()
+            .is_some_and(|q| q.tx.seq == seq);
+        Some((r, queued))
     }
 
     /// Declares packets lost whose feedback is overdue. Extra calls are no-ops.

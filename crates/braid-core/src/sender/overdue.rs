@@ -46,15 +46,10 @@ impl<P> Sender<P> {
     }
 
     /// When path `i`'s oldest packet in flight left: `None` if it has none
-    /// or the packet is still in the path's pacing queue.
+    /// or the packet is still in the path's pacing queue
+    /// (`Sender::oldest_unreported`, as the loss timeout reads it).
     fn oldest_sent(&self, i: usize) -> Option<Instant> {
-        let s = slot(self.paths[i].id);
-        let &seq = self.per_path[s].unacked.front()?;
-        let r = self.record(seq)?;
-        let queued = self.per_path[s]
-            .paced
-            .front()
-            .is_some_and(|q| q.tx.seq == seq);
+        let (r, queued) = self.oldest_unreported(slot(self.paths[i].id))?;
         (matches!(r.fate, Fate::InFlight) && !queued).then_some(r.sent_at)
     }
 }
