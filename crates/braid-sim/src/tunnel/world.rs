@@ -24,8 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::cross::CrossFlow;
 use super::inner::{
-    decode_ack, decode_segment, encode_ack, encode_opening, encode_segment, fill_payload,
-    opening_of, tag_of,
+    decode_ack, decode_segment, encode_ack, encode_segment, fill_payload, opening_of, tag_of,
 };
 use super::{lab_tcp, link_params, link_seed, LabResult, LabRunOptions};
 use crate::event::EventQueue;
@@ -347,7 +346,7 @@ impl TunnelWorld {
 
     /// Starts the inner TCP transfer if it is time: at once, or with the
     /// handshake by sending the SYN (the transfer starts when the SYN-ACK
-    /// arrives, `opened`).
+    /// arrives, `world/handshake.rs`).
     fn start_transfer(&mut self) {
         if self.transfer_at().is_some_and(|t| t <= self.now) {
             if self.handshake {
@@ -363,48 +362,6 @@ impl TunnelWorld {
         self.started = Some(self.now);
         self.tx.start(self.now, &mut self.segs);
         self.send_segments();
-    }
-
-    /// When the SYN is sent again if no SYN-ACK has come: Linux's initial
-    /// retransmission timeout, 1 s, doubled at each try (RFC 6298 §2.1,
-    /// §5.5).
-    fn syn_timeout(&self) -> Option<Instant> {
-        match (self.syn, self.started) {
-            (Some((at, n)), None) => Some(at + Duration::from_secs(1 << (n - 1).min(6))),
-            _ => None,
-        }
-    }
-
-    /// Sends the SYN again if its timer has run out.
-    fn retry_syn(&mut self) {
-        if self.syn_timeout().is_some_and(|t| t <= self.now) {
-            self.send_opening(false);
-            if let Some((at, n)) = self.syn.as_mut() {
-                *at = self.now;
-                *n += 1;
-            }
-        }
-    }
-
-    /// The SYN (client, `reply` false) or SYN-ACK (server) of the
-    /// transfer's connection, into the tunnel.
-    fn send_opening(&mut self, reply: bool) {
-        let Some(me) = self.me else { return };
-        let tag = self.tag();
-        let flow = self.tx.flow();
-        if reply {
-            encode_opening(flow, true, FAR, me, tag, &mut self.buf);
-            Endpoint::send_packet(&mut self.server, self.now, &self.buf);
-        } else {
-            encode_opening(flow, false, me, FAR, tag, &mut self.buf);
-            Endpoint::send_packet(&mut self.client, self.now, &self.buf);
-        }
-    }
-
-    /// How often the SYN was sent (0 without the handshake).
-    #[cfg(test)]
-    fn syns_sent(&self) -> u32 {
-        self.syn.map_or(0, |(_, n)| n)
     }
 
     fn tag(&mut self) -> u64 {
@@ -724,6 +681,7 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
     }
 }
 
+mod handshake;
 #[cfg(test)]
 mod tests;
 
