@@ -111,11 +111,7 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
         ..Default::default()
     };
     let min = cfg.pacing_min_backlog;
-    let pkt = PacketInfo {
-        len: 1500,
-        retransmit: false,
-        stream: false,
-    };
+    let pkt = super::tests::pkt();
     let far = |s: &mut Sender| {
         s.add_path(PathId(0), PathParams::default());
         s.add_path(PathId(1), PathParams::default());
