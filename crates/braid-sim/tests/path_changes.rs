@@ -295,3 +295,34 @@ queue_bytes = 1415377
         bond.retransmits
     );
 }
+
+/// Change set 1/12: 3.83 Mbit/s 94 ms away falling to 0.55 Mbit/s 4.9 s
+/// into the transfer, beside 33.86 Mbit/s 33 ms away. The fall shows in
+/// the spacing of the thin path's arrivals within about 0.2 s
+/// (`sender/spacing.rs`), long before its pair median moves: it is paced
+/// down and what it held is moved, so the inner TCP never times out and
+/// the bond stays within the headers' cost of the fast path alone (31.51
+/// against 32.69 Mbit/s, the tunnel's ceiling about 32.5; 29.45 and one
+/// inner timeout before).
+#[test]
+fn a_thin_far_path_whose_rate_falls_is_paced_down_by_its_arrivals() {
+    let text = r#"
+name = "tr12"
+seed = 13
+
+[[path]]
+name = "p0"
+rate_mbit = 3.83
+delay_ms = 94.2
+queue_bytes = 90196
+trace = [{ at_s = 7.9, rate_mbit = 0.55 }]
+
+[[path]]
+name = "p1"
+rate_mbit = 33.86
+delay_ms = 32.8
+queue_bytes = 277652
+"#;
+    let bond = against_its_best_path(text, 1, 0.95, None);
+    assert_eq!(bond.timeouts, 0, "the inner TCP timed out");
+}

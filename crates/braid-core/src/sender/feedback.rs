@@ -121,6 +121,9 @@ impl<P> Sender<P> {
             // Karn: a repaired packet's report may belong to either copy.
             return;
         }
+        self.per_path[slot(rec.path)]
+            .spacing
+            .on_arrival(seq, rec.sent_at, e.rx_time_ns, rec.len);
         self.measure_path(now, rec.path, rec.sent_at, rec.len, e.rx_time_ns);
         if let Some(eta) = rec.eta_ns {
             // Arrival in the scheduler's frame (relative delays): receiver

@@ -526,6 +526,7 @@ mod redundancy;
 mod repair;
 mod repair_copy;
 mod share;
+mod spacing;
 mod stats;
 mod stranded;
 #[cfg(test)]

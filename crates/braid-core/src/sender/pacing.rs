@@ -204,12 +204,19 @@ impl<P> Sender<P> {
     /// pair whose packets the receiver happened to read together measured
     /// an 8 Mbit/s path at 200 Mbit/s, and an EWMA with weight 0.8 on it
     /// let the pacer dump its queue into the bottleneck buffer; the median
-    /// ignores such outliers. `None` when the path is not to be paced.
+    /// ignores such outliers. Lower if the spacing of the path's latest
+    /// arrivals shows its rate fell (`sender/spacing.rs`): the median
+    /// follows a fall only once half its samples are new, and a thin
+    /// path takes a second for that, while the pacer goes on filling its
+    /// queue at the old rate. `None` when the path is not to be paced.
     pub(super) fn pacing_rate(&self, s: usize) -> Option<f64> {
         if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
-        let rate = self.per_path[s].pair_samples.paced(self.cfg.pacing_gain)?;
+        let mut rate = self.per_path[s].pair_samples.paced(self.cfg.pacing_gain)?;
+        if let Some(spaced) = self.spacing_fall(s) {
+            rate = rate.min(spaced * self.cfg.pacing_gain.max(0.01));
+        }
         Some(match self.per_path[s].share.limit() {
             Some(cap) => rate.min(cap),
             None => rate,
@@ -278,15 +285,14 @@ impl<P> Sender<P> {
         Some(bound)
     }
 
-    /// [`pacing_bound`] of the paths as they are now.
+    /// [`pacing_bound`] of the paths as they are now, or longer while a
+    /// path's queue drains what the stranded rule moved off it
+    /// ([`Sender::stranded_drain_bound`]).
     fn pacing_bound_of_paths(&self, now: Instant) -> Duration {
-        pacing_bound(
-            &self.cfg,
-            &self.paths,
-            &self.relative_delays(),
-            now,
-            self.repair_room(),
-        )
+        let delays = self.relative_delays();
+        let bound = pacing_bound(&self.cfg, &self.paths, &delays, now, self.repair_room());
+        self.stranded_drain_bound(now, &delays)
+            .map_or(bound, |d| bound.max(d))
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 
 use super::repair_copy::CopyBudget;
 use super::share::ShareCap;
+use super::spacing::ArrivalSpacing;
 use super::{PairSamples, PathRepairStats, Transmit};
 use crate::repair::LossClassifier;
 use crate::time::Instant;
@@ -53,6 +54,11 @@ pub(super) struct PathSender<P> {
     pub copy_budget: CopyBudget,
     /// Set while the path has gone quiet (`sender/quiet.rs`).
     pub quiet: Option<Quiet>,
+    /// The spacing of its latest arrivals (`sender/spacing.rs`).
+    pub spacing: ArrivalSpacing,
+    /// Until when what the path holds drains, once the stranded rule
+    /// moved packets off it (`sender/stranded.rs`).
+    pub drained_at: Option<Instant>,
 }
 
 /// A path that went quiet: its oldest packet was overdue while the other
@@ -83,6 +89,8 @@ impl<P> Default for PathSender<P> {
             repair: PathRepairStats::default(),
             copy_budget: CopyBudget::default(),
             quiet: None,
+            spacing: ArrivalSpacing::default(),
+            drained_at: None,
         }
     }
 }

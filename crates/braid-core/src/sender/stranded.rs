@@ -18,8 +18,9 @@
 //! - A path is looked at once what it has in flight would take longer
 //!   than twice its smoothed round trip plus [`STRANDED_TRIGGER`] to drain at
 //!   the rate it now delivers (the median of its recent pair samples, so
-//!   one low sample does not move it). While the rate holds, a path
-//!   drains its packets in flight in about its round trip.
+//!   one low sample does not move it, or the spacing of its latest
+//!   arrivals if lower, `sender/spacing.rs`). While the rate holds, a
+//!   path drains its packets in flight in about its round trip.
 //! - Each of its packets would arrive once the bytes up to it have
 //!   drained, less what already left the bottleneck (the path's rate
 //!   times its smallest round trip). If that is later by
@@ -38,13 +39,22 @@
 //! - The path's loss rate is not charged (nothing was lost), and the
 //!   original, when it comes, still measures its path
 //!   (`Sender::late_original`).
-//! - The originals still hold the path's queue: its pacer is booked for
-//!   them, so that new packets wait in the tunnel, where PET sees the
-//!   path busy, and not behind them. Without the booking, PET took the
-//!   path for empty once its packets were moved, put 56 new ones behind
-//!   the stranded originals, and the stream waited 1.5 s for them (the
-//!   same set: the inner TCP timed out all the same).
+//! - The originals still hold the path's queue: its pacer is booked
+//!   until all that left the tunnel on it has drained at that rate, the
+//!   stranded originals and the older packets left to it, so that new
+//!   packets wait in the tunnel, where PET sees the path busy, and not
+//!   behind them. Without the booking, PET took the path for empty once
+//!   its packets were moved, put 56 new ones behind the stranded
+//!   originals, and the stream waited 1.5 s for them (the same set: the
+//!   inner TCP timed out all the same). Booked for the stranded
+//!   originals alone, the path looked free 0.47 s early on
+//!   `lab/fade.toml`, once the rule fired as soon as the spacing showed
+//!   the fall (with 78 older packets left to it): 22 new packets waited
+//!   behind the queue and the inner TCP timed out. Meanwhile the pacing
+//!   bound reaches as far as the path's drain
+//!   ([`Sender::stranded_drain_bound`]).
 
+use super::pacing::Delays;
 use super::{slot, Fate, Sender};
 use crate::path::PathId;
 use crate::repair::RepairMode;
@@ -97,15 +107,26 @@ impl<P> Sender<P> {
         if self.cfg.repair.mode != RepairMode::Arq || !self.cfg.pacing {
             return;
         }
+        for ps in &mut self.per_path {
+            if ps.drained_at.is_some_and(|t| t <= now) {
+                ps.drained_at = None;
+            }
+        }
         if self.paths.iter().filter(|p| p.usable).count() < 2 {
             return;
         }
         for i in 0..self.paths.len() {
             let id = self.paths[i].id;
-            let stranded = self.stranded_on(now, i);
+            let (stranded, drained) = self.stranded_on(now, i);
             if stranded.is_empty() {
                 continue;
             }
+            // The path's queue holds all it was sent until `drained`, the
+            // stranded originals and those left to it: its pacer is booked
+            // until then (see the module).
+            let ps = &mut self.per_path[slot(id)];
+            ps.pacer_free = Some(ps.pacer_free.unwrap_or(now).max(drained));
+            ps.drained_at = Some(drained);
             let s = slot(id);
             let taken: std::collections::HashSet<u64> = stranded.iter().copied().collect();
             self.per_path[s].unacked.retain(|q| !taken.contains(q));
@@ -117,19 +138,28 @@ impl<P> Sender<P> {
 
     /// The packets on path `i` that a copy on another path would beat by
     /// the margin, oldest first, once the path is slow to drain (see the
-    /// module).
-    fn stranded_on(&self, now: Instant, i: usize) -> Vec<u64> {
+    /// module), and when all that left the tunnel on the path will have
+    /// drained from its bottleneck (`now` with no packets).
+    fn stranded_on(&self, now: Instant, i: usize) -> (Vec<u64>, Instant) {
         let p = &self.paths[i];
         let s = slot(p.id);
         // What the path delivers: the median of its pair samples, not its
         // pacing rate, which a congestion cut or a share cap (the
         // tunnel's own yielding) lowers below what the bottleneck drains.
+        // Or the spacing of its latest arrivals, if lower: the median of
+        // its pair samples follows a fall of its rate late on a thin path
+        // (`sender/spacing.rs`).
         let paced = self.pacing_rate(s).is_some();
+        let spaced = self.spacing_fall(s);
         let (Some(rate), Some(min_rtt)) = (
-            self.per_path[s].pair_samples.median().filter(|_| paced),
+            self.per_path[s]
+                .pair_samples
+                .median()
+                .filter(|_| paced)
+                .map(|m| spaced.map_or(m, |r| r.min(m))),
             p.rtt.min_rtt(),
         ) else {
-            return Vec::new();
+            return (Vec::new(), now);
         };
         // Its smoothed round trip, not its smallest: after a delay step
         // (a handover) the packets in flight at the path's rate span the
@@ -141,7 +171,7 @@ impl<P> Sender<P> {
         // First a bound: the packets in flight include those still in
         // the path's own pacing queue.
         if !p.usable || drain(p.in_flight_bytes) <= limit {
-            return Vec::new();
+            return (Vec::new(), now);
         }
         // Where copies could go: every other usable path that is paced
         // (`Room`). A path without a rate would take any number of copies
@@ -166,7 +196,7 @@ impl<P> Sender<P> {
         // the rest stay where they are.
         let bound = self.pacing_bound_now(now).as_secs_f64();
         if others.iter().all(|o| o.booked > bound) {
-            return Vec::new();
+            return (Vec::new(), now);
         }
         let here = delays[s].unwrap_or_default().as_secs_f64();
         let margin = STRANDED_MARGIN.as_secs_f64();
@@ -195,7 +225,7 @@ impl<P> Sender<P> {
             left.push((seq, r.len, here + queued.as_secs_f64()));
         }
         if drain(bytes) <= limit {
-            return Vec::new();
+            return (Vec::new(), now);
         }
         // Copies go to the newest first, the latest to arrive here, while
         // a copy still arrives earlier by the margin: the path delivers
@@ -219,7 +249,7 @@ impl<P> Sender<P> {
             best.booked += crate::time::tx_time(len, best.rate).as_secs_f64();
         }
         out.reverse();
-        out
+        (out, now + drain(bytes).saturating_sub(min_rtt))
     }
 
     /// Takes `seq` off `path` as lost without charging the path's loss
@@ -231,14 +261,73 @@ impl<P> Sender<P> {
         let Some(r) = self.record_mut(seq) else {
             return;
         };
-        r.avoid = Some(path);
-        let len = r.len;
         // The original still holds its place in the path's bottleneck
-        // queue: book the path's pacer for it, so that new packets wait
-        // here (and PET sees the path busy) rather than queue behind it.
-        self.charge_pacer(now, path, len as usize);
+        // queue: `rescue_stranded` books the path's pacer for it.
+        r.avoid = Some(path);
         self.stats.stranded += 1;
         self.queue_repair(now, seq);
+    }
+
+    /// The rate the spacing of path slot `s`'s latest arrivals shows
+    /// (`sender/spacing.rs`), if what the path has in flight would take
+    /// longer than its smoothed round trip plus [`STRANDED_TRIGGER`] to
+    /// drain at it (or the rule moved packets off it and its queue is
+    /// still draining): a fall that leaves packets queued, which the
+    /// pacer and the stranded rule then follow before the pair median
+    /// does.
+    ///
+    /// Why not always: on a path whose buffer a competing flow keeps
+    /// full, the arrivals are spaced by that flow's packets as well, and
+    /// a pacer that followed them at all times gave the flow the path
+    /// (`lab/far.toml` with a competing TCP flow on its far path, from
+    /// 20 s on: 13.1 -> 11.5 Mbit/s, the inner TCP's retransmissions
+    /// tenfold). There the packets in flight span the flow's queue, and
+    /// so does the smoothed round trip. Against 250 ms alone, set 1/12
+    /// carried 31.77 Mbit/s (31.51 with the round trip), but the pacer
+    /// followed the competing flow's spacing above as well.
+    pub(super) fn spacing_fall(&self, s: usize) -> Option<f64> {
+        let rate = self.per_path[s].spacing.rate()?;
+        if self.per_path[s].drained_at.is_some() {
+            return Some(rate);
+        }
+        let p = self.paths.iter().find(|p| slot(p.id) == s)?;
+        let limit = p.rtt.srtt() + STRANDED_TRIGGER;
+        let drain = Duration::from_secs_f64(p.in_flight_bytes as f64 * 8.0 / rate);
+        (drain > limit).then_some(rate)
+    }
+
+    /// The pacing bound while a path drains what the stranded rule found
+    /// on it (`PathSender::drained_at`): as far as a packet given to it
+    /// now would arrive, its delay plus the drain, beyond the nearest
+    /// round trip; `None` once every such path has drained.
+    ///
+    /// Why: the path's pacer is booked until then, so PET gives the other
+    /// paths everything the inner TCP sends meanwhile, and with the bound
+    /// of the paths' delays alone their pacing queues dropped it. Set 3/3
+    /// of `lab/sweep-changes.sh` (21.1 Mbit/s 117 ms away with a 1.2 MB
+    /// queue falling to 6.4 beside 6.9 Mbit/s): the far path was booked
+    /// for 1.3 s, the near path's queue dropped 770 of the inner TCP's
+    /// window of 830 packets, and the inner TCP timed out twice (13.40 ->
+    /// 9.32 Mbit/s). The bound follows the path's own arrival time, as
+    /// PET does (13.30).
+    pub(super) fn stranded_drain_bound(&self, now: Instant, delays: &Delays) -> Option<Duration> {
+        let near_rtt = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.rtt.min_rtt())
+            .min()
+            .unwrap_or_default();
+        self.paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| {
+                let until = self.per_path[slot(p.id)].drained_at?;
+                let left = until.saturating_since(now);
+                (!left.is_zero()).then_some(delays[slot(p.id)]? + left)
+            })
+            .max()
+            .map(|d| (d + near_rtt).min(self.cfg.pacing_max_backlog))
     }
 
     /// Puts stranded packet `seq` back in flight on the path it was taken

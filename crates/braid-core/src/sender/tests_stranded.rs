@@ -44,15 +44,7 @@ fn set_rate(s: &mut Sender, path: u8, bps: f64) {
 
 /// A report of packet `seq` on its path, received 25 ms after it left.
 fn report(s: &mut Sender, at: Instant, seq: u32) {
-    let path = s.sent_path(u64::from(seq)).expect("sent");
-    s.handle_feedback_on(
-        at,
-        path,
-        [FeedbackEntry {
-            seq,
-            rx_time_ns: 125_000_000,
-        }],
-    );
+    report_rx(s, at, seq, 125);
 }
 
 /// At its rate, a path drains what it has in flight within its round
@@ -70,19 +62,21 @@ fn a_path_that_keeps_its_rate_strands_nothing() {
 /// the new rate) in flight. Those that would arrive more than the margin
 /// past its round trip are taken off it without a loss charged, as many
 /// as path 0 can carry within its pacing bound, and repaired there (none
-/// given up); path 1's pacer is booked for the originals that still hold
-/// its queue, so that new packets do not queue behind them.
+/// given up); path 1's pacer is booked until its queue has drained, so
+/// that new packets do not queue behind it.
 #[test]
 fn a_rate_fall_moves_the_stranded_packets_to_the_other_path() {
     let mut s = bond(400);
     let now = Instant::from_millis(150);
     set_rate(&mut s, 1, 1e6);
     let loss_before = s.path(PathId(1)).unwrap().loss.rate();
+    let bound = s.pacing_bound_now(now).as_secs_f64();
     report(&mut s, now, 2);
     let stranded = s.stats().stranded;
     // Path 0 takes a copy every 0.6 ms (20 Mbit/s) up to the bound.
-    let bound = s.pacing_bound_now(now).as_secs_f64();
-    let room = (bound / crate::time::tx_time(pkt().len, 20e6).as_secs_f64()) as u64 + 1;
+    // (The bound before the report: the report's own sample moves it by
+    // about a packet.)
+    let room = (bound / crate::time::tx_time(pkt().len, 20e6).as_secs_f64()) as u64 + 2;
     assert!(
         (10..=room).contains(&stranded),
         "{stranded} stranded, room {room}"
@@ -98,14 +92,26 @@ fn a_rate_fall_moves_the_stranded_packets_to_the_other_path() {
     }
     assert_eq!(moved, stranded);
     assert_eq!(s.stats().repairs_abandoned, 0);
-    // Path 1's pacer is booked for the stranded originals at 1 Mbit/s.
+    // Path 1's pacer is booked until all that left on it has drained at
+    // 1 Mbit/s: its 199 packets, stranded or not, less the round trip's
+    // worth (50 ms) already past the bottleneck.
     let free = s.per_path[slot(PathId(1))].pacer_free.expect("booked");
     let booked = free.saturating_since(now);
-    let expected = crate::time::tx_time(pkt().len * stranded as u32, 1e6);
+    let expected = crate::time::tx_time(pkt().len * 199, 1e6) - Duration::from_millis(50);
     assert!(booked >= expected, "{booked:?} < {expected:?}");
-    // Path 0 is booked to its bound: another report strands no more.
+    // Meanwhile the pacing bound reaches as far as path 1's drain, so the
+    // next report gives path 0 more copies, up to that bound, and the one
+    // after that none.
+    assert!(s.pacing_bound_now(now).as_secs_f64() > bound);
     report(&mut s, now, 4);
-    assert_eq!(s.stats().stranded, stranded);
+    let more = s.stats().stranded;
+    assert!(more > stranded, "{more} after {stranded}");
+    while let Some(seq) = s.next_repair() {
+        assert!(s.resend(now, seq, || ()).is_some());
+    }
+    assert_eq!(s.stats().repairs_abandoned, 0);
+    report(&mut s, now, 6);
+    assert_eq!(s.stats().stranded, more);
 }
 
 /// A stranded packet whose copy no other path can carry (here the other
@@ -142,4 +148,62 @@ fn a_stranded_packet_no_other_path_can_take_goes_back_in_flight() {
     let seq = s.per_path[slot(PathId(1))].unacked.back().copied().unwrap();
     report(&mut s, now + Duration::from_millis(900), seq as u32);
     assert!(s.is_acked(seq));
+}
+
+/// A report of packet `seq` on its path at `at`, received at `rx_ms`
+/// (receiver clock).
+fn report_rx(s: &mut Sender, at: Instant, seq: u32, rx_ms: u64) {
+    let path = s.sent_path(u64::from(seq)).expect("sent");
+    s.handle_feedback_on(
+        at,
+        path,
+        [FeedbackEntry {
+            seq,
+            rx_time_ns: rx_ms * 1_000_000,
+        }],
+    );
+}
+
+/// Path 1 falls from 20 to 1 Mbit/s, and its pair samples still say 20:
+/// its packets, sent together, arrive 12 ms apart. Once nine arrivals in
+/// a row are spaced so (`sender/spacing.rs`), the path is paced at the
+/// new rate and its stranded packets are moved, long before 16 pair
+/// samples at the new rate would move the median.
+#[test]
+fn a_fall_seen_in_the_spacing_of_arrivals_paces_the_path_down_and_strands_its_packets() {
+    let mut s = bond(400);
+    let paced = |s: &Sender| s.path_pacing_rate(PathId(1)).expect("paced");
+    assert!(paced(&s) > 19e6, "{}", paced(&s));
+    // Packet 1 arrived at 125 ms; 3, 5, ... arrive 12 ms apart.
+    let mut seq = 3u32;
+    for k in 1..=8u64 {
+        report_rx(
+            &mut s,
+            Instant::from_millis(150 + 12 * k),
+            seq,
+            125 + 12 * k,
+        );
+        seq += 2;
+    }
+    assert!(
+        paced(&s) > 19e6,
+        "eight spaced pairs of nine: {}",
+        paced(&s)
+    );
+    assert_eq!(s.stats().stranded, 0);
+    report_rx(
+        &mut s,
+        Instant::from_millis(150 + 12 * 9),
+        seq,
+        125 + 12 * 9,
+    );
+    let r = paced(&s);
+    assert!((0.9e6..=1.0e6).contains(&r), "paced at {r}");
+    assert!(s.stats().stranded > 10, "{}", s.stats().stranded);
+    while let Some(q) = s.next_repair() {
+        let copy = s
+            .resend(Instant::from_millis(258), q, || ())
+            .expect("taken");
+        assert_eq!(copy.path(), PathId(0));
+    }
 }
