@@ -24,7 +24,9 @@
 //!   add 3 % with the background in a FIFO instead of a fair queue (a
 //!   build made for the measurement: 1207 against 1175 kbit/s).
 //! - Fig 14, ADAS >= 1.1 x WRR: on four near-equal links WRR's quanta are
-//!   one or two packets, and with the controller both carry 0.97 of the sum.
+//!   one or two packets, and with the controller both carry 0.97 of the sum,
+//!   or the same share of a receiver window of 30-80 packets that limits
+//!   both (scenario notes).
 //!
 //! The testbed's vanilla TCP (Figs 6-8) was Linux 2.4's TCP-SACK, which
 //! adapts its duplicate-ACK threshold to measured reordering and undoes
