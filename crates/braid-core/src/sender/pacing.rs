@@ -343,12 +343,7 @@ pub(super) fn pacing_bound(
     now: Instant,
     repair_room: Duration,
 ) -> Duration {
-    let near_rtt = paths
-        .iter()
-        .filter(|p| p.usable)
-        .filter_map(|p| p.rtt.min_rtt())
-        .min()
-        .unwrap_or_default();
+    let near_rtt = near_rtt(paths);
     let silent = paths
         .iter()
         .filter_map(|p| p.silent_since)
@@ -368,6 +363,18 @@ pub(super) fn pacing_bound(
     ((far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt).max(cfg.pacing_min_backlog)
         + repair_room)
         .min(cfg.pacing_max_backlog)
+}
+
+/// The smallest round trip of the usable paths (zero before any sample):
+/// what a packet on the nearest path takes at least, on which every
+/// pacing bound builds.
+pub(super) fn near_rtt(paths: &[PathState]) -> Duration {
+    paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| p.rtt.min_rtt())
+        .min()
+        .unwrap_or_default()
 }
 
 /// How many of its round trips a path may take to answer the first

@@ -53,6 +53,9 @@ pub(super) struct ArrivalSpacing {
     /// Samples in bit/s, `f64::INFINITY` for a pair that kept up.
     samples: [f64; SPACING_SAMPLES],
     count: usize,
+    /// [`ArrivalSpacing::rate`], taken at each arrival: the pacer reads
+    /// it for every packet, the samples change only with a report.
+    rate: Option<f64>,
 }
 
 impl ArrivalSpacing {
@@ -73,6 +76,11 @@ impl ArrivalSpacing {
             };
             self.samples[self.count % SPACING_SAMPLES] = sample;
             self.count += 1;
+            if self.count >= SPACING_SAMPLES {
+                let mut v = self.samples;
+                v.sort_by(|a, b| a.total_cmp(b));
+                self.rate = Some(v[SPACING_SAMPLES / 2]).filter(|r| r.is_finite());
+            }
         }
         self.last = Some((seq, sent_at, rx_ns));
     }
@@ -81,12 +89,7 @@ impl ArrivalSpacing {
     /// least half of them were stretched (`None` otherwise, or before
     /// there are that many).
     pub(super) fn rate(&self) -> Option<f64> {
-        if self.count < SPACING_SAMPLES {
-            return None;
-        }
-        let mut v = self.samples;
-        v.sort_by(|a, b| a.total_cmp(b));
-        Some(v[SPACING_SAMPLES / 2]).filter(|r| r.is_finite())
+        self.rate
     }
 }
 

@@ -54,7 +54,7 @@
 //!   bound reaches as far as the path's drain
 //!   ([`Sender::stranded_drain_bound`]).
 
-use super::pacing::Delays;
+use super::pacing::{near_rtt, Delays};
 use super::{slot, Fate, Sender};
 use crate::path::PathId;
 use crate::repair::RepairMode;
@@ -127,9 +127,8 @@ impl<P> Sender<P> {
             let ps = &mut self.per_path[slot(id)];
             ps.pacer_free = Some(ps.pacer_free.unwrap_or(now).max(drained));
             ps.drained_at = Some(drained);
-            let s = slot(id);
             let taken: std::collections::HashSet<u64> = stranded.iter().copied().collect();
-            self.per_path[s].unacked.retain(|q| !taken.contains(q));
+            ps.unacked.retain(|q| !taken.contains(q));
             for seq in stranded {
                 self.strand(now, id, seq);
             }
@@ -311,13 +310,6 @@ impl<P> Sender<P> {
     /// 9.32 Mbit/s). The bound follows the path's own arrival time, as
     /// PET does (13.30).
     pub(super) fn stranded_drain_bound(&self, now: Instant, delays: &Delays) -> Option<Duration> {
-        let near_rtt = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| p.rtt.min_rtt())
-            .min()
-            .unwrap_or_default();
         self.paths
             .iter()
             .filter(|p| p.usable)
@@ -327,7 +319,7 @@ impl<P> Sender<P> {
                 (!left.is_zero()).then_some(delays[slot(p.id)]? + left)
             })
             .max()
-            .map(|d| (d + near_rtt).min(self.cfg.pacing_max_backlog))
+            .map(|d| (d + near_rtt(&self.paths)).min(self.cfg.pacing_max_backlog))
     }
 
     /// Puts stranded packet `seq` back in flight on the path it was taken

@@ -4,7 +4,6 @@
 use super::tests::{paced_arq_config, pkt};
 use super::*;
 use crate::sched::RoundRobin;
-use crate::wire::FeedbackEntry;
 
 const SENT_AT: Instant = Instant::from_millis(100);
 
@@ -150,18 +149,11 @@ fn a_stranded_packet_no_other_path_can_take_goes_back_in_flight() {
     assert!(s.is_acked(seq));
 }
 
-/// A report of packet `seq` on its path at `at`, received at `rx_ms`
-/// (receiver clock).
+/// A report of packet `seq` on its path at `at` (whole milliseconds),
+/// received at `rx_ms` (receiver clock).
 fn report_rx(s: &mut Sender, at: Instant, seq: u32, rx_ms: u64) {
     let path = s.sent_path(u64::from(seq)).expect("sent");
-    s.handle_feedback_on(
-        at,
-        path,
-        [FeedbackEntry {
-            seq,
-            rx_time_ns: rx_ms * 1_000_000,
-        }],
-    );
+    super::tests_quiet::report(s, at.as_nanos() / 1_000_000, path.0, u64::from(seq), rx_ms);
 }
 
 /// Path 1 falls from 20 to 1 Mbit/s, and its pair samples still say 20:
