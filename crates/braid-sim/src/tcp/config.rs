@@ -127,6 +127,13 @@ pub struct TcpConfig {
     /// that timestamps show was spurious is undone. PRISM's testbed TCP
     /// (Linux 2.4, Section 7.1.2). Undo needs `timestamps`.
     pub reordering: bool,
+    /// Linux's undo of a spurious timeout (`sender::spurious_rto`): an ACK
+    /// of new data echoing a timestamp older than the timeout's first
+    /// retransmission puts back the window and ssthresh the timeout took
+    /// and stops its go-back-N. On in [`TcpConfig::linux`]; needs
+    /// `timestamps`.
+    #[serde(default)]
+    pub rto_undo: bool,
 }
 
 /// Which congestion controller the sender runs.
@@ -164,6 +171,7 @@ impl Default for TcpConfig {
             rack: false,
             prism: false,
             reordering: false,
+            rto_undo: false,
         }
     }
 }
@@ -174,7 +182,8 @@ impl TcpConfig {
     /// pace without the fq qdisc), delayed ACKs with Linux's 40 ms minimum,
     /// RTO 1 s initially and `SRTT + max(4 RTTVAR, 200 ms)` after (Linux's
     /// floor on the variation term, `min_rto_on_variation`),
-    /// 1 ms clock, timestamps (52-byte headers) and a receive window of
+    /// 1 ms clock, timestamps (52-byte headers), the undo of a timeout
+    /// they show was spurious (`rto_undo`) and a receive window of
     /// `rwnd_pkts` packets. `mss` is 1448 on a 1500-byte path and 1386
     /// through the tunnel (inner MTU 1438).
     pub fn linux(mss: u32, rwnd_pkts: u32) -> TcpConfig {
@@ -202,6 +211,7 @@ impl TcpConfig {
             rack: true,
             prism: false,
             reordering: false,
+            rto_undo: true,
         }
     }
 }

@@ -41,6 +41,7 @@ use super::{Ack, Segment, TcpConfig};
 mod prism;
 mod reorder;
 mod sack;
+mod spurious_rto;
 
 use sack::Scoreboard;
 
@@ -66,6 +67,8 @@ pub struct TcpSenderStats {
     pub nacks: u64,
     /// Recoveries undone as spurious (Linux reordering response).
     pub undos: u64,
+    /// Timeouts undone as spurious (`TcpConfig::rto_undo`).
+    pub rto_undos: u64,
     /// Packets cumulatively acknowledged.
     pub packets_acked: u64,
     /// Congestion window now, packets.
@@ -134,6 +137,9 @@ pub struct TcpSender {
     reordering: u64,
     /// The current recovery's state before it began, while it may be undone.
     undo: Option<reorder::Undo>,
+    /// The current loss episode's state before its first timeout, while
+    /// it may be undone (`TcpConfig::rto_undo`).
+    rto_undo: Option<reorder::Undo>,
     stats: TcpSenderStats,
 }
 
@@ -184,6 +190,7 @@ impl TcpSender {
             rto_recover: 0,
             reordering: 0,
             undo: None,
+            rto_undo: None,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -222,6 +229,7 @@ impl TcpSender {
             self.prism_nack(now, &ack.nack, out);
         }
         self.try_undo(ack);
+        self.try_undo_rto(ack);
         if a > self.snd_una {
             self.stats.packets_acked += a - self.snd_una;
             self.rtt_sample_per_ack(now, a, ack.tsecr);
@@ -273,6 +281,7 @@ impl TcpSender {
             return;
         }
         self.stats.timeouts += 1;
+        self.arm_rto_undo(now);
         // RFC 5681 eq. (4), RFC 6582 Section 3.2 step 1 timeout branch: halve
         // what is in flight. Right after a previous timeout only the one
         // retransmission is in flight, so repeated timeouts leave ssthresh

@@ -25,14 +25,15 @@ use super::TcpSender;
 /// Ceiling of the reordering metric (Linux `TCP_MAX_REORDERING`).
 pub(super) const MAX_REORDERING: u64 = 127;
 
-/// What a recovery changed, to put back if it proves spurious.
+/// What a recovery (or a timeout, `super::spurious_rto`) changed, to put
+/// back if it proves spurious.
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Undo {
-    cwnd: f64,
-    ssthresh: u64,
+    pub(super) cwnd: f64,
+    pub(super) ssthresh: u64,
     /// When the recovery's first retransmission left, in timestamp units
     /// (ms, as `Segment::tsval`).
-    retrans_ms: u32,
+    pub(super) retrans_ms: u32,
 }
 
 impl TcpSender {
@@ -72,11 +73,17 @@ impl TcpSender {
     /// A recovery begins: remember what to restore if it was spurious.
     pub(super) fn arm_undo(&mut self, now: Instant) {
         if self.cfg.reordering && self.cfg.timestamps {
-            self.undo = Some(Undo {
-                cwnd: self.cwnd,
-                ssthresh: self.ssthresh,
-                retrans_ms: (now.as_nanos() / 1_000_000) as u32,
-            });
+            self.undo = Some(self.undo_point(now));
+        }
+    }
+
+    /// The window and ssthresh now, and `now` as the first
+    /// retransmission's timestamp: what an undo puts back.
+    pub(super) fn undo_point(&self, now: Instant) -> Undo {
+        Undo {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            retrans_ms: (now.as_nanos() / 1_000_000) as u32,
         }
     }
 

@@ -298,3 +298,63 @@ fn spurious_timeout_keeps_the_rtt_estimate() {
     s2.on_ack(t + Duration::from_millis(5), &ack(1), &mut out);
     assert_eq!(s2.stats().srtt, None);
 }
+
+/// Linux undoes a timeout that an ACK shows was spurious (`rto_undo`):
+/// the original's ACK, echoing a timestamp older than the timeout's
+/// retransmission, puts back the window and ssthresh, and the rest of the
+/// window is not resent. Without the undo (ns-2) the same ACK goes on
+/// with slow start from one packet and goes back N. An ACK echoing the
+/// retransmission itself says nothing about the timeout and undoes
+/// nothing.
+#[test]
+fn a_spurious_timeout_is_undone_by_the_originals_echo() {
+    for (undo, echo_original) in [(true, true), (false, true), (true, false)] {
+        let c = TcpConfig {
+            rto_undo: undo,
+            ..TcpConfig::linux(1386, 2048)
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(ms(1), &mut out);
+        // Ten packets at 1 ms, each acknowledged 100 ms later: slow start
+        // to a window of 20, packets 10..30 in flight.
+        for a in 1..=10 {
+            let mut k = ack(a);
+            k.tsecr = Some(1);
+            s.on_ack(ms(101), &k, &mut out);
+        }
+        let (cwnd, max) = (s.cwnd(), s.snd_max());
+        assert_eq!((cwnd, max), (20.0, 30));
+        let sent_at = out.iter().find(|p| p.seq == 10).unwrap().tsval;
+        out.clear();
+        let t = s.poll_timeout().unwrap();
+        s.handle_timeout(t, &mut out);
+        assert_eq!((s.cwnd(), seqs(&out)), (1.0, vec![10]));
+        out.clear();
+        // Packets 10..15 arrive, late: the ACK echoes the original's
+        // TSval, or the retransmission's.
+        let mut k = ack(15);
+        k.tsecr = Some(if echo_original {
+            sent_at
+        } else {
+            t.as_nanos() as u32 / 1_000_000
+        });
+        s.on_ack(t + Duration::from_millis(5), &k, &mut out);
+        let resent = out.iter().filter(|p| p.seq < max).count();
+        if undo && echo_original {
+            assert_eq!(s.stats().rto_undos, 1);
+            assert!(s.cwnd() >= cwnd, "cwnd {} back to {cwnd}", s.cwnd());
+            assert_eq!(
+                resent,
+                0,
+                "nothing before {max} is resent: {:?}",
+                seqs(&out)
+            );
+            assert!(out.iter().all(|p| !p.retransmit));
+        } else {
+            assert_eq!(s.stats().rto_undos, 0);
+            assert!(s.cwnd() < 10.0, "cwnd {}", s.cwnd());
+            assert!(resent > 0, "goes back N: {:?}", seqs(&out));
+        }
+    }
+}

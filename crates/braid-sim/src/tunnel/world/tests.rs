@@ -130,9 +130,13 @@ fn idle_bond_pings_at_the_near_paths_round_trip() {
 /// fast path further still (46 Mbit/s, 288 ms): `lab/sweep-random.sh`'s
 /// set 11/28. The first repair on the slow path is lost 0.9 s into the
 /// transfer; without a copy the second one arrives after the receiver's
-/// hold ends, the inner TCP times out and spends the run in congestion
-/// avoidance from 23 packets. With the sender's copy of repairs on far
-/// lossy paths (`Sender::copy_repair`) the hole fills in time.
+/// hold ends and the inner TCP times out. (Before the model undid a
+/// spurious timeout as Linux does, `TcpConfig::rto_undo`, it then spent
+/// the run in congestion avoidance from 23 packets; now the late repair's
+/// ACK undoes the timeout, and what is left of the fault is the window it
+/// resent: 951 packets in 8 s against 1011.) With the sender's copy of
+/// repairs on far lossy paths (`Sender::copy_repair`) the hole fills in
+/// time.
 #[test]
 fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
     let cfg = slow_lossy_beside_far_fast();
@@ -142,17 +146,18 @@ fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
         let mut w = lab_world(&cfg, conn);
         run_transfer(&mut w, 8);
         let copies = w.client.status(w.now).tunnel.sender.repair_copies;
-        (w.tx.stats().timeouts, w.tx.ssthresh(), copies)
+        (w.tx.stats().timeouts, w.tx.snd_una(), copies)
     };
-    let (timeouts, ssthresh, copies) = run(false);
+    let (timeouts, una_lost, copies) = run(false);
     assert_eq!(copies, 0);
     assert!(
-        timeouts >= 1 && ssthresh < 40,
-        "the case no longer loses its repair: {timeouts} timeouts, ssthresh {ssthresh}"
+        timeouts >= 1,
+        "the case no longer loses its repair: {timeouts} timeouts"
     );
-    let (timeouts, ssthresh, copies) = run(true);
+    let (timeouts, una, copies) = run(true);
     assert!(copies >= 1, "no repair was copied");
-    assert_eq!(timeouts, 0, "ssthresh {ssthresh}");
+    assert_eq!(timeouts, 0);
+    assert!(una > una_lost, "{una} against {una_lost} packets");
 }
 
 /// The same set over 15 s: the 1.47 Mbit/s path loses 2 % beside a
@@ -353,6 +358,9 @@ fn fast_beside_bursty(seed: u64) -> LabConfig {
 /// whole window, and 3.2 Mbit/s where the fast path alone carries 37.
 /// Pure ACKs handed up at once (`ConnConfig::acks_unordered`) leave no
 /// timeout (10.8 Mbit/s in 15 s, the rest being HyStart's early exit).
+/// With the model's undo of a spurious timeout (`TcpConfig::rto_undo`,
+/// as Linux) held ACKs cost one timeout, undone, and 7365 packets in 15 s
+/// against 13082.
 #[test]
 fn acks_do_not_wait_behind_a_lost_ack() {
     let cfg = fast_beside_bursty(32);
@@ -379,7 +387,7 @@ fn acks_do_not_wait_behind_a_lost_ack() {
     let (timeouts, una, acks) = run(true);
     assert!(acks > 0, "no ACK went up ahead of a gap");
     assert_eq!(timeouts, 0);
-    assert!(una > 2 * una_held, "{una} against {una_held} packets");
+    assert!(2 * una > 3 * una_held, "{una} against {una_held} packets");
 }
 
 /// The same set after 3 s idle (both paths measured), with the loss
