@@ -38,6 +38,7 @@ use super::cubic::Cubic;
 use super::rto::RtoEstimator;
 use super::{Ack, Segment, TcpConfig};
 
+mod pacing;
 mod prism;
 mod reorder;
 mod sack;
@@ -140,6 +141,8 @@ pub struct TcpSender {
     /// The current loss episode's state before its first timeout, while
     /// it may be undone (`TcpConfig::rto_undo`).
     rto_undo: Option<reorder::Undo>,
+    /// With `TcpConfig::pacing`: when the next new packet may leave.
+    pace_next: Option<Instant>,
     stats: TcpSenderStats,
 }
 
@@ -191,6 +194,7 @@ impl TcpSender {
             reordering: 0,
             undo: None,
             rto_undo: None,
+            pace_next: None,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -272,6 +276,10 @@ impl TcpSender {
     /// Retransmission timer (ns-2 `RenoTcpAgent::timeout`); a no-op unless
     /// the deadline from [`Self::poll_timeout`] has been reached.
     pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<Segment>) {
+        if self.paced_send_at().is_some_and(|t| t <= now) {
+            let budget = self.burst_budget();
+            self.send_much(now, out, budget);
+        }
         match self.rtx_deadline {
             Some(d) if now >= d => {}
             _ => return,
@@ -313,7 +321,10 @@ impl TcpSender {
 
     /// When [`Self::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.rtx_deadline
+        match (self.rtx_deadline, self.paced_send_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn stats(&self) -> TcpSenderStats {
@@ -455,7 +466,11 @@ impl TcpSender {
                 self.snd_nxt += 1;
                 continue;
             }
+            if !self.pace_allows(now) {
+                break;
+            }
             self.output(now, seq, out);
+            self.pace_sent(now);
             self.snd_nxt += 1;
             sent += 1;
         }

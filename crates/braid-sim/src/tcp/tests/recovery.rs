@@ -358,3 +358,47 @@ fn a_spurious_timeout_is_undone_by_the_originals_echo() {
         }
     }
 }
+
+/// `TcpConfig::pacing`: once the RTT is measured, new packets leave no
+/// faster than 200 % of cwnd/SRTT in slow start; the sender asks for a
+/// timer at the next departure and sends then. Without pacing an ACK
+/// releases its packets at once.
+#[test]
+fn a_paced_sender_spreads_its_window_over_the_round_trip() {
+    for pacing in [false, true] {
+        let c = TcpConfig {
+            pacing,
+            ..TcpConfig::linux(1386, 2048)
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(ms(0), &mut out);
+        assert_eq!(out.len(), 10, "the first window leaves at once");
+        out.clear();
+        // Packets 0 and 1 acknowledged after 100 ms: cwnd 12, four may go.
+        let mut k = ack(2);
+        k.tsecr = Some(1);
+        s.on_ack(ms(100), &k, &mut out);
+        if !pacing {
+            assert_eq!(out.len(), 4);
+            assert!(s.poll_timeout().unwrap() >= ms(300), "only the RTO");
+            continue;
+        }
+        // 200 % of 12 packets per 100 ms: one packet every 4.17 ms.
+        assert_eq!(seqs(&out), vec![10]);
+        let next = s.poll_timeout().unwrap();
+        let gap = next.saturating_since(ms(100)).as_secs_f64();
+        assert!((gap - 0.1 / 24.0).abs() < 1e-4, "gap {gap}");
+        out.clear();
+        s.handle_timeout(next, &mut out);
+        assert_eq!(seqs(&out), vec![11]);
+        let mut t = s.poll_timeout().unwrap();
+        for _ in 0..2 {
+            s.handle_timeout(t, &mut out);
+            t = s.poll_timeout().unwrap();
+        }
+        assert_eq!(seqs(&out), vec![11, 12, 13]);
+        // The window is full: only the retransmission timer is left.
+        assert!(t >= next + Duration::from_millis(200), "{t:?}");
+    }
+}
