@@ -309,8 +309,10 @@ fn spurious_timeout_keeps_the_rtt_estimate() {
 #[test]
 fn a_spurious_timeout_is_undone_by_the_originals_echo() {
     for (undo, echo_original) in [(true, true), (false, true), (true, false)] {
+        // Unpaced: the hand-fed ACKs expect each to release its packets.
         let c = TcpConfig {
             rto_undo: undo,
+            pacing: false,
             ..TcpConfig::linux(1386, 2048)
         };
         let mut s = TcpSender::new(c, 0, None);
