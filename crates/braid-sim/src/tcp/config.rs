@@ -186,8 +186,10 @@ impl Default for TcpConfig {
 
 impl TcpConfig {
     /// A Linux-like TCP as the lab's iperf3 runs it: CUBIC with HyStart,
-    /// SACK, initial window 10 (RFC 6928), no max-burst (Linux does not
-    /// pace without the fq qdisc), delayed ACKs with Linux's 40 ms minimum,
+    /// SACK, initial window 10 (RFC 6928), no max-burst (the lab's kernel
+    /// paces its sending even without the fq qdisc: `pacing`, off here
+    /// until the simulations are checked with it), delayed ACKs with
+    /// Linux's 40 ms minimum,
     /// RTO 1 s initially and `SRTT + max(4 RTTVAR, 200 ms)` after (Linux's
     /// floor on the variation term, `min_rto_on_variation`),
     /// 1 ms clock, timestamps (52-byte headers), the undo of a timeout

@@ -14,7 +14,7 @@
 //! go-back-N included); retransmissions in recovery leave at once.
 //!
 //! Off in `TcpConfig::linux` for now: with it on, one 10 Mbit/s path 300 ms
-//! away carries 8.16 Mbit/s (the kernel 8.74, unpaced 5.54), and ten tests
+//! away carries 8.16 Mbit/s (the kernel 8.74, unpaced 5.54), and nine tests
 //! calibrated on the unpaced model have to be looked at again.
 
 use braid_core::time::{Duration, Instant};
