@@ -36,6 +36,15 @@ pub(super) struct Undo {
     pub(super) retrans_ms: u32,
 }
 
+impl Undo {
+    /// Whether `ack` echoes a timestamp older than the first
+    /// retransmission: it was sent for an original, so what the
+    /// retransmission answered was spurious.
+    pub(super) fn predates(&self, ack: &Ack) -> bool {
+        ack.tsecr.is_some_and(|t| t < self.retrans_ms)
+    }
+}
+
 impl TcpSender {
     /// The duplicate-ACK threshold now: the configured one, raised by the
     /// reordering metric when that is on.
@@ -94,7 +103,7 @@ impl TcpSender {
         if !self.in_recovery || ack.ack <= self.snd_una {
             return false;
         }
-        if ack.tsecr.is_none_or(|t| t >= u.retrans_ms) {
+        if !u.predates(ack) {
             return false;
         }
         self.undo = None;
@@ -108,13 +117,20 @@ impl TcpSender {
         self.in_recovery = false;
         self.dupwnd = 0;
         self.dupacks = 0;
+        self.restore(u);
+        true
+    }
+
+    /// Puts back the window and ssthresh `u` saved (never lowering
+    /// either), and lets later duplicate ACKs start a recovery of their
+    /// own: what an undo of a recovery or of a timeout
+    /// (`super::spurious_rto`) shares.
+    pub(super) fn restore(&mut self, u: Undo) {
         self.cwnd = self.cwnd.max(u.cwnd);
         self.ssthresh = self.ssthresh.max(u.ssthresh);
-        // Later duplicate ACKs may start a recovery of their own.
         self.recover = 0;
         if let Some(sb) = self.sb.as_mut() {
             sb.partial_lost = 0;
         }
-        true
     }
 }

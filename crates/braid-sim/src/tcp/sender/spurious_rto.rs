@@ -46,7 +46,7 @@ impl TcpSender {
         if ack.ack <= self.snd_una {
             return false;
         }
-        if ack.tsecr.is_none_or(|t| t >= u.retrans_ms) {
+        if !u.predates(ack) {
             if ack.ack >= self.rto_recover {
                 self.rto_undo = None;
             }
@@ -54,15 +54,10 @@ impl TcpSender {
         }
         self.rto_undo = None;
         self.stats.rto_undos += 1;
-        self.cwnd = self.cwnd.max(u.cwnd);
-        self.ssthresh = self.ssthresh.max(u.ssthresh);
         // Nothing was lost: no going back N, and a later loss may be
         // recovered by duplicate ACKs again.
         self.snd_nxt = self.snd_max;
-        self.recover = 0;
-        if let Some(sb) = self.sb.as_mut() {
-            sb.partial_lost = 0;
-        }
+        self.restore(u);
         true
     }
 }
