@@ -98,7 +98,10 @@ fn bursty_holds_its_share_on_average_and_near_it_on_every_seed() {
 /// slow start, and the inner TCP must see those drops, retransmit them
 /// and leave slow start (its goodput stays within the paths' capacity:
 /// a TCP that never saw a loss would push its window without bound and
-/// the pacing queues would drop a growing share).
+/// the pacing queues would drop a growing share). Paced as Linux paces,
+/// the inner TCP's slow start runs longer and ends with a larger
+/// overshoot dropped at the pacing queues: a residual loss of 0.023
+/// (0.018 unpaced), at 0.876 of the sum (0.869 unpaced).
 #[test]
 fn the_tunnels_own_drops_still_reach_the_inner_tcp() {
     let (_, braid) = run("bursty", 2);
@@ -107,7 +110,7 @@ fn the_tunnels_own_drops_still_reach_the_inner_tcp() {
         "the inner TCP saw no loss: {braid:?}"
     );
     assert!(
-        braid.residual_loss > 0.0 && braid.residual_loss < 0.02,
+        braid.residual_loss > 0.0 && braid.residual_loss < 0.03,
         "residual loss {:.4}: {braid:?}",
         braid.residual_loss
     );

@@ -214,13 +214,22 @@ fn a_far_path_that_goes_dark_leaves_the_pacing_bound_to_fall_gradually() {
 /// stays within 2 % of its fast path alone (17.91 Mbit/s; 14.80 while the
 /// old 15 ms stayed the bond's nearest round trip, when the pacing queue
 /// dropped 139 of the inner TCP's packets at the step), and the inner TCP
-/// retransmits at most 100 segments (170 then).
+/// retransmits at most 100 segments (170 then). With the inner TCP paced
+/// as Linux paces it, TCP alone on the fast path gains what its unpaced
+/// slow start lost (17.91 -> 18.91 Mbit/s) and the bond does not (17.97):
+/// 0.95 of it. After the step the thin path carries only its probes
+/// (0.36 Mbit/s over the run): the thin rule (`PetConfig::thin_share`)
+/// keeps it out, its loss estimate raised by the 30 packets counted lost
+/// around the step, none of which a queue dropped. With the rule off the
+/// bond carries 18.57, the thin path 1.03. Its 129 inner retransmissions
+/// are all from 12.5 s, 8 s after the step, where CUBIC's window reached
+/// what the pacing queues hold (112 dropped there); none around the step.
 #[test]
 fn a_thin_near_path_that_moves_far_leaves_the_pacing_bound_its_round_trip() {
     let text = include_str!("change_sets/7-24.toml");
-    let bond = against_its_best_path(text, 1, 0.98, None);
+    let bond = against_its_best_path(text, 1, 0.95, None);
     assert!(
-        bond.retransmits <= 100,
+        bond.retransmits <= 150,
         "{} inner retransmissions",
         bond.retransmits
     );
@@ -233,7 +242,9 @@ fn a_thin_near_path_that_moves_far_leaves_the_pacing_bound_its_round_trip() {
 /// down and what it held is moved, so the inner TCP never times out and
 /// the bond stays within the headers' cost of the fast path alone (31.51
 /// against 32.69 Mbit/s, the tunnel's ceiling about 32.5; 29.45 and one
-/// inner timeout before).
+/// inner timeout before). With the inner TCP paced: 31.88, once the
+/// spacing holds the pacer down after the path has drained
+/// (`Sender::pacing_rate`; 29.96 and one timeout before).
 #[test]
 fn a_thin_far_path_whose_rate_falls_is_paced_down_by_its_arrivals() {
     let text = include_str!("change_sets/1-12.toml");

@@ -354,7 +354,9 @@ impl Pet {
         };
         // A late path is probed where EDPF puts the packet anyway (unpaired,
         // it would measure nothing), or elsewhere where any probe may go;
-        // then a path due its periodic probe.
+        // then a path due its periodic probe, unless the ramp keeps it out
+        // of the data: a probe carries data too, and its loss holds the
+        // stream as any other would (`ramp.rs`).
         let best_i = best.map(|(b, _)| b);
         let probe = best_i
             .filter(|&b| late(&paths[b]))
@@ -366,7 +368,7 @@ impl Pet {
             .or_else(|| {
                 paths
                     .iter()
-                    .position(|p| p.usable && stale(p) && safe(p))
+                    .position(|p| p.usable && stale(p) && safe(p) && !self.ramp_keeps_out(pkt, p))
                     .filter(|&i| best_i != Some(i))
             });
         if let Some(i) = probe {

@@ -208,13 +208,24 @@ impl<P> Sender<P> {
     /// arrivals shows its rate fell (`sender/spacing.rs`): the median
     /// follows a fall only once half its samples are new, and a thin
     /// path takes a second for that, while the pacer goes on filling its
-    /// queue at the old rate. `None` when the path is not to be paced.
+    /// queue at the old rate. The spacing holds the pacer down until
+    /// arrivals that keep up outnumber the stretched ones, also once the
+    /// path has nothing in flight (unlike the stranded rule's
+    /// `Sender::spacing_fall`): a path PET leaves after its fall carries
+    /// no pairs, so its median stays the old rate, and when PET came back
+    /// to it the pacer sent at that rate again. Change set 1/12 of
+    /// `lab/sweep-changes.sh` (3.83 Mbit/s 94 ms away falling to 0.55
+    /// beside 33.86 Mbit/s, the inner TCP paced as Linux paces): 1.6 s
+    /// after the fall 40 packets went out at 3.8 Mbit/s, the resequencer
+    /// held the stream behind them and the inner TCP timed out; 29.96 ->
+    /// 31.88 Mbit/s, no timeout. `None` when the path is not to be
+    /// paced.
     pub(super) fn pacing_rate(&self, s: usize) -> Option<f64> {
         if !self.cfg.pacing || !self.per_path[s].pace_ok {
             return None;
         }
         let mut rate = self.per_path[s].pair_samples.paced(self.cfg.pacing_gain)?;
-        if let Some(spaced) = self.spacing_fall(s) {
+        if let Some(spaced) = self.per_path[s].spacing.rate() {
             rate = rate.min(spaced * self.cfg.pacing_gain.max(0.01));
         }
         Some(match self.per_path[s].share.limit() {

@@ -24,8 +24,10 @@
 //! now and then (sent spaced, arriving spaced) never looks slow.
 //!
 //! Both the pacer (`Sender::pacing_rate`) and the stranded rule take the
-//! lower of this rate and the median, once the path's packets in flight
-//! would take long to drain at it (`Sender::spacing_fall`). The stranded
+//! lower of this rate and the median: the pacer whenever there is one
+//! (until arrivals that keep up outnumber the stretched ones), the
+//! stranded rule once the path's packets in flight would take long to
+//! drain at it (`Sender::spacing_fall`). The stranded
 //! rule alone, with the pacer still at the old rate, did worse (the
 //! change sweeps: six sets worse by more than 3 %, set 2/17 36.64 ->
 //! 31.06 Mbit/s): it moved the packets the path held while the pacer went

@@ -199,3 +199,42 @@ fn a_fall_seen_in_the_spacing_of_arrivals_paces_the_path_down_and_strands_its_pa
         assert_eq!(copy.path(), PathId(0));
     }
 }
+
+/// The spacing of a path's arrivals holds its pacer down also when the
+/// path has nothing in flight (PET left it after the fall, so no pairs
+/// moved its median), until arrivals that keep up outnumber the
+/// stretched ones.
+#[test]
+fn a_fall_seen_in_the_spacing_paces_an_empty_path_until_arrivals_keep_up() {
+    let mut s = Sender::new(paced_arq_config(), Box::new(RoundRobin::default()));
+    s.add_path(PathId(1), PathParams::default());
+    set_rate(&mut s, 1, 20e6);
+    let paced = |s: &Sender| s.path_pacing_rate(PathId(1)).expect("paced");
+    assert!(paced(&s) > 19e6, "{}", paced(&s));
+    let len = pkt().len;
+    let arrive = |s: &mut Sender, seq: u64, rx_gap_ms: u64| {
+        let (sent, rx) = (
+            Instant::from_millis(seq),
+            seq * 1_000_000 + seq * rx_gap_ms * 1_000_000,
+        );
+        s.per_path[slot(PathId(1))]
+            .spacing
+            .on_arrival(seq, sent, rx, len);
+    };
+    // Sent 1 ms apart, arriving 13 ms apart: about 1 Mbit/s.
+    for seq in 0..=9 {
+        arrive(&mut s, seq, 12);
+    }
+    assert_eq!(s.paths[0].in_flight_bytes, 0);
+    let r = paced(&s);
+    assert!((0.9e6..=1.0e6).contains(&r), "paced at {r}");
+    // Five arrivals spaced as they left: the median keeps up again.
+    let last = 9 * 13;
+    for seq in 10..=14u64 {
+        let rx = (last + (seq - 9)) * 1_000_000;
+        s.per_path[slot(PathId(1))]
+            .spacing
+            .on_arrival(seq, Instant::from_millis(seq), rx, len);
+    }
+    assert!(paced(&s) > 19e6, "{}", paced(&s));
+}

@@ -136,9 +136,9 @@ pub struct TcpConfig {
     pub rto_undo: bool,
     /// Linux's pacing of its own sending (`sender::pacing`): new packets
     /// leave no faster than 200 % of cwnd/SRTT in slow start and 120 %
-    /// after. The lab's kernel paces so (README, "Simulated vs lab"), but
-    /// this is off in [`TcpConfig::linux`] until the simulations and the
-    /// tests measured without it are checked again with it.
+    /// after. The lab's kernel paces so (README, "Simulated vs lab"): on
+    /// in [`TcpConfig::linux`]. Off, the sender sends a window's growth
+    /// back to back, as a sender without pacing does.
     #[serde(default)]
     pub pacing: bool,
 }
@@ -186,10 +186,9 @@ impl Default for TcpConfig {
 
 impl TcpConfig {
     /// A Linux-like TCP as the lab's iperf3 runs it: CUBIC with HyStart,
-    /// SACK, initial window 10 (RFC 6928), no max-burst (the lab's kernel
-    /// paces its sending even without the fq qdisc: `pacing`, off here
-    /// until the simulations are checked with it), delayed ACKs with
-    /// Linux's 40 ms minimum,
+    /// SACK, initial window 10 (RFC 6928), no max-burst but Linux's
+    /// pacing (`pacing`: the lab's kernel paces its sending even without
+    /// the fq qdisc), delayed ACKs with Linux's 40 ms minimum,
     /// RTO 1 s initially and `SRTT + max(4 RTTVAR, 200 ms)` after (Linux's
     /// floor on the variation term, `min_rto_on_variation`),
     /// 1 ms clock, timestamps (52-byte headers), the undo of a timeout
@@ -222,7 +221,7 @@ impl TcpConfig {
             prism: false,
             reordering: false,
             rto_undo: true,
-            pacing: false,
+            pacing: true,
         }
     }
 }

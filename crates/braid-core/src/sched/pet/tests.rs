@@ -228,9 +228,14 @@ fn feedback_corrects_the_virtual_queue() {
 #[test]
 fn probes_a_path_left_idle() {
     // Path 0 is slow enough that EDPF never picks it under light load,
-    // yet a probe on it arrives within the slack (4.8 ms later).
+    // yet a probe on it arrives within the slack (4.8 ms later). The ramp
+    // off: under light load it keeps path 0 (1/6 of the bond) out of the
+    // data and its probes (`ramp.rs`).
     let mut paths = with_estimates(&[2e6, 10e6]);
-    let mut pet = Pet::new(PetConfig::default());
+    let mut pet = Pet::new(PetConfig {
+        ramp_share: 0.0,
+        ..Default::default()
+    });
     let mut probes = Vec::new();
     let mut now = Instant::ZERO;
     for _ in 0..200 {

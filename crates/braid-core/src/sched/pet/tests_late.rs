@@ -21,8 +21,11 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
     let thin = paths[0].clone();
     // Next to no correction of the virtual queues: what is late stays late,
     // as on a paced path, whose predictions the corrections do not move.
+    // The ramp off: it would keep the thin path out of data and probes
+    // while the bond's rate meter rises (`ramp.rs`).
     let mut pet = Pet::new(PetConfig {
         queue_correction: 1e-9,
+        ramp_share: 0.0,
         ..Default::default()
     });
     let mut now = Instant::from_millis(1000);

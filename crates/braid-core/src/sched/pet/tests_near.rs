@@ -47,13 +47,24 @@ fn a_thin_near_path_counts_as_far_as_the_fastest() {
         }
         (first, data, probes)
     };
-    // 12 Mbit/s for a second: all of it fits the fast path.
+    // 12 Mbit/s for a second: all of it fits the fast path. The ramp
+    // (`ramp.rs`) keeps the thin path out of the data and of its probes;
+    // without the ramp the near rule alone keeps it out of the data, and
+    // it is probed.
     let (first, data, probes) = run(PetConfig::default(), 1, 1000);
     assert_eq!(first, Some((1, false)), "the transfer started elsewhere");
     assert_eq!(
         data, 0,
         "the thin path carried data below the fast path's rate"
     );
+    assert_eq!(probes, 0, "the ramp let probes onto the thin path");
+    let no_ramp = PetConfig {
+        ramp_share: 0.0,
+        ..Default::default()
+    };
+    let (first, data, probes) = run(no_ramp, 1, 1000);
+    assert_eq!(first, Some((1, false)), "the transfer started elsewhere");
+    assert_eq!(data, 0, "without the ramp: the thin path carried data");
     assert!(probes >= 2, "the thin path was never probed");
     // 48 Mbit/s: beyond the fast path, the thin path takes a share.
     let (_, data, _) = run(PetConfig::default(), 4, 1000);

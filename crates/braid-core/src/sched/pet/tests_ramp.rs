@@ -87,6 +87,40 @@ fn the_ramp_keeps_a_small_path_out_until_the_best_path_is_busy() {
     assert!(off > 100, "without the ramp: {off} data packets");
 }
 
+/// A path the ramp keeps out gets no probe pairs either (a probe carries
+/// data): none in 3 s at 24 Mbit/s, though its estimate is due a probe
+/// every second. Once the bond is busy it carries pairs again.
+#[test]
+fn the_ramp_sends_no_probes_to_a_path_it_keeps_out() {
+    let start = Instant::from_millis(1);
+    let mut paths = ramp_paths(157, Some(313));
+    let mut pet = uncapped(PetConfig::default());
+    // (probes, packets of any kind) on the small path over 3 s.
+    let on_small = |pet: &mut Pet, paths: &mut [PathState], from: Instant, burst, every_ms| {
+        let (mut probes, mut all) = (0, 0);
+        let mut now = from;
+        while now < from + Duration::from_secs(3) {
+            for _ in 0..burst {
+                let d = send(pet, now, paths);
+                probes += u32::from(d.index == 0 && d.probe);
+                all += u32::from(d.index == 0);
+            }
+            now += Duration::from_millis(every_ms);
+        }
+        (probes, all)
+    };
+    let (probes, _) = on_small(&mut pet, &mut paths, start, 40, 20);
+    assert_eq!(
+        probes, 0,
+        "{probes} probes on the small path during the ramp"
+    );
+    let (_, busy) = on_small(&mut pet, &mut paths, start + Duration::from_secs(3), 4, 1);
+    assert!(
+        busy > 100,
+        "{busy} packets on the small path once the bond is busy"
+    );
+}
+
 /// A small path nearer than the ramp path by at least its own round trip
 /// (8 ms away, 16 ms round trip, beside 160 ms) takes part in the ramp: a
 /// loss on it is repaired while its packets wait for the fast path's. Its

@@ -35,14 +35,27 @@ fn run_transfer(w: &mut TunnelWorld, secs: u64) {
 /// The tunnel world of a lab file with `conn` on both ends, the lab's
 /// inner TCP and seed 1.
 fn lab_world(cfg: &LabConfig, conn: ConnConfig) -> TunnelWorld {
+    lab_world_with(cfg, conn, true)
+}
+
+/// As [`lab_world`], with an inner TCP that does not pace its sending
+/// (`TcpConfig::pacing` off): it sends a window's growth back to back, as
+/// a sender without Linux's pacing does. Some faults a tunnel must
+/// survive show only under such bursts.
+fn unpaced_world(cfg: &LabConfig, conn: ConnConfig) -> TunnelWorld {
+    lab_world_with(cfg, conn, false)
+}
+
+fn lab_world_with(cfg: &LabConfig, conn: ConnConfig, pacing: bool) -> TunnelWorld {
+    let tcp = lab_tcp(
+        u32::from(braid_core::conn::DEFAULT_INNER_MTU),
+        &LabRunOptions::default(),
+    );
     TunnelWorld::build(TunnelSetup {
         up: links(cfg, Direction::Up),
         down: links(cfg, Direction::Down),
         conn,
-        tcp: lab_tcp(
-            u32::from(braid_core::conn::DEFAULT_INNER_MTU),
-            &LabRunOptions::default(),
-        ),
+        tcp: TcpConfig { pacing, ..tcp },
         total_packets: None,
         seed: 1,
         faults: Faults::default(),
@@ -136,14 +149,17 @@ fn idle_bond_pings_at_the_near_paths_round_trip() {
 /// ACK undoes the timeout, and what is left of the fault is the window it
 /// resent: 951 packets in 8 s against 1011.) With the sender's copy of
 /// repairs on far lossy paths (`Sender::copy_repair`) the hole fills in
-/// time.
+/// time. The inner TCP here does not pace: paced as Linux paces, it runs
+/// the first 8 s on the slow path alone (the fast one, 106 ms further
+/// and not measured on a tunnel that has not idled, gets its first pair
+/// only at 9 s) and no repair is lost where it would matter.
 #[test]
 fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
     let cfg = slow_lossy_beside_far_fast();
     let run = |copy_lossy: bool| {
         let mut conn = ConnConfig::default();
         conn.sender.repair.copy_lossy = copy_lossy;
-        let mut w = lab_world(&cfg, conn);
+        let mut w = unpaced_world(&cfg, conn);
         run_transfer(&mut w, 8);
         let copies = w.client.status(w.now).tunnel.sender.repair_copies;
         (w.tx.stats().timeouts, w.tx.snd_una(), copies)
@@ -155,6 +171,7 @@ fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
         "the case no longer loses its repair: {timeouts} timeouts"
     );
     let (timeouts, una, copies) = run(true);
+    eprintln!("TMPX copy {timeouts} {una} {una_lost}");
     assert!(copies >= 1, "no repair was copied");
     assert_eq!(timeouts, 0);
     assert!(una > una_lost, "{una} against {una_lost} packets");
@@ -165,11 +182,15 @@ fn a_lost_repair_on_a_far_lossy_path_is_covered_by_its_copy() {
 /// loss is seen (`PetConfig::thin_share`): from 5 s on it carries little
 /// beyond its probe pairs (one a second): 18 packets from 5 s to 15 s,
 /// and the transfer 4.61 Mbit/s. With the rule off (`thin_share` 0) the
-/// path carried 737 and the transfer got 3.51.
+/// path carried 737 and the transfer got 3.51. The inner TCP does not
+/// pace (as the test above says why). Paced, and after 3 s idle so that
+/// the fast path is measured, the rule keeps the slow path to 21 packets
+/// from 5 s to 15 s against 1078 without it, at 43.5 against 44.2
+/// Mbit/s: a paced sender's losses on it cost the transfer little.
 #[test]
 fn a_thin_lossy_path_beside_a_far_fast_one_carries_no_data() {
     let cfg = slow_lossy_beside_far_fast();
-    let mut w = TunnelWorld::new(&cfg, SchedulerKind::Pet, &LabRunOptions::default());
+    let mut w = unpaced_world(&cfg, ConnConfig::default());
     let slow_data = |w: &TunnelWorld| w.client.status(w.now).tunnel.paths[0].data_tx_packets;
     run_transfer(&mut w, 5);
     let (at5, una5) = (slow_data(&w), w.tx.snd_una());
@@ -177,6 +198,7 @@ fn a_thin_lossy_path_beside_a_far_fast_one_carries_no_data() {
     w.run_until(w.now + Duration::from_secs(10));
     let after = slow_data(&w) - at5;
     let mbps = (w.tx.snd_una() - una5) as f64 * f64::from(w.mss) * 8.0 / 10.0 / 1e6;
+    eprintln!("TMPX after {after} mbps {mbps:.2}");
     // It could carry about 1250 packets in 10 s; probe pairs are 20.
     assert!(
         after <= 60,
@@ -360,10 +382,14 @@ fn fast_beside_bursty(seed: u64) -> LabConfig {
 /// timeout (10.8 Mbit/s in 15 s, the rest being HyStart's early exit).
 /// With the model's undo of a spurious timeout (`TcpConfig::rto_undo`,
 /// as Linux) held ACKs cost one timeout, undone, and 7365 packets in 15 s
-/// against 13082.
+/// against 13082 (the loss draws of seed 32, an inner TCP that does not
+/// pace). Paced as Linux paces, the inner TCP no longer times out, but the
+/// held ACKs come late enough for HyStart to take them for a queue: with
+/// the loss draws of seed 11, slow start ended at 134 packets and the
+/// transfer got 7.7 Mbit/s; with ACKs handed up at once, 2528 and 39.9.
 #[test]
 fn acks_do_not_wait_behind_a_lost_ack() {
-    let cfg = fast_beside_bursty(32);
+    let cfg = fast_beside_bursty(11);
     // The ramp off (`PetConfig::ramp_share`): by keeping the data off the
     // lossy path at the start it spares the inner TCP the early losses
     // that expose the held ACKs here.
@@ -379,24 +405,32 @@ fn acks_do_not_wait_behind_a_lost_ack() {
         let mut w = lab_world(&cfg, conn);
         run_transfer(&mut w, 15);
         let acks = w.client.status(w.now).tunnel.reorder.unordered;
-        (w.tx.stats().timeouts, w.tx.snd_una(), acks)
+        (w.tx.stats().timeouts, w.tx.snd_una(), w.tx.ssthresh(), acks)
     };
-    let (timeouts, una_held, acks) = run(false);
+    let (_, una_held, ssthresh_held, acks) = run(false);
     assert_eq!(acks, 0);
-    assert!(timeouts >= 1, "ACKs held in order no longer time out");
-    let (timeouts, una, acks) = run(true);
+    assert!(
+        ssthresh_held < 300,
+        "ACKs held in order no longer end slow start early ({ssthresh_held} packets)"
+    );
+    let (timeouts, una, ssthresh, acks) = run(true);
     assert!(acks > 0, "no ACK went up ahead of a gap");
     assert_eq!(timeouts, 0);
-    assert!(2 * una > 3 * una_held, "{una} against {una_held} packets");
+    assert!(ssthresh > 1000, "slow start ended at {ssthresh} packets");
+    eprintln!("TMPX {una} {una_held} {ssthresh} {ssthresh_held}");
+    assert!(una > 3 * una_held, "{una} against {una_held} packets");
 }
 
 /// The same set after 3 s idle (both paths measured), with the loss
-/// draws of seed 3: a burst of losses on the small path in the first
-/// second held the stream for a repair round trip, HyStart took the
-/// late ACKs for a queue and ended slow start at 80 packets, and CUBIC
-/// grew the window about 5 % a round trip from there. The ramp
-/// (`PetConfig::ramp_share`) keeps the small path out until the bond
-/// needs it: slow start runs on the fast path as it would alone.
+/// draws of seed 13: a burst of losses on the small path in the first
+/// seconds held the stream for a repair round trip, HyStart took the
+/// late ACKs for a queue and ended slow start at 138 packets, and CUBIC
+/// grew the window about 5 % a round trip from there (12.3 Mbit/s in 15
+/// s). The ramp (`PetConfig::ramp_share`) keeps the small path out until
+/// the bond needs it: slow start runs on the fast path as it would
+/// alone (39.5 Mbit/s). Measured first with an inner TCP that did not
+/// pace, whose bursts exposed the small path on most seeds (seed 3:
+/// slow start ended at 80 packets); paced, on 1 of seeds 1-16.
 #[test]
 fn a_small_lossy_path_stays_out_of_a_far_bonds_slow_start() {
     let run = |ramp_share: f64| {
@@ -407,7 +441,7 @@ fn a_small_lossy_path_stays_out_of_a_far_bonds_slow_start() {
             },
             ..ConnConfig::default()
         };
-        let mut w = lab_world(&fast_beside_bursty(3), conn);
+        let mut w = lab_world(&fast_beside_bursty(13), conn);
         w.lead = Duration::from_secs(3);
         run_transfer(&mut w, 15);
         let mbps = w.tx.snd_una() as f64 * f64::from(w.mss) * 8.0 / 15.0 / 1e6;
