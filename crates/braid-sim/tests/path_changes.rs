@@ -216,12 +216,13 @@ fn a_far_path_that_goes_dark_leaves_the_pacing_bound_to_fall_gradually() {
 /// dropped 139 of the inner TCP's packets at the step), and the inner TCP
 /// retransmits at most 100 segments (170 then). With the inner TCP paced
 /// as Linux paces it, TCP alone on the fast path gains what its unpaced
-/// slow start lost (17.91 -> 18.91 Mbit/s) and the bond does not (17.97):
+/// slow start lost (17.91 -> 18.91 Mbit/s) and the bond does not (18.03):
 /// 0.95 of it. After the step the thin path carries only its probes
-/// (0.36 Mbit/s over the run): the thin rule (`PetConfig::thin_share`)
-/// keeps it out, its loss estimate raised by the 30 packets counted lost
-/// around the step, none of which a queue dropped. With the rule off the
-/// bond carries 18.57, the thin path 1.03. Its 129 inner retransmissions
+/// (0.35 Mbit/s over the run): the thin rule (`PetConfig::thin_share`)
+/// keeps it out, its loss estimate raised by the 33 packets counted lost
+/// around the step (27 timeouts, 6 by the FIFO rule; 30 by the FIFO rule
+/// before `Sender::earlier_copy`), none of which a queue dropped. With
+/// the rule off the bond carries 18.57, the thin path 1.03. Its 129 inner retransmissions
 /// are all from 12.5 s, 8 s after the step, where CUBIC's window reached
 /// what the pacing queues hold (112 dropped there); none around the step.
 #[test]

@@ -324,3 +324,62 @@ fn release_of(s: &Sender, seq: u64) -> Instant {
         .map(|q| q.release_at)
         .expect("queued")
 }
+
+/// One path: packet 1 is given up and repaired on the path it took, and
+/// its original's report comes after the repair left, with an arrival
+/// time no copy sent then could have (`Sender::earlier_copy`). The
+/// report is the original's: the packets sent on the path between the
+/// two copies are not declared lost by the FIFO rule. A report timed as
+/// the repair's arrival is read as before.
+#[test]
+fn a_report_earlier_than_its_repair_could_arrive_is_the_originals() {
+    for (rx_ms, original) in [(12, true), (312, false)] {
+        let mut s = arq_sender_on(1);
+        let t0 = Instant::from_millis(0);
+        for _ in 0..6 {
+            s.send(t0, &pkt()).unwrap();
+        }
+        // Packet 0 arrived 10 ms after it left: the path's base delay.
+        s.handle_feedback_on(
+            Instant::from_millis(20),
+            PathId(0),
+            [FeedbackEntry {
+                seq: 0,
+                rx_time_ns: 10_000_000,
+            }],
+        );
+        s.handle_nack(
+            Instant::from_millis(30),
+            [NackRange {
+                path: PathId(0),
+                after: Some(0),
+                upto: 1,
+            }],
+            [],
+        );
+        assert_eq!(s.paths[0].loss.lost(), 1);
+        assert_eq!(s.next_repair(), Some(1));
+        let tx = s
+            .resend(Instant::from_millis(300), 1, || ())
+            .and_then(Repair::sent)
+            .unwrap();
+        assert_eq!(tx.path, PathId(0));
+        s.handle_feedback_on(
+            Instant::from_millis(320),
+            PathId(0),
+            [FeedbackEntry {
+                seq: 1,
+                rx_time_ns: rx_ms * 1_000_000,
+            }],
+        );
+        assert!(s.is_acked(1));
+        if original {
+            assert_eq!(s.stats().lost_fifo, 0, "packets 2-5 declared lost");
+            assert_eq!(s.paths[0].loss.lost(), 1);
+            assert_eq!(s.stats().spurious_losses, 1);
+        } else {
+            assert_eq!(s.stats().lost_fifo, 4, "the repair's report");
+            assert_eq!(s.paths[0].loss.lost(), 5);
+        }
+    }
+}
