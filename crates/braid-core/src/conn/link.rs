@@ -43,6 +43,8 @@ pub(crate) struct PathLink {
     /// latest went (`tunnel::rate_probe`).
     pub rate_probes: u32,
     pub rate_probe_at: Option<Instant>,
+    /// When the path last came up.
+    pub up_at: Option<Instant>,
 }
 
 impl PathLink {
@@ -66,6 +68,7 @@ impl PathLink {
             data_rx_bytes: 0,
             rate_probes: 0,
             rate_probe_at: None,
+            up_at: None,
         }
     }
 
@@ -77,6 +80,9 @@ impl PathLink {
         self.last_rx = Some(self.last_rx.map_or(now, |t| t.max(now)));
         let was_up = self.up;
         self.up = true;
+        if !was_up {
+            self.up_at = Some(now);
+        }
         !was_up
     }
 

@@ -184,7 +184,9 @@ pub struct ConnConfig {
     /// it does.
     pub acks_unordered: bool,
     /// Rate probe pairs of filler a path gets, each time it comes up,
-    /// while it has no rate estimate and the tunnel is idle
+    /// while it has no rate estimate: while the tunnel is idle, or once
+    /// it has been up that long unmeasured while the tunnel is busy, with
+    /// a notice to the receiver not to wait for them
     /// (`tunnel::rate_probe`); 0 disables. Two: one pair may give no
     /// sample (PET's `initial_pairs` is two for the same reason).
     pub rate_probe_pairs: u32,

@@ -198,6 +198,13 @@ impl<P> Sender<P> {
         self.note_unrepaired(seq);
     }
 
+    /// Tells the receiver not to wait for `seq` (with the next
+    /// [`Sender::take_unrepaired`]): a packet it need not resequence, such
+    /// as a rate probe's filler sent during a transfer.
+    pub fn skip_notice(&mut self, seq: u64) {
+        self.note_unrepaired(seq);
+    }
+
     /// Remembers a loss that will not be repaired, for [`Sender::take_unrepaired`].
     fn note_unrepaired(&mut self, seq: u64) {
         if self.unrepaired.len() < MAX_UNREPAIRED {

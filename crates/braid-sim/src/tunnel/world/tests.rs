@@ -523,6 +523,47 @@ fn an_idle_tunnel_measures_every_path_with_filler() {
     assert!(c.tunnel.paths.iter().any(|p| p.bandwidth_bps.is_none()));
 }
 
+/// A transfer that starts as the tunnel comes up, over 32.2 Mbit/s 228 ms
+/// away beside 1.43 Mbit/s 23 ms away (`lab/sweep-random.sh 40 2027` set
+/// 25), with the inner TCP paced: the near path's queue never grows as
+/// long as the delay difference, so PET never pairs the far path. Its
+/// busy probes (`tunnel::rate_probe`, `BUSY_PROBE_AFTER`) measure it
+/// without holding the stream, and the transfer moves onto it; without
+/// them it runs on the thin path all along.
+#[test]
+fn a_far_path_a_busy_tunnel_never_pairs_is_probed_with_filler() {
+    let cfg = lab_set(
+        "far-fast-beside-thin-near",
+        26,
+        &[
+            ("far", 32.2, 228.1, 1836205, None),
+            ("near", 1.43, 23.1, 16516, None),
+        ],
+    );
+    let run = |pairs: u32| {
+        let conn = ConnConfig {
+            rate_probe_pairs: pairs,
+            ..ConnConfig::default()
+        };
+        let mut w = lab_world(&cfg, conn);
+        run_transfer(&mut w, 15);
+        let c = w.client.status(w.now);
+        let mbps = w.tx.snd_una() as f64 * f64::from(w.mss) * 8.0 / 15.0 / 1e6;
+        (
+            c.tunnel.paths[0].bandwidth_bps,
+            c.tunnel.counters.rate_probes_sent,
+            mbps,
+        )
+    };
+    let (far, probes, mbps) = run(2);
+    assert!(far.is_some(), "the far path was never measured");
+    assert!((2..=4).contains(&probes), "{probes} fillers");
+    assert!(mbps > 10.0, "{mbps:.2} Mbit/s");
+    let (far, probes, mbps) = run(0);
+    assert!(far.is_none() && probes == 0);
+    assert!(mbps < 2.0, "without probes: {mbps:.2} Mbit/s");
+}
+
 /// The same set with the tunnel idle 3 s before a 15 s transfer: the
 /// rate probes give both paths a rate, so the thin near path counts as far
 /// as the fast one (`PetConfig::near_floor`), the transfer starts on
