@@ -222,9 +222,10 @@ fn a_far_path_that_goes_dark_leaves_the_pacing_bound_to_fall_gradually() {
 /// keeps it out, its loss estimate raised by the 33 packets counted lost
 /// around the step (27 timeouts, 6 by the FIFO rule; 30 by the FIFO rule
 /// before `Sender::earlier_copy`), none of which a queue dropped. With
-/// the rule off the bond carries 18.57, the thin path 1.03. Its 129 inner retransmissions
-/// are all from 12.5 s, 8 s after the step, where CUBIC's window reached
-/// what the pacing queues hold (112 dropped there); none around the step.
+/// the rule off the bond carries 18.57, the thin path 1.03. Its 129
+/// inner retransmissions are all from 12.5 s, 8 s after the step, where
+/// CUBIC's window reached what the pacing queues hold (112 dropped
+/// there); none around the step.
 #[test]
 fn a_thin_near_path_that_moves_far_leaves_the_pacing_bound_its_round_trip() {
     let text = include_str!("change_sets/7-24.toml");
