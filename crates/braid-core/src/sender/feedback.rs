@@ -93,12 +93,7 @@ impl<P> Sender<P> {
     /// sweeps (5040.4) and moved PRISM's baselines in
     /// `crates/braid-sim/tests/prism.rs` past their bounds.
     fn earlier_copy(&self, path: PathId, sent_at: Instant, rx_ns: u64) -> bool {
-        let Some(base) = self
-            .paths
-            .iter()
-            .find(|p| p.id == path)
-            .and_then(|p| p.owd.base_raw_ns())
-        else {
+        let Some(base) = self.path(path).and_then(|p| p.owd.base_raw_ns()) else {
             return false;
         };
         let raw = (rx_ns as i64).saturating_sub(sent_at.as_nanos() as i64);

@@ -86,44 +86,34 @@ pub(crate) fn is_filler(packet: &[u8]) -> bool {
 impl Tunnel {
     /// When path `l` is next due a probe pair, if it wants one (up,
     /// usable, without a rate estimate, short of `rate_probe_pairs` since
-    /// it came up): once the tunnel is `quiet` ([`Tunnel::quiet_since`])
-    /// and [`RATE_PROBE_INTERVAL`] after its last pair.
-    fn rate_probe_due_at(&self, quiet: Instant, l: &PathLink) -> Option<Instant> {
+    /// it came up), and whether the tunnel is busy then: once the tunnel
+    /// is `quiet` ([`Tunnel::quiet_since`]); while it is not, with a
+    /// session, [`BUSY_PROBE_AFTER`] after the path came up; either way
+    /// [`RATE_PROBE_INTERVAL`] after its last pair.
+    fn rate_probe_due_at(&self, quiet: Option<Instant>, l: &PathLink) -> Option<(Instant, bool)> {
         let p = self.sender.path(l.id)?;
         let wants = l.up
             && p.usable
             && p.bw.estimate_bps().is_none()
             && l.rate_probes < self.cfg.rate_probe_pairs;
-        // While the client's startup hold lasts, a path whose answer can
-        // come back before the hold ends is probed at once (`startup`).
-        let quiet = if self.startup_probe_in_time(quiet, l) {
-            quiet
-        } else {
-            quiet + RATE_PROBE_QUIET
+        if !wants {
+            return None;
+        }
+        let (from, busy) = match quiet {
+            // While the client's startup hold lasts, a path whose answer
+            // can come back before the hold ends is probed at once
+            // (`startup`).
+            Some(q) if self.startup_probe_in_time(q, l) => (q, false),
+            Some(q) => (q + RATE_PROBE_QUIET, false),
+            None => {
+                self.sessions.current()?;
+                (l.up_at? + BUSY_PROBE_AFTER, true)
+            }
         };
-        wants.then(|| {
-            l.rate_probe_at
-                .map_or(quiet, |t| quiet.max(t + RATE_PROBE_INTERVAL))
-        })
-    }
-
-    /// When path `l` is next due a probe pair while the tunnel is busy:
-    /// up for [`BUSY_PROBE_AFTER`], usable, without a rate estimate, short
-    /// of `rate_probe_pairs` since it came up, [`RATE_PROBE_INTERVAL`]
-    /// after its last pair.
-    fn busy_probe_due_at(&self, l: &PathLink) -> Option<Instant> {
-        let p = self.sender.path(l.id)?;
-        let wants = l.up
-            && p.usable
-            && p.bw.estimate_bps().is_none()
-            && l.rate_probes < self.cfg.rate_probe_pairs
-            && self.sessions.current().is_some();
-        let up_at = l.up_at?;
-        wants.then(|| {
-            let at = up_at + BUSY_PROBE_AFTER;
-            l.rate_probe_at
-                .map_or(at, |t| at.max(t + RATE_PROBE_INTERVAL))
-        })
+        let at = l
+            .rate_probe_at
+            .map_or(from, |t| from.max(t + RATE_PROBE_INTERVAL));
+        Some((at, busy))
     }
 
     /// Sends the probe pairs that are due (see the module docs).
@@ -132,15 +122,9 @@ impl Tunnel {
         let due: Vec<_> = self
             .links
             .iter()
-            .filter_map(|l| match quiet {
-                Some(q) => self
-                    .rate_probe_due_at(q, l)
-                    .is_some_and(|t| now >= t)
-                    .then_some((l.id, false)),
-                None => self
-                    .busy_probe_due_at(l)
-                    .is_some_and(|t| now >= t)
-                    .then_some((l.id, true)),
+            .filter_map(|l| {
+                let (at, busy) = self.rate_probe_due_at(quiet, l)?;
+                (now >= at).then_some((l.id, busy))
             })
             .collect();
         if due.is_empty() {
@@ -204,10 +188,7 @@ impl Tunnel {
         let quiet = self.quiet_since();
         self.links
             .iter()
-            .filter_map(|l| match quiet {
-                Some(q) => self.rate_probe_due_at(q, l),
-                None => self.busy_probe_due_at(l),
-            })
+            .filter_map(|l| self.rate_probe_due_at(quiet, l).map(|(at, _)| at))
             .min()
     }
 }
