@@ -198,3 +198,69 @@ fn no_hold_when_off() {
         assert_eq!(p.client.status(p.now).tunnel.counters.startup_held, 0);
     }
 }
+
+/// A path too far to be up and measured within the hold (240 ms one
+/// way: up a round trip after the near path, its pair's answer another
+/// round trip later, past the 0.9 s budget) is probed as it comes up,
+/// while the tunnel will carry a connection's small packets and never
+/// idle after the hold: it is measured within a round trip of the hold's
+/// end, not 3 s after it came up, and the filler holds nothing back
+/// (`Tunnel::startup_probe_now`).
+#[test]
+fn a_path_too_far_for_the_hold_is_probed_as_it_comes_up() {
+    let links = vec![
+        LinkSpec {
+            rate_bps: 2e6,
+            delay: ms(10),
+        },
+        LinkSpec {
+            rate_bps: 40e6,
+            delay: ms(240),
+        },
+    ];
+    let mut p = Pair::new(17, links);
+    establish(&mut p);
+    let t0 = p.now;
+    p.send_up_sized(0, 60);
+    let end = released(&mut p, 1, ms(2000));
+    assert!(end - t0 >= ms(800), "released after {:?}", end - t0);
+    let far_up = |p: &Pair| p.client.status(p.now).tunnel.paths[1].up;
+    let far_bw = |p: &Pair| p.client.status(p.now).tunnel.paths[1].bandwidth_bps;
+    assert!(
+        far_up(&p) && far_bw(&p).is_none(),
+        "far path up and unmeasured"
+    );
+    // The near path's pair and the far path's, both during the hold.
+    assert_eq!(p.client.status(p.now).tunnel.counters.rate_probes_sent, 4);
+    // A connection's small packets every 100 ms: the tunnel never idles.
+    let mut k = 1;
+    let mut measured_at = None;
+    let mut arrivals = Vec::new();
+    while p.now < end + ms(1500) {
+        p.send_up_sized(k, 60);
+        let sent = p.now;
+        k += 1;
+        for _ in 0..100 {
+            p.run_for(ms(1));
+            if measured_at.is_none() && far_bw(&p).is_some() {
+                measured_at = Some(p.now);
+            }
+            if p.server_rx.len() as u64 == k && arrivals.len() < k as usize - 1 {
+                arrivals.push(p.now - sent);
+            }
+        }
+    }
+    let measured_at = measured_at.expect("far path measured");
+    assert!(
+        measured_at - end <= ms(700),
+        "measured {:?} after the hold",
+        measured_at - end
+    );
+    // Nothing waited for the filler: each small packet arrived within
+    // the near path's delay and its queue.
+    let slowest = arrivals.iter().max().copied().expect("arrivals");
+    assert!(slowest <= ms(60), "slowest arrival {slowest:?}");
+    p.run_for(ms(1000));
+    assert_eq!(numbers(&p.server_rx), (0..k).collect::<Vec<_>>());
+    assert!(p.client.status(p.now).tunnel.counters.rate_probes_sent >= 2);
+}

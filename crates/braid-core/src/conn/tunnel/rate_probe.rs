@@ -32,6 +32,11 @@
 //! on a path, at most [`super::ConnConfig::rate_probe_pairs`] pairs each
 //! time the path comes up.
 //!
+//! Once the client's startup hold has kept a packet back, a path too far
+//! to be measured within it is probed as soon as it is up, and one the
+//! hold ran out on as the hold ends, with the `SKIP` notice below,
+//! whatever the tunnel carries (`Tunnel::startup_probe_now`).
+//!
 //! A tunnel that never idles, whose transfer started as it came up, gets
 //! its probes too: a path still without an estimate [`BUSY_PROBE_AFTER`]
 //! after it came up gets a filler pair while the tunnel is busy, and the
@@ -99,16 +104,30 @@ impl Tunnel {
         if !wants {
             return None;
         }
-        let (from, busy) = match quiet {
+        let usual = match quiet {
             // While the client's startup hold lasts, a path whose answer
             // can come back before the hold ends is probed at once
             // (`startup`).
-            Some(q) if self.startup_probe_in_time(q, l) => (q, false),
-            Some(q) => (q + RATE_PROBE_QUIET, false),
-            None => {
-                self.sessions.current()?;
-                (l.up_at? + BUSY_PROBE_AFTER, true)
+            Some(q) if self.startup_probe_in_time(q, l) => Some((q, false)),
+            Some(q) => Some((q + RATE_PROBE_QUIET, false)),
+            None => self
+                .sessions
+                .current()
+                .and(l.up_at)
+                .map(|up| (up + BUSY_PROBE_AFTER, true)),
+        };
+        // Once the client's hold has kept a packet back, at once
+        // (`Tunnel::startup_probe_now`).
+        let early = self.startup_probe_now(l).map(|t| (t, true));
+        let (from, busy) = match (usual, early) {
+            (Some(u), Some(r)) => {
+                if r.0 < u.0 {
+                    r
+                } else {
+                    u
+                }
             }
+            (u, r) => u.or(r)?,
         };
         let at = l
             .rate_probe_at
