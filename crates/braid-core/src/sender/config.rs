@@ -113,7 +113,8 @@ pub struct SenderConfig {
     /// (0.2-3 %) and above what a clean path's rare bottleneck drop gives.
     pub pacing_repair_room_loss: f64,
     /// A path is paced only while its latest pair sample came from packets
-    /// of at least this many bytes. A direction carrying only TCP ACKs
+    /// of at least this many bytes, or, on a thin path, since one did
+    /// (`sender/pace_samples.rs`). A direction carrying only TCP ACKs
     /// measures its paths with ACK pairs, whose samples can be far off
     /// (see `pair_gap_fraction`; the lab's downlink once estimated a
     /// 8 Mbit/s path at 1.7 Mbit/s): pacing ACKs at such a rate would

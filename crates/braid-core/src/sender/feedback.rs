@@ -223,11 +223,7 @@ impl<P> Sender<P> {
             .expect("path checked above");
         if let Some(sample) = p.bw.on_pair(second.len, dispersion) {
             self.stats.pair_samples += 1;
-            let s = slot(rec.path);
-            self.per_path[s].pace_ok = second.len >= self.cfg.pacing_min_pair_len;
-            if self.per_path[s].pace_ok {
-                self.per_path[s].pair_samples.push(sample, now);
-            }
+            self.take_pace_sample(slot(rec.path), sample, second.len, now);
         }
     }
 

@@ -518,6 +518,7 @@ pub mod fec;
 mod feedback;
 mod loss;
 mod overdue;
+mod pace_samples;
 mod pacing;
 mod path_sender;
 mod quiet;

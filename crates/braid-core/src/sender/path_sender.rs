@@ -40,7 +40,8 @@ pub(super) struct PathSender<P> {
     pub pacer_free: Option<Instant>,
     /// Release time of the last packet queued, and its seq.
     pub last_release: Option<(u64, Instant)>,
-    /// The path's latest pair sample came from packets large enough to pace on.
+    /// Whether the path is paced: a full-size pair has measured it, and
+    /// no small pair since, unless the path is thin (`pace_samples`).
     pub pace_ok: bool,
     /// The latest full-size pair samples and their median.
     pub pair_samples: PairSamples,
