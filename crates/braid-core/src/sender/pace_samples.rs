@@ -50,17 +50,18 @@ impl<P> Sender<P> {
         len: u32,
         now: crate::time::Instant,
     ) {
-        let thin = self.thin_for_pacing(s);
-        let ps = &mut self.per_path[s];
         if len >= self.cfg.pacing_min_pair_len {
+            let ps = &mut self.per_path[s];
             ps.pace_ok = true;
             ps.pair_samples.push(sample, now);
-        } else if ps.pace_ok && thin {
-            if ps.pair_samples.median().is_some_and(|m| sample < m) {
-                ps.pair_samples.push(sample, now);
-            }
-        } else {
+            return;
+        }
+        let keep = self.per_path[s].pace_ok && self.thin_for_pacing(s);
+        let ps = &mut self.per_path[s];
+        if !keep {
             ps.pace_ok = false;
+        } else if ps.pair_samples.median().is_some_and(|m| sample < m) {
+            ps.pair_samples.push(sample, now);
         }
     }
 

@@ -684,6 +684,8 @@ pub fn run_tunnel(cfg: &LabConfig, kind: SchedulerKind, opts: &LabRunOptions) ->
 mod handshake;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_probes;
 
 #[cfg(test)]
 mod trace;

@@ -117,18 +117,10 @@ impl Tunnel {
                 .map(|up| (up + BUSY_PROBE_AFTER, true)),
         };
         // Once the client's hold has kept a packet back, at once
-        // (`Tunnel::startup_probe_now`).
+        // (`Tunnel::startup_probe_now`). The earlier of the two, the
+        // usual one at the same instant.
         let early = self.startup_probe_now(l).map(|t| (t, true));
-        let (from, busy) = match (usual, early) {
-            (Some(u), Some(r)) => {
-                if r.0 < u.0 {
-                    r
-                } else {
-                    u
-                }
-            }
-            (u, r) => u.or(r)?,
-        };
+        let (from, busy) = usual.into_iter().chain(early).min()?;
         let at = l
             .rate_probe_at
             .map_or(from, |t| from.max(t + RATE_PROBE_INTERVAL));
