@@ -194,6 +194,13 @@ impl<P> Sender<P> {
         self.pacing_rate(slot(path))
     }
 
+    /// Whether a pair of full-size packets (`SenderConfig::pacing_min_pair_len`)
+    /// has measured `path`: a rate estimate from pairs of small packets
+    /// alone can be far off (`sender/pace_samples.rs`).
+    pub fn full_size_measured(&self, path: PathId) -> bool {
+        self.per_path[slot(path)].pair_samples.median().is_some()
+    }
+
     /// Packets waiting in pacing queues.
     pub fn paced_len(&self) -> usize {
         self.per_path.iter().map(|p| p.paced.len()).sum()

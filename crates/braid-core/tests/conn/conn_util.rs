@@ -496,6 +496,16 @@ impl Pair {
         self.drain();
     }
 
+    /// Sends numbered packet `n` of `len` bytes down only (the internet to
+    /// the client).
+    pub fn send_down_sized(&mut self, n: u64, len: usize) {
+        let me = self.client_address();
+        let far = Ipv4Addr::new(198, 51, 100, 7);
+        self.server
+            .send_packet(self.now, &dummy_sized(far, me, n, len));
+        self.drain();
+    }
+
     /// Sends packets `range` both ways, one each way every `gap`.
     pub fn stream(&mut self, range: std::ops::Range<u64>, gap: Duration) {
         for n in range {

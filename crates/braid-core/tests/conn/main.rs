@@ -12,6 +12,7 @@ mod conn_cookies;
 mod conn_fast_paths;
 mod conn_fec;
 mod conn_lossy;
+mod conn_probes;
 mod conn_props;
 mod conn_redundant;
 mod conn_rekey;

@@ -37,6 +37,20 @@
 //! hold ran out on as the hold ends, with the `SKIP` notice below,
 //! whatever the tunnel carries (`Tunnel::startup_probe_now`).
 //!
+//! A path whose only rate estimate came from pairs of small packets (a
+//! handshake's, a control connection's, a direction's TCP ACKs) counts as
+//! unmeasured, and is probed at once, busy or not, with the `SKIP` notice:
+//! PET already uses it at that estimate, but the sender paces no path on
+//! it (`sender/pace_samples.rs`), and the estimate can be far off. Lab set
+//! 7/5 of `lab/sweep-random.sh 40 7` (30.74 Mbit/s 103 ms away, 1.33 and
+//! 1.81 Mbit/s about 40 ms away, 15 kB queues), downloaded without an
+//! idle spell: the server measured its 1.81 Mbit/s path with small pairs
+//! as it came up, and the busy probe 3 s later was the first full-size
+//! pair on it. Unpaced in the download's slow start, the path took 63
+//! packets in 0.5 s, its queue dropped 17, and the thin rule
+//! (`sched::pet::thin`) left it out: 29.12-29.41 Mbit/s against 30.04
+//! for the fast path alone; probed at once, 31.49-31.51.
+//!
 //! A tunnel that never idles, whose transfer started as it came up, gets
 //! its probes too: a path still without an estimate [`BUSY_PROBE_AFTER`]
 //! after it came up gets a filler pair while the tunnel is busy, and the
@@ -90,16 +104,21 @@ pub(crate) fn is_filler(packet: &[u8]) -> bool {
 
 impl Tunnel {
     /// When path `l` is next due a probe pair, if it wants one (up,
-    /// usable, without a rate estimate, short of `rate_probe_pairs` since
-    /// it came up), and whether the tunnel is busy then: once the tunnel
-    /// is `quiet` ([`Tunnel::quiet_since`]); while it is not, with a
-    /// session, [`BUSY_PROBE_AFTER`] after the path came up; either way
-    /// [`RATE_PROBE_INTERVAL`] after its last pair.
+    /// usable, without a rate estimate or with one from small pairs only,
+    /// short of `rate_probe_pairs` since it came up), and whether the
+    /// tunnel is busy then: once the tunnel is `quiet`
+    /// ([`Tunnel::quiet_since`]); while it is not, with a session,
+    /// [`BUSY_PROBE_AFTER`] after the path came up, or at once for a path
+    /// measured by small pairs only; either way [`RATE_PROBE_INTERVAL`]
+    /// after its last pair.
     fn rate_probe_due_at(&self, quiet: Option<Instant>, l: &PathLink) -> Option<(Instant, bool)> {
         let p = self.sender.path(l.id)?;
+        // An estimate from pairs of small packets alone does not count:
+        // such a path is probed as it comes up (below).
+        let small_only = p.bw.estimate_bps().is_some() && !self.sender.full_size_measured(l.id);
         let wants = l.up
             && p.usable
-            && p.bw.estimate_bps().is_none()
+            && (p.bw.estimate_bps().is_none() || small_only)
             && l.rate_probes < self.cfg.rate_probe_pairs;
         if !wants {
             return None;
@@ -120,7 +139,10 @@ impl Tunnel {
         // (`Tunnel::startup_probe_now`). The earlier of the two, the
         // usual one at the same instant.
         let early = self.startup_probe_now(l).map(|t| (t, true));
-        let (from, busy) = usual.into_iter().chain(early).min()?;
+        // A path measured by small pairs alone, at once, busy or not: PET
+        // already uses it at that estimate (module docs).
+        let small = small_only.then_some(l.up_at).flatten().map(|t| (t, true));
+        let (from, busy) = usual.into_iter().chain(early).chain(small).min()?;
         let at = l
             .rate_probe_at
             .map_or(from, |t| from.max(t + RATE_PROBE_INTERVAL));
