@@ -264,3 +264,56 @@ fn a_path_too_far_for_the_hold_is_probed_as_it_comes_up() {
     assert_eq!(numbers(&p.server_rx), (0..k).collect::<Vec<_>>());
     assert!(p.client.status(p.now).tunnel.counters.rate_probes_sent >= 2);
 }
+
+/// A far path that comes up just after the hold ran out (its deadline is
+/// 0.9 s less the nearest path's round trip from the first held packet,
+/// 0.54 s here) is probed as it comes up, not 3 s later by the busy rule,
+/// while a connection's small packets keep the tunnel busy
+/// (`Tunnel::startup_probe_now`). Set 11/28 of `lab/sweep-random.sh 40
+/// 11`: a thin path 182 ms away beside a fast one 288 ms away.
+#[test]
+fn a_path_up_after_the_hold_ran_out_is_probed_as_it_comes_up() {
+    let links = vec![
+        LinkSpec {
+            rate_bps: 1.5e6,
+            delay: ms(182),
+        },
+        LinkSpec {
+            rate_bps: 46e6,
+            delay: ms(288),
+        },
+    ];
+    let mut p = Pair::new(19, links);
+    establish(&mut p);
+    p.send_up_sized(0, 60);
+    let end = released(&mut p, 1, ms(2000));
+    let far = |p: &Pair| p.client.status(p.now).tunnel.paths[1].clone();
+    assert!(!far(&p).up, "the far path came up after the hold ran out");
+    let mut k = 1;
+    let mut up_at = None;
+    let mut measured_at = None;
+    while p.now < end + ms(2500) && measured_at.is_none() {
+        p.send_up_sized(k, 60);
+        k += 1;
+        for _ in 0..100 {
+            p.run_for(ms(1));
+            let x = far(&p);
+            if up_at.is_none() && x.up {
+                up_at = Some(p.now);
+            }
+            if measured_at.is_none() && x.bandwidth_bps.is_some() {
+                measured_at = Some(p.now);
+            }
+        }
+    }
+    let up_at = up_at.expect("far path up");
+    let measured_at = measured_at.expect("far path measured");
+    assert!(
+        measured_at - up_at <= ms(800),
+        "measured {:?} after it came up ({:?} after the hold)",
+        measured_at - up_at,
+        up_at - end
+    );
+    p.run_for(ms(1500));
+    assert_eq!(numbers(&p.server_rx), (0..k).collect::<Vec<_>>());
+}
