@@ -109,6 +109,23 @@ impl LossEstimator {
         }
         self.recent_lost as f64 / self.recent_total as f64
     }
+
+    /// The Wilson score interval's lower bound, `z` standard deviations
+    /// down, on the loss rate over the recent window: a rate the window's
+    /// outcomes show with some confidence (one loss in a few hundred
+    /// packets does not show 0.5 %), where [`LossEstimator::recent_ratio`]
+    /// is only the likeliest one. 0 before any outcome.
+    pub fn recent_lower_bound(&self, z: f64) -> f64 {
+        if self.recent_total == 0 {
+            return 0.0;
+        }
+        let n = self.recent_total as f64;
+        let p = self.recent_ratio();
+        let z2 = z * z;
+        let centre = p + z2 / (2.0 * n);
+        let spread = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+        ((centre - spread) / (1.0 + z2 / n)).max(0.0)
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +214,42 @@ mod tests {
         assert!(l.recent_ratio() < 0.0005, "{}", l.recent_ratio());
         l.on_lost(u64::MAX);
         assert!(l.recent_ratio() <= 1.0);
+    }
+
+    /// The Wilson lower bound: under the ratio, closer to it with more
+    /// outcomes, 0 with none or no loss, within [0, 1] at the extremes.
+    /// Values checked against the closed form: one loss in 100 outcomes
+    /// 0.22 %, two in 157 0.42 %, four in 200 0.90 % at z = 1.645.
+    #[test]
+    fn the_lower_bound_needs_evidence() {
+        let z = 1.645;
+        let mut l = LossEstimator::new(1.0 / 64.0);
+        assert_eq!(l.recent_lower_bound(z), 0.0);
+        l.on_delivered(99);
+        assert_eq!(l.recent_lower_bound(z), 0.0);
+        l.on_lost(1);
+        let one = l.recent_lower_bound(z);
+        assert!((one - 0.0022).abs() < 0.0001, "{one}");
+        assert!(one < l.recent_ratio());
+        let mut two = LossEstimator::new(1.0 / 64.0);
+        two.on_delivered(155);
+        two.on_lost(2);
+        let b = two.recent_lower_bound(z);
+        assert!((b - 0.0042).abs() < 0.0001, "{b}");
+        let mut four = LossEstimator::new(1.0 / 64.0);
+        four.on_delivered(196);
+        four.on_lost(4);
+        let b = four.recent_lower_bound(z);
+        assert!((b - 0.0090).abs() < 0.0001, "{b}");
+        // The same ratio over ten times the outcomes: a tighter bound.
+        let mut many = LossEstimator::new(1.0 / 64.0);
+        many.on_delivered(1960);
+        many.on_lost(40);
+        assert!(many.recent_lower_bound(z) > b);
+        let mut all = LossEstimator::new(1.0 / 64.0);
+        all.on_lost(u64::MAX);
+        let b = all.recent_lower_bound(z);
+        assert!((0.0..=1.0).contains(&b), "{b}");
     }
 
     #[test]

@@ -103,8 +103,10 @@ pub struct PetConfig {
     /// service time hardly matters. 0 disables.
     pub small_packet_bytes: u32,
     /// A path whose rate estimate is below this share of the sum of the
-    /// usable paths' estimates, while its smoothed loss rate is above
-    /// `thin_loss` and the fastest path is far (`thin_far_rtt`), carries no
+    /// usable paths' estimates, while its loss rate is above `thin_loss`
+    /// (smoothed, and over the recent window with some confidence:
+    /// `sched::pet::thin::THIN_LOSS_Z`) and the fastest path is far
+    /// (`thin_far_rtt`), carries no
     /// new data: only its probe pairs (`probe_interval`), which keep both
     /// estimates fresh, and small packets, which PET places by delay. The
     /// sender's repairs are placed by their delivery cost, not by PET, and
@@ -130,8 +132,8 @@ pub struct PetConfig {
     /// second, bring it under 0.5 % again), or its estimate grows past the
     /// share. 0 disables.
     pub thin_share: f64,
-    /// See `thin_share`: the smoothed loss rate (one loss in 200 packets)
-    /// above which a thin path carries no data.
+    /// See `thin_share`: the loss rate (one loss in 200 packets) above
+    /// which a thin path carries no data.
     pub thin_loss: f64,
     /// See `thin_share`: the rule applies only while the fastest path's
     /// base round trip is longer than this. What a thin path adds does not

@@ -451,8 +451,18 @@ fn a_thin_lossy_path_carries_only_probes_beside_a_far_fast_path() {
     // A pair at once, then one a second.
     assert!((4..=8).contains(&probes), "{probes} probe packets");
 
+    // One loss after 200 clean packets: 1.6 % smoothed, but not enough
+    // evidence of a rate above 0.5 % (`THIN_LOSS_Z`).
+    let lone = {
+        let mut paths = base(576);
+        paths[0].loss.on_delivered(200);
+        paths[0].loss.on_lost(1);
+        assert!(paths[0].loss.rate() > 0.005);
+        paths
+    };
     for (what, paths, cfg) in [
         ("clean", base(576), PetConfig::default()),
+        ("after a lone loss", lone, PetConfig::default()),
         ("beside a near fast path", lossy(60), PetConfig::default()),
         (
             "with the rule off",
