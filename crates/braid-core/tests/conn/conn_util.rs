@@ -489,20 +489,27 @@ impl Pair {
 
     /// Sends numbered packet `n` of `len` bytes up only.
     pub fn send_up_sized(&mut self, n: u64, len: usize) {
-        let me = self.client_address();
-        let far = Ipv4Addr::new(198, 51, 100, 7);
-        self.client
-            .send_packet(self.now, &dummy_sized(me, far, n, len));
-        self.drain();
+        self.send_sized(true, n, len);
     }
 
     /// Sends numbered packet `n` of `len` bytes down only (the internet to
     /// the client).
     pub fn send_down_sized(&mut self, n: u64, len: usize) {
+        self.send_sized(false, n, len);
+    }
+
+    /// Sends numbered packet `n` of `len` bytes one way: up from the
+    /// client, or down from the server.
+    fn send_sized(&mut self, up: bool, n: u64, len: usize) {
         let me = self.client_address();
         let far = Ipv4Addr::new(198, 51, 100, 7);
-        self.server
-            .send_packet(self.now, &dummy_sized(far, me, n, len));
+        if up {
+            self.client
+                .send_packet(self.now, &dummy_sized(me, far, n, len));
+        } else {
+            self.server
+                .send_packet(self.now, &dummy_sized(far, me, n, len));
+        }
         self.drain();
     }
 
