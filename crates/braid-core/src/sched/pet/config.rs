@@ -130,7 +130,8 @@ pub struct PetConfig {
     /// the probes alone, falls back under `thin_loss` (one loss lifts it
     /// to at least 1/64; 72 delivered probes, about 36 s at one pair a
     /// second, bring it under 0.5 % again), or its estimate grows past the
-    /// share. 0 disables.
+    /// share; which is why a lone loss after many clean packets does not
+    /// leave it out (`THIN_LOSS_Z`). 0 disables.
     pub thin_share: f64,
     /// See `thin_share`: the loss rate (one loss in 200 packets) above
     /// which a thin path carries no data.
