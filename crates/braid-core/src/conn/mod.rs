@@ -449,6 +449,11 @@ impl Counters {
             rate_probe_fillers,
             startup_held,
             handshakes,
+            fec_parity_sent,
+            fec_parity_bytes,
+            fec_parity_reactive,
+            fec_parity_received,
+            fec_rebuilt,
             drop_malformed,
             drop_unknown_index,
             drop_auth_failed,
@@ -480,7 +485,7 @@ impl Counters {
     }
 
     /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 37] {
+    pub fn fields(&self) -> [(&'static str, u64); 42] {
         [
             ("rx_datagrams", self.rx_datagrams),
             ("rx_bytes", self.rx_bytes),
@@ -492,6 +497,11 @@ impl Counters {
             ("rate_probe_fillers", self.rate_probe_fillers),
             ("startup_held", self.startup_held),
             ("handshakes", self.handshakes),
+            ("fec_parity_sent", self.fec_parity_sent),
+            ("fec_parity_bytes", self.fec_parity_bytes),
+            ("fec_parity_reactive", self.fec_parity_reactive),
+            ("fec_parity_received", self.fec_parity_received),
+            ("fec_rebuilt", self.fec_rebuilt),
             ("drop_malformed", self.drop_malformed),
             ("drop_unknown_index", self.drop_unknown_index),
             ("drop_auth_failed", self.drop_auth_failed),

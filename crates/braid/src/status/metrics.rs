@@ -177,6 +177,11 @@ pub fn counter_help(name: &str) -> &'static str {
         "startup_held" => "Client: inner packets held at the tunnel's start until every path was up and measured (at most 1 s, and within the inner TCP's first timeout), then sent.",
         "redundant_copies" => "Redundant copies of inner packets sent on a second path (the redundant mode).",
         "redundant_bytes" => "Bytes the redundant copies took on the paths (inner packet plus tunnel overhead): what redundancy cost.",
+        "fec_parity_sent" => "FEC parity frames sent (repair = fec or auto), proactive and reactive.",
+        "fec_parity_bytes" => "Bytes of the FEC parity frames sent (frame bytes, without the tunnel overhead).",
+        "fec_parity_reactive" => "Of the FEC parity frames sent, those sent for a reported loss (MPLOT eq 10).",
+        "fec_parity_received" => "The peer's FEC parity frames received.",
+        "fec_rebuilt" => "Inner packets rebuilt from the peer's FEC parity.",
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
         _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
     }

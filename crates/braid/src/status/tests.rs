@@ -134,6 +134,23 @@ fn every_counter_is_explained_and_documented() {
     }
 }
 
+/// `Counters::fields` names every counter the core keeps, so none is
+/// kept without reaching `braid status` and the metrics (the FEC
+/// counters once were).
+#[test]
+fn every_core_counter_is_exported() {
+    let debug = format!("{:?}", Counters::default());
+    let kept = debug.matches(": 0").count();
+    let names = Counters::default().fields().map(|(n, _)| n);
+    assert_eq!(kept, names.len(), "{debug}");
+    for name in names {
+        assert!(
+            debug.contains(&format!("{name}: 0")),
+            "{name} is not a field"
+        );
+    }
+}
+
 #[test]
 fn prometheus_format() {
     let m = report().to_prometheus();
