@@ -183,6 +183,17 @@ fn repair_lines(t: &TunnelReport) -> String {
             human_bytes(copy_bytes)
         );
     }
+    let fec = |k: &str| t.counters.get(k).copied().unwrap_or(0);
+    let (sent, received) = (fec("fec_parity_sent"), fec("fec_parity_received"));
+    if sent > 0 || received > 0 {
+        let _ = writeln!(
+            o,
+            "fec: {sent} parity frames sent ({}, {} reactive), {received} received, {} packets rebuilt",
+            human_bytes(fec("fec_parity_bytes")),
+            fec("fec_parity_reactive"),
+            fec("fec_rebuilt")
+        );
+    }
     for p in &t.paths {
         let _ = write!(
             o,

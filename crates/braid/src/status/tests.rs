@@ -72,6 +72,11 @@ fn report() -> StatusReport {
             counters: [
                 ("redundant_copies".to_string(), 6u64),
                 ("redundant_bytes".to_string(), 1500),
+                ("fec_parity_sent".to_string(), 40),
+                ("fec_parity_bytes".to_string(), 52_000),
+                ("fec_parity_reactive".to_string(), 3),
+                ("fec_parity_received".to_string(), 12),
+                ("fec_rebuilt".to_string(), 9),
             ]
             .into_iter()
             .collect(),
@@ -111,6 +116,12 @@ fn table_shows_paths_and_drops() {
         "{t}"
     );
     assert!(t.contains("6 redundant (1.5 kB)"), "{t}");
+    assert!(
+        t.contains(
+            "fec: 40 parity frames sent (52.0 kB, 3 reactive), 12 received, 9 packets rebuilt"
+        ),
+        "{t}"
+    );
     assert!(t.contains("latest handshake 30s ago"), "{t}");
 }
 
