@@ -18,12 +18,15 @@
 # that long before each transfer (`braid sim run --idle`), so the change
 # comes that much earlier in the transfer; HANDSHAKE=1 opens each transfer
 # with a SYN (`braid sim run --handshake`). Needs python3.
+# LAB=1 runs the comparison in the lab instead of the simulator (`braid
+# lab bench`, as root; DOWNLOAD=1 for downloads; lab/sweep-common.sh).
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
 duration=${3:-15}
 braid=${BRAID:-target/release/braid}
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 idle=${IDLE:-0}
 handshake=${HANDSHAKE:-}
 python3 - "$out" "$count" "$seed" "$(dirname "$0")" <<'PY'

@@ -5,8 +5,20 @@
 # PREFIX<k>.toml (all paths) and PREFIX<k>_p<i>.toml (one path each).
 # A set file's third line, if a comment, says what the set has and is
 # printed at the end of its line.
+#
+# LAB=1 runs the same comparison in the lab instead (`braid lab bench`,
+# real kernels in network namespaces; as root): TCP alone on each path's
+# own file, braid-pet on the set, each once. It takes about 25 s a run,
+# so 40 sets of two paths take about 50 minutes. DOWNLOAD=1 with LAB=1
+# measures downloads (`--download`). HANDSHAKE has no meaning there: the
+# lab's TCP always opens with one.
 
 goodput() {
+    if [[ -n ${LAB:-} ]]; then
+        "$braid" lab bench "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${DOWNLOAD:+--download} --format json 2>/dev/null |
+            python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
+        return
+    fi
     "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${handshake:+--handshake} -q --format json |
         python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
 }

@@ -25,12 +25,15 @@
 # HANDSHAKE=1 opens each braid-pet transfer with a SYN through the tunnel
 # (`braid sim run --handshake`), which a new tunnel's startup hold keeps
 # back until every path is measured, as in the lab. Needs python3.
+# LAB=1 runs the comparison in the lab instead of the simulator (`braid
+# lab bench`, as root; DOWNLOAD=1 for downloads; lab/sweep-common.sh).
 set -euo pipefail
 count=${1:-40}
 seed=${2:-7}
 duration=${3:-15}
 braid=${BRAID:-target/release/braid}
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 python3 - "$out" "$count" "$seed" "$(dirname "$0")" <<'PY'
 import random, sys
 out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
