@@ -432,106 +432,69 @@ pub struct Counters {
     pub redundant_bytes: u64,
 }
 
-impl Counters {
-    /// Adds every counter of `other` to `self` (server totals).
-    pub fn add(&mut self, other: &Counters) {
-        macro_rules! sum {
-            ($($f:ident),*) => { $( self.$f += other.$f; )* };
-        }
-        sum!(
-            rx_datagrams,
-            rx_bytes,
-            tx_datagrams,
-            tx_bytes,
-            packets_sent,
-            packets_delivered,
-            rate_probes_sent,
-            rate_probe_fillers,
-            startup_held,
-            handshakes,
-            fec_parity_sent,
-            fec_parity_bytes,
-            fec_parity_reactive,
-            fec_parity_received,
-            fec_rebuilt,
-            drop_malformed,
-            drop_unknown_index,
-            drop_auth_failed,
-            drop_replay,
-            drop_expired,
-            drop_bad_frame,
-            drop_bad_path,
-            handshake_failed,
-            handshake_bad_mac,
-            handshake_cookie,
-            handshake_rate_limited,
-            handshake_unknown_client,
-            handshake_replay,
-            drop_spoofed,
-            drop_not_ipv4,
-            drop_no_route,
-            drop_no_session,
-            drop_no_path,
-            drop_too_large,
-            drop_output_overflow,
-            drop_handshake_queue,
-            drop_stale,
-            drop_kernel_rxq,
-            drop_kernel_handshake,
-            stray_datagrams,
-            redundant_copies,
-            redundant_bytes
-        );
-    }
+/// Declares [`Counters::add`] and [`Counters::fields`] from one list of
+/// the counters, so that neither can leave one out (the FEC counters were
+/// once missing from both, and so from `braid status` and the metrics).
+macro_rules! counter_methods {
+    ($($f:ident),* $(,)?) => {
+        impl Counters {
+            /// Adds every counter of `other` to `self` (server totals).
+            pub fn add(&mut self, other: &Counters) {
+                $( self.$f += other.$f; )*
+            }
 
-    /// `(name, value)` of every counter, for metrics exporters.
-    pub fn fields(&self) -> [(&'static str, u64); 42] {
-        [
-            ("rx_datagrams", self.rx_datagrams),
-            ("rx_bytes", self.rx_bytes),
-            ("tx_datagrams", self.tx_datagrams),
-            ("tx_bytes", self.tx_bytes),
-            ("packets_sent", self.packets_sent),
-            ("packets_delivered", self.packets_delivered),
-            ("rate_probes_sent", self.rate_probes_sent),
-            ("rate_probe_fillers", self.rate_probe_fillers),
-            ("startup_held", self.startup_held),
-            ("handshakes", self.handshakes),
-            ("fec_parity_sent", self.fec_parity_sent),
-            ("fec_parity_bytes", self.fec_parity_bytes),
-            ("fec_parity_reactive", self.fec_parity_reactive),
-            ("fec_parity_received", self.fec_parity_received),
-            ("fec_rebuilt", self.fec_rebuilt),
-            ("drop_malformed", self.drop_malformed),
-            ("drop_unknown_index", self.drop_unknown_index),
-            ("drop_auth_failed", self.drop_auth_failed),
-            ("drop_replay", self.drop_replay),
-            ("drop_expired", self.drop_expired),
-            ("drop_bad_frame", self.drop_bad_frame),
-            ("drop_bad_path", self.drop_bad_path),
-            ("handshake_failed", self.handshake_failed),
-            ("handshake_bad_mac", self.handshake_bad_mac),
-            ("handshake_cookie", self.handshake_cookie),
-            ("handshake_rate_limited", self.handshake_rate_limited),
-            ("handshake_unknown_client", self.handshake_unknown_client),
-            ("handshake_replay", self.handshake_replay),
-            ("drop_spoofed", self.drop_spoofed),
-            ("drop_not_ipv4", self.drop_not_ipv4),
-            ("drop_no_route", self.drop_no_route),
-            ("drop_no_session", self.drop_no_session),
-            ("drop_no_path", self.drop_no_path),
-            ("drop_too_large", self.drop_too_large),
-            ("drop_output_overflow", self.drop_output_overflow),
-            ("drop_handshake_queue", self.drop_handshake_queue),
-            ("drop_stale", self.drop_stale),
-            ("drop_kernel_rxq", self.drop_kernel_rxq),
-            ("drop_kernel_handshake", self.drop_kernel_handshake),
-            ("stray_datagrams", self.stray_datagrams),
-            ("redundant_copies", self.redundant_copies),
-            ("redundant_bytes", self.redundant_bytes),
-        ]
-    }
+            /// `(name, value)` of every counter, for metrics exporters.
+            pub fn fields(&self) -> [(&'static str, u64); 42] {
+                [$( (stringify!($f), self.$f) ),*]
+            }
+        }
+    };
 }
+
+counter_methods!(
+    rx_datagrams,
+    rx_bytes,
+    tx_datagrams,
+    tx_bytes,
+    packets_sent,
+    packets_delivered,
+    rate_probes_sent,
+    rate_probe_fillers,
+    startup_held,
+    handshakes,
+    fec_parity_sent,
+    fec_parity_bytes,
+    fec_parity_reactive,
+    fec_parity_received,
+    fec_rebuilt,
+    drop_malformed,
+    drop_unknown_index,
+    drop_auth_failed,
+    drop_replay,
+    drop_expired,
+    drop_bad_frame,
+    drop_bad_path,
+    handshake_failed,
+    handshake_bad_mac,
+    handshake_cookie,
+    handshake_rate_limited,
+    handshake_unknown_client,
+    handshake_replay,
+    drop_spoofed,
+    drop_not_ipv4,
+    drop_no_route,
+    drop_no_session,
+    drop_no_path,
+    drop_too_large,
+    drop_output_overflow,
+    drop_handshake_queue,
+    drop_stale,
+    drop_kernel_rxq,
+    drop_kernel_handshake,
+    stray_datagrams,
+    redundant_copies,
+    redundant_bytes,
+);
 
 /// One path as `status()` reports it.
 #[derive(Clone, Debug, PartialEq)]

@@ -145,9 +145,10 @@ fn every_counter_is_explained_and_documented() {
     }
 }
 
-/// `Counters::fields` names every counter the core keeps, so none is
-/// kept without reaching `braid status` and the metrics (the FEC
-/// counters once were).
+/// `Counters::fields` (and `Counters::add`, declared from the same list)
+/// names every counter the core keeps, so none is kept without reaching
+/// `braid status`, the metrics and the server's totals (the FEC counters
+/// once were).
 #[test]
 fn every_core_counter_is_exported() {
     let debug = format!("{:?}", Counters::default());
