@@ -15,12 +15,10 @@
 
 goodput() {
     if [[ -n ${LAB:-} ]]; then
-        "$braid" lab bench "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${DOWNLOAD:+--download} --format json 2>/dev/null |
-            python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
-        return
-    fi
-    "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${handshake:+--handshake} -q --format json |
-        python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
+        "$braid" lab bench "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${DOWNLOAD:+--download} --format json 2>/dev/null
+    else
+        "$braid" sim run "$1" --modes "$2" --duration "$duration" --wait-paths "$wait_paths" --idle "$idle" ${handshake:+--handshake} -q --format json
+    fi | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["results"][0]["goodput_mbps"], d["sum_mbps"])'
 }
 
 # compare_sets PREFIX COUNT: the best single path's goodput against

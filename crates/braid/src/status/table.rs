@@ -165,8 +165,9 @@ fn repair_lines(t: &TunnelReport) -> String {
         "repair: {} copies sent, {} losses taken for congestion, {} given up; gaps filled {}, hold {:.0} ms\n",
         r.repairs_sent, r.congestion_losses, r.abandoned, r.gaps_filled, r.hold_ms
     );
-    let copies = t.counters.get("redundant_copies").copied().unwrap_or(0);
-    let copy_bytes = t.counters.get("redundant_bytes").copied().unwrap_or(0);
+    let counter = |k: &str| t.counters.get(k).copied().unwrap_or(0);
+    let copies = counter("redundant_copies");
+    let copy_bytes = counter("redundant_bytes");
     if copies > 0 {
         // What redundancy cost, against all the bytes the paths carried
         // (UDP payload plus the 28 bytes of IPv4 and UDP headers, as the
@@ -183,15 +184,14 @@ fn repair_lines(t: &TunnelReport) -> String {
             human_bytes(copy_bytes)
         );
     }
-    let fec = |k: &str| t.counters.get(k).copied().unwrap_or(0);
-    let (sent, received) = (fec("fec_parity_sent"), fec("fec_parity_received"));
+    let (sent, received) = (counter("fec_parity_sent"), counter("fec_parity_received"));
     if sent > 0 || received > 0 {
         let _ = writeln!(
             o,
             "fec: {sent} parity frames sent ({}, {} reactive), {received} received, {} packets rebuilt",
-            human_bytes(fec("fec_parity_bytes")),
-            fec("fec_parity_reactive"),
-            fec("fec_rebuilt")
+            human_bytes(counter("fec_parity_bytes")),
+            counter("fec_parity_reactive"),
+            counter("fec_rebuilt")
         );
     }
     for p in &t.paths {
