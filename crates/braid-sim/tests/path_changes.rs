@@ -27,7 +27,8 @@
 //! A thin near path whose rate falls (change set 6/22 of
 //! `lab/sweep-changes.sh 30 6`): PET counts a thin path nearer than the
 //! fastest as far as the fastest (`braid_core::sched` `pet/near.rs`) and
-//! gives it single packets, never a pair; its rate estimate stayed at
+//! gave it single packets, never a pair (a pair opened there under the
+//! rule now completes, `pet.rs` `OpenPair::raised`); its rate estimate stayed at
 //! what it measured before the fall, and until PET probed a path whose
 //! packets came late (`Pet::note_late`) the bond fell to half its fastest
 //! path alone (README, "A thin path whose rate falls").

@@ -45,6 +45,11 @@ struct OpenPair {
     valid_until: Instant,
     /// The first packet was a probe (its second follows it anywhere).
     probe: bool,
+    /// The first packet went to the path although the near-floor rule
+    /// raised the path's delay for it (`Pet::near_raise`): EDPF chose
+    /// the path for a packet that counts it as far, and the second,
+    /// counted the same way, may follow it there.
+    raised: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -461,13 +466,18 @@ impl Scheduler for Pet {
             });
         }
         if let Some(open) = self.pending.take().filter(|o| now <= o.valid_until) {
-            // A packet the near-floor rule places far does not follow an
-            // open pair onto a raised path: a pure ACK opened one on the
-            // near path and the transfer's first data packet, right behind
-            // it, went there as its second (`Pet::near_raise`).
+            // A packet the near-floor rule places far does not follow a
+            // pair that a packet exempt from the rule opened on a raised
+            // path: a pure ACK opened one on the near path and the
+            // transfer's first data packet, right behind it, went there as
+            // its second (`Pet::near_raise`). A pair whose first packet
+            // went there under the rule completes, so that the path keeps
+            // measuring its rate while it carries data
+            // (`tests_near::data_on_a_raised_near_path_goes_in_pairs`).
             let raised = || {
                 let slot = open.path.0 as usize % MAX_PATHS;
                 !open.probe
+                    && !open.raised
                     && !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
                         .is_zero()
             };
@@ -490,12 +500,16 @@ impl Scheduler for Pet {
             }
         }
         let (i, probe) = self.place_pair(now, pkt, paths, choice, paced)?;
-        self.last_pair_at[paths[i].id.0 as usize % MAX_PATHS] = Some(now);
+        let slot = paths[i].id.0 as usize % MAX_PATHS;
+        self.last_pair_at[slot] = Some(now);
         let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
+        let raised =
+            !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot].is_zero();
         self.pending = Some(OpenPair {
             path: paths[i].id,
             valid_until: self.pair_deadline(now, paths, delays, paced, i),
             probe,
+            raised,
         });
         Some(Decision {
             index: i,

@@ -4,10 +4,13 @@
 //! Why: a path's rate is measured only by pairs, and a path that carries
 //! only the first packets of pairs whose second goes elsewhere never
 //! measures it again. A thin path nearer than the fastest counts as far
-//! as it (`near.rs`) and takes single packets only: a pair's second does
-//! not follow its first there. Its estimate stays what its first pairs
-//! measured, and the periodic probe (`probe_interval`) never comes,
-//! since each of its first packets counted as a pair. On change set 6/22
+//! as it (`near.rs`) and took single packets only: a pair's second did
+//! not follow its first there (it does now when EDPF placed the first
+//! under the rule, `OpenPair::raised`; a path given packets one at a
+//! time, each after the last pair's deadline, is still in this case).
+//! Its estimate stays what its first pairs measured, and the periodic
+//! probe (`probe_interval`) never comes, since each of its first packets
+//! counted as a pair. On change set 6/22
 //! (`lab/sweep-changes.sh 30 6`: 1.44 Mbit/s 6.7 ms away falling to 0.24
 //! beside 13.3 and 2.4 Mbit/s, 15 kB queues) such a path kept its 1.4
 //! Mbit/s estimate for the ten seconds after the fall; PET went on placing

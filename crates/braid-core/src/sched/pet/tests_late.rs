@@ -4,9 +4,10 @@
 use super::tests::{send, with_estimates};
 use super::*;
 
-/// A thin near path counted as far (`near.rs`) takes only single packets:
-/// a pair's second never follows its first there, and its estimate would
-/// stay what its first pairs measured. A packet on it that arrives more
+/// A thin near path counted as far (`near.rs`) is probed only where
+/// PET probes it: its periodic probe waits behind a packet of the fastest
+/// path, and a path that EDPF gives no data measures nothing else. A
+/// packet on it that arrives more
 /// than `late_probe` after PET's prediction makes its next packet a probe,
 /// whose second follows it; one that arrives 20 ms late does not. Late
 /// again, it is probed again a round trip after a probe that found its
@@ -29,8 +30,8 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
         ..Default::default()
     });
     let mut now = Instant::from_millis(1000);
-    // 48 Mbit/s, beyond the fast path, for `ms`: how many pairs were
-    // completed on the thin path, and how many data packets it carried.
+    // 48 Mbit/s, beyond the fast path, for `ms`: how many probe pairs
+    // went on the thin path, and how many data packets it carried.
     let run = |pet: &mut Pet, now: &mut Instant, paths: &mut [PathState], ms: u32| {
         let (mut pairs, mut data) = (0u32, 0u32);
         for k in 0..4 * ms {
@@ -42,9 +43,9 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
             let d = send(pet, *now, paths);
             if d.index == 0 {
                 match d.pair {
-                    PairRole::Second => pairs += 1,
-                    _ if !d.probe => data += 1,
-                    _ => {}
+                    PairRole::First if d.probe => pairs += 1,
+                    PairRole::Second => {}
+                    _ => data += 1,
                 }
             }
         }
@@ -86,7 +87,7 @@ fn a_path_whose_packets_arrive_late_is_probed_at_once() {
             now += Duration::from_millis(1);
         }
         let d = send(&mut pet, now, &mut paths);
-        silent += u32::from(d.index == 0 && d.pair == PairRole::Second);
+        silent += u32::from(d.index == 0 && d.probe);
     }
     assert_eq!(
         silent, 0,

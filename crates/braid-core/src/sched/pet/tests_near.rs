@@ -198,3 +198,72 @@ fn one_odd_pair_does_not_turn_the_near_rule_off() {
     }
     assert_eq!(near, 0, "{near} pairs on the near path");
 }
+
+/// A raised near path that EDPF gives data (the fast path is full) takes
+/// it in pairs: the second packet follows the first there, so the path's
+/// pair samples keep coming. Only a first packet that kept its delays (a
+/// pure ACK) leaves its pair open to no data packet.
+///
+/// Why: the rule that keeps data from following a pure ACK's pair onto a
+/// raised path kept it from following any pair there, and a raised path
+/// then measured its rate only by probes. Change set 31337/1 of
+/// `lab/sweep-changes.sh` (6.11 Mbit/s 10 ms away with a 15 kB queue,
+/// beside 29.12 Mbit/s 17 ms away): a pair of small packets as the
+/// upload began stopped the near path's pacing (`sender/pace_samples.rs`),
+/// no full-size pair ever reached it again, and unpaced it lost a third of
+/// its packets in its queue for the rest of the run (2914 in 17 s), every
+/// one repaired; 25.04-29.93 Mbit/s against 28.11 for the fast path
+/// alone. In pairs, it is paced again within a second: 30.03-30.06 up in
+/// five runs, 30.05-30.08 down in three.
+#[test]
+fn data_on_a_raised_near_path_goes_in_pairs() {
+    // 20 Mbit/s 150 ms nearer than a clean 46 Mbit/s (raised: the fast
+    // path leads it 2.3 times), offered 72 Mbit/s for a second.
+    let mut paths = with_estimates(&[20e6, 46e6]);
+    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+    paths[1].loss.on_delivered(300);
+    let mut pet = Pet::new(PetConfig::default());
+    let mut now = Instant::from_millis(1000);
+    let (mut firsts, mut seconds) = (0u32, 0u32);
+    for k in 0..6000 {
+        if k % 6 == 0 {
+            now += Duration::from_millis(1);
+        }
+        let d = send(&mut pet, now, &mut paths);
+        if d.index == 0 && !d.probe {
+            match d.pair {
+                PairRole::First => firsts += 1,
+                PairRole::Second => seconds += 1,
+                PairRole::None => {}
+            }
+        }
+    }
+    assert!(firsts > 50, "the near path carried {firsts} pairs");
+    assert!(
+        seconds + 5 >= firsts,
+        "{firsts} pairs on the near path, {seconds} completed"
+    );
+
+    // A pure ACK keeps the near path's delay, and opens a pair there; the
+    // data packet right behind it does not follow it onto the raised path.
+    let mut paths = with_estimates(&[20e6, 46e6]);
+    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
+    paths[1].loss.on_delivered(300);
+    for p in paths.iter_mut() {
+        p.last_sent = None;
+    }
+    let mut pet = Pet::new(PetConfig::default());
+    let now = Instant::from_millis(1000);
+    let ack = PacketInfo {
+        len: 52,
+        retransmit: false,
+        stream: false,
+    };
+    let d = pet.select(now, &ack, &paths, &SendQueues::UNPACED).unwrap();
+    assert_eq!((d.index, d.pair), (0, PairRole::First), "the ACK's pair");
+    paths[0].last_sent = Some(now);
+    let d = send(&mut pet, now, &mut paths);
+    assert_eq!(d.index, 1, "the data followed the ACK onto the near path");
+}
