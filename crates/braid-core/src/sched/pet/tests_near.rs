@@ -177,9 +177,7 @@ fn one_odd_pair_does_not_turn_the_near_rule_off() {
     paths[1].bw.on_pair(1500, pair(18e6));
     let fast_lead = paths[1].bw.estimate_bps().unwrap() / paths[0].bw.estimate_bps().unwrap();
     assert!(fast_lead < PetConfig::default().near_lead, "{fast_lead}");
-    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
-    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
-    paths[1].loss.on_delivered(300);
+    far_and_clean(&mut paths[1]);
     for p in paths.iter_mut() {
         p.last_sent = None;
     }
@@ -220,9 +218,7 @@ fn data_on_a_raised_near_path_goes_in_pairs() {
     // 20 Mbit/s 150 ms nearer than a clean 46 Mbit/s (raised: the fast
     // path leads it 2.3 times), offered 72 Mbit/s for a second.
     let mut paths = with_estimates(&[20e6, 46e6]);
-    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
-    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
-    paths[1].loss.on_delivered(300);
+    far_and_clean(&mut paths[1]);
     let mut pet = Pet::new(PetConfig::default());
     let mut now = Instant::from_millis(1000);
     let (mut firsts, mut seconds) = (0u32, 0u32);
@@ -248,9 +244,7 @@ fn data_on_a_raised_near_path_goes_in_pairs() {
     // A pure ACK keeps the near path's delay, and opens a pair there; the
     // data packet right behind it does not follow it onto the raised path.
     let mut paths = with_estimates(&[20e6, 46e6]);
-    paths[1].owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
-    paths[1].owd.on_sample(Instant::ZERO, 150_000_000);
-    paths[1].loss.on_delivered(300);
+    far_and_clean(&mut paths[1]);
     for p in paths.iter_mut() {
         p.last_sent = None;
     }
@@ -266,4 +260,13 @@ fn data_on_a_raised_near_path_goes_in_pairs() {
     paths[0].last_sent = Some(now);
     let d = send(&mut pet, now, &mut paths);
     assert_eq!(d.index, 1, "the data followed the ACK onto the near path");
+}
+
+/// Makes `fastest` 150 ms further than the other paths of
+/// `with_estimates` and clean (300 packets delivered, none lost), as the
+/// near rule's tests want it.
+fn far_and_clean(fastest: &mut PathState) {
+    fastest.owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+    fastest.owd.on_sample(Instant::ZERO, 150_000_000);
+    fastest.loss.on_delivered(300);
 }
