@@ -513,6 +513,7 @@ impl<P> Sender<P> {
     }
 }
 
+mod bound;
 mod config;
 pub mod fec;
 mod feedback;

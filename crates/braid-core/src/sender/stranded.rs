@@ -54,7 +54,8 @@
 //!   bound reaches as far as the path's drain
 //!   ([`Sender::stranded_drain_bound`]).
 
-use super::pacing::{near_rtt, Delays};
+use super::bound::near_rtt;
+use super::pacing::Delays;
 use super::{slot, Fate, Sender};
 use crate::path::PathId;
 use crate::repair::RepairMode;

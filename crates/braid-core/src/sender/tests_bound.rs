@@ -1,8 +1,8 @@
-//! Unit tests of the pacing queue's bound (`sender::pacing::pacing_bound`):
+//! Unit tests of the pacing queue's bound (`sender::bound::pacing_bound`):
 //! how far it lets the near path queue for a path still silent, and the
 //! room it leaves for repairs while a path loses packets.
 
-use super::pacing::BOUND_HALF_LIFE_AFTER_LEAVE;
+use super::bound::BOUND_HALF_LIFE_AFTER_LEAVE;
 use super::*;
 use crate::sched::SchedulerKind;
 

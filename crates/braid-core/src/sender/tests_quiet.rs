@@ -192,7 +192,7 @@ fn a_quiet_path_counts_farther_only_where_packets_go() {
         Sender::<()>::delivery_cost(s.path(PathId(1)).unwrap(), 1500, &s.relative_delays())
     };
     let bound = |s: &Sender| {
-        super::pacing::pacing_bound(&s.cfg, s.paths(), &delays, ms(191), Duration::ZERO)
+        super::bound::pacing_bound(&s.cfg, s.paths(), &delays, ms(191), Duration::ZERO)
     };
     let (before, bound_before) = (cost(&s), bound(&s));
     s.handle_timeout(ms(191));

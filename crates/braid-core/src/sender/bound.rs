@@ -1,0 +1,190 @@
+//! The bound on a pacing queue's delay: how long `Sender::send_paced`
+//! lets a packet wait for its path before dropping it, so that the inner
+//! TCP still sees congestion (`SenderConfig::pacing_delay_factor`), and how
+//! it follows paths that leave use.
+
+use super::pacing::Delays;
+use super::{slot, Sender, SenderConfig};
+use crate::path::PathState;
+use crate::time::{Duration, Instant};
+
+impl<P> Sender<P> {
+    /// Room the pacing bound leaves for the peer's resequencer to hold a
+    /// gap while its repair travels (`SenderConfig::pacing_repair_room`):
+    /// that many [`Sender::repair_wait`]s while a usable path loses at
+    /// least `pacing_repair_room_loss` of its packets, else none (and none
+    /// with repair off).
+    pub(super) fn repair_room(&self) -> Duration {
+        let factor = self.cfg.pacing_repair_room;
+        if !factor.is_finite() || factor <= 0.0 {
+            return Duration::ZERO;
+        }
+        let losing = self.paths.iter().filter(|p| p.usable).any(|p| {
+            self.per_path[slot(p.id)].repair.peer_loss_rate >= self.cfg.pacing_repair_room_loss
+        });
+        if !losing {
+            return Duration::ZERO;
+        }
+        self.repair_wait().unwrap_or_default().mul_f64(factor)
+    }
+
+    /// The bound on a pacing queue's delay for a packet scheduled at
+    /// `now` ([`pacing_bound`] of this sender's paths, their relative
+    /// delays and its repair room): what `send_paced` holds a packet's
+    /// wait to. After a path has left use, not lower than the bound then,
+    /// less what [`BOUND_HALF_LIFE_AFTER_LEAVE`] has taken off its excess.
+    pub(super) fn pacing_bound_now(&self, now: Instant) -> Duration {
+        let bound = self.pacing_bound_of_paths(now);
+        match self.bound_at_leave {
+            Some((was, at)) if was > bound => {
+                let halvings = now.saturating_since(at).as_secs_f64()
+                    / BOUND_HALF_LIFE_AFTER_LEAVE.as_secs_f64();
+                bound + (was - bound).mul_f64(0.5f64.powf(halvings))
+            }
+            _ => bound,
+        }
+    }
+
+    /// Called at each send: if a path has left use since the last one
+    /// (declared down), the bound of that send is where the pacing bound
+    /// falls from (`BOUND_HALF_LIFE_AFTER_LEAVE`). Returns this send's
+    /// bound (`None` without pacing), which the send itself then uses
+    /// rather than computing it again.
+    pub(super) fn note_paths_left(&mut self, now: Instant) -> Option<Duration> {
+        if !self.cfg.pacing {
+            return None;
+        }
+        let usable = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .fold(0u32, |m, p| m | 1 << slot(p.id));
+        if let Some((bound, was)) = self.bound_last {
+            if was & !usable != 0 {
+                self.bound_at_leave = Some((bound, now));
+            }
+        }
+        let bound = self.pacing_bound_now(now);
+        self.bound_last = Some((bound, usable));
+        Some(bound)
+    }
+
+    /// [`pacing_bound`] of the paths as they are now, or longer while a
+    /// path's queue drains what the stranded rule moved off it
+    /// ([`Sender::stranded_drain_bound`]).
+    fn pacing_bound_of_paths(&self, now: Instant) -> Duration {
+        let delays = self.relative_delays();
+        let bound = pacing_bound(&self.cfg, &self.paths, &delays, now, self.repair_room());
+        self.stranded_drain_bound(now, &delays)
+            .map_or(bound, |d| bound.max(d))
+    }
+}
+
+/// The bound on a pacing queue's delay (see `SenderConfig::pacing_delay_factor`).
+///
+/// Every usable path counts, paced or not: a far path whose only
+/// estimate came from small packets is not paced, and if the bound
+/// left it out, the near path's queue could never grow as long as the
+/// delay difference, EDPF would never choose the far path, and the
+/// far path would never carry the full-size pairs that get it paced.
+/// In the lab this left a 2 Mbit/s path of fast-slow unused for a
+/// whole run, one run in three.
+///
+/// A path not heard from yet counts too, for a while: its round trip
+/// is at least the time since the connection first sent on it
+/// (`PathState::silent_since`). A transfer starts as soon as the near
+/// path answers; a path 280 ms further away answers 560 ms later, and
+/// meanwhile the bound, counting the near path alone (50 ms), stopped
+/// TCP's slow start at a window of 80 packets. CUBIC then climbed from
+/// there for ten seconds before the window covered the far path.
+///
+/// The lower bound counts only while the silence is shorter than
+/// [`FIRST_ANSWER_ROUND_TRIPS`] times `pacing_max_backlog`, so a path
+/// that never answers lengthens the bound only during the first
+/// seconds of a connection. Not while it is shorter than the cap alone:
+/// a path's first answer can take two of its round trips (the first
+/// packet on a link waits for the next hop's address to be resolved
+/// over the same link), and on `lab/geo.toml` (600 ms one way) the far
+/// path answered 2.4 s after the first keepalive. Between 2 s and
+/// 2.4 s the bound fell to the near path's 50 ms, the pacing queue
+/// dropped 68 packets of the inner TCP's slow start at once, and CUBIC,
+/// its window then capped near the 150 packets it had reached, did not
+/// grow past the 520 the far path needs within a 15 s transfer: braid
+/// ran below the near path alone (inner `ss -ti` and `braid status`
+/// each second).
+///
+/// With repair, `repair_room` ([`Sender::repair_room`]) is added on top
+/// of the bound's lower end: the packets the peer's resequencer holds
+/// while a repair travels still count in the inner TCP's window.
+///
+/// A function of its arguments alone: the sender's configuration, the
+/// paths' estimates, their relative one-way delays as the caller
+/// computed them for this decision, and the repair room.
+pub(super) fn pacing_bound(
+    cfg: &SenderConfig,
+    paths: &[PathState],
+    delays: &Delays,
+    now: Instant,
+    repair_room: Duration,
+) -> Duration {
+    let near_rtt = near_rtt(paths);
+    let silent = paths
+        .iter()
+        .filter_map(|p| p.silent_since)
+        .map(|t| now.saturating_since(t))
+        .filter(|&rtt| rtt < cfg.pacing_max_backlog * FIRST_ANSWER_ROUND_TRIPS)
+        .map(|rtt| rtt.saturating_sub(near_rtt) / 2);
+    // A quiet path counts as far as the scheduler takes it
+    // (`sender/quiet.rs`): the inner TCP's window still spans its packets,
+    // and what it held was copied onto the other paths' queues.
+    let far = paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| Some(delays[slot(p.id)]? + p.quiet_delay.unwrap_or_default()))
+        .chain(silent)
+        .max()
+        .unwrap_or_default();
+    ((far.mul_f64(cfg.pacing_delay_factor.max(0.0)) + near_rtt).max(cfg.pacing_min_backlog)
+        + repair_room)
+        .min(cfg.pacing_max_backlog)
+}
+
+/// The smallest round trip of the usable paths (zero before any sample):
+/// what a packet on the nearest path takes at least, on which every
+/// pacing bound builds.
+pub(super) fn near_rtt(paths: &[PathState]) -> Duration {
+    paths
+        .iter()
+        .filter(|p| p.usable)
+        .filter_map(|p| p.rtt.min_rtt())
+        .min()
+        .unwrap_or_default()
+}
+
+/// How many of its round trips a path may take to answer the first
+/// packet sent on it (see [`pacing_bound`]): one to resolve the next
+/// hop's link address, one for the packet and its answer.
+const FIRST_ANSWER_ROUND_TRIPS: u32 = 2;
+
+/// How fast the pacing bound falls after a path has left use (declared
+/// down): what it exceeds the bound of the remaining paths by halves in
+/// this time.
+///
+/// Why: a far path in use sets the bound (twice its delay beyond the
+/// nearest path), and the inner TCP's window grows to span that delay.
+/// When the path went down, the bound fell at once to that of the
+/// remaining paths, and their pacing queues dropped whatever of the
+/// window was beyond it. Change set 5/2 of `lab/sweep-changes.sh` (1.01
+/// Mbit/s 124 ms away going dark beside 42.88 Mbit/s 9 ms away): the
+/// bound fell from about 250 ms to its 50 ms floor, the queues dropped
+/// 2956 of the inner TCP's packets over 1.5 s (its recovery sent more
+/// as each drop was found), and it timed out; 37.68 Mbit/s where the
+/// fast path alone carries 41.39. Falling with this half-life, the
+/// window shrinks by the inner TCP's own reductions as the queue
+/// exceeds the bound: 39.52, and set 3/4 (28.57 Mbit/s 193 ms away dark
+/// for 2.2 s beside 34.45 Mbit/s 62 ms away) 31.79 -> 39.31, above its
+/// best path alone (33.26). Only when a path leaves: a bound that fell
+/// gradually at every fall (a quiet path heard from again, a delay
+/// estimate that came down) cost two sets a quarter and more (a delay
+/// step of 26.6 Mbit/s beside 2.4: 15.51 -> 11.40).
+pub(super) const BOUND_HALF_LIFE_AFTER_LEAVE: Duration = Duration::from_millis(500);
