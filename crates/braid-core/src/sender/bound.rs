@@ -31,14 +31,15 @@ impl<P> Sender<P> {
     /// The bound on a pacing queue's delay for a packet scheduled at
     /// `now` ([`pacing_bound`] of this sender's paths, their relative
     /// delays and its repair room): what `send_paced` holds a packet's
-    /// wait to. After a path has left use, not lower than the bound then,
-    /// less what [`BOUND_HALF_LIFE_AFTER_LEAVE`] has taken off its excess.
+    /// wait to. After a path has left use, not lower than the bound then
+    /// for [`BOUND_HOLD_AFTER_LEAVE`], and after that less what
+    /// [`BOUND_HALF_LIFE_AFTER_LEAVE`] has taken off its excess.
     pub(super) fn pacing_bound_now(&self, now: Instant) -> Duration {
         let bound = self.pacing_bound_of_paths(now);
         match self.bound_at_leave {
             Some((was, at)) if was > bound => {
-                let halvings = now.saturating_since(at).as_secs_f64()
-                    / BOUND_HALF_LIFE_AFTER_LEAVE.as_secs_f64();
+                let falling = now.saturating_since(at + BOUND_HOLD_AFTER_LEAVE);
+                let halvings = falling.as_secs_f64() / BOUND_HALF_LIFE_AFTER_LEAVE.as_secs_f64();
                 bound + (was - bound).mul_f64(0.5f64.powf(halvings))
             }
             _ => bound,
@@ -47,7 +48,8 @@ impl<P> Sender<P> {
 
     /// Called at each send: if a path has left use since the last one
     /// (declared down), the bound of that send is where the pacing bound
-    /// falls from (`BOUND_HALF_LIFE_AFTER_LEAVE`). Returns this send's
+    /// stays ([`BOUND_HOLD_AFTER_LEAVE`]) and then falls from
+    /// ([`BOUND_HALF_LIFE_AFTER_LEAVE`]). Returns this send's
     /// bound (`None` without pacing), which the send itself then uses
     /// rather than computing it again.
     pub(super) fn note_paths_left(&mut self, now: Instant) -> Option<Duration> {
@@ -61,12 +63,82 @@ impl<P> Sender<P> {
             .fold(0u32, |m, p| m | 1 << slot(p.id));
         if let Some((bound, was)) = self.bound_last {
             if was & !usable != 0 {
-                self.bound_at_leave = Some((bound, now));
+                let held = bound.max(self.window_at_leave(now, was, was & !usable));
+                self.bound_at_leave = Some((held, now));
             }
         }
         let bound = self.pacing_bound_now(now);
         self.bound_last = Some((bound, usable));
         Some(bound)
+    }
+
+    /// What the pacing bound holds when a path leaves, at least: how long
+    /// the usable paths take to deliver what their pacing queues hold and
+    /// what the paths that left (`left`, a mask of path slots) still had
+    /// in flight, at their rate estimates; at most the round trip of the
+    /// slowest path that was in use (`was`) plus [`INNER_RTO_MARGIN`], and
+    /// at most `pacing_max_backlog`.
+    ///
+    /// Why: the bound of that moment counts the paths that remain, but
+    /// the inner TCP's window was grown for all of them. When the path
+    /// that left carried the larger share, its packets come back to the
+    /// remaining paths' queues as copies (`sender/quiet.rs`, the loss
+    /// rules), and the inner TCP's next sends queue behind them. A bound
+    /// of the remaining paths' delays dropped what was beyond it, in
+    /// every round trip as the window came back, and the inner TCP cut
+    /// its window in each. The cap: a packet held longer than the inner
+    /// TCP's round trip plus its smallest retransmission timeout margin
+    /// is sent again by it anyway, after a timeout that resets its window.
+    /// (`queued` is the longest of the remaining paths' pacing queues,
+    /// the stranded bytes are spread over all of them: one remaining path
+    /// exactly, an estimate with more.)
+    ///
+    /// Change set 1/2 of `lab/sweep-changes.sh` in the lab (7.89 Mbit/s
+    /// 84 ms away, dark for 1.9 s, beside 3.87 Mbit/s 61 ms away): the
+    /// dark path was declared down (600 ms without an arrival) before the
+    /// quiet rule found it, so the bound at the leave was the slower
+    /// path's own, 0.17 s, while that path's queue already held 0.31 s of
+    /// copies. 218 of the inner TCP's packets were dropped over 1.6 s and
+    /// its window went 267 -> 186 -> 130 -> 91 packets: 8.62-8.64 Mbit/s
+    /// (three runs each with and without [`BOUND_HOLD_AFTER_LEAVE`]), where the build before the pair fix of
+    /// `OpenPair::raised`, its near path unpaced and its bottleneck queue
+    /// holding the window, carried 9.27-9.42. Held this way (0.47 s, the
+    /// cap): 151-157 drops, 9.47-9.48 (three runs).
+    fn window_at_leave(&self, now: Instant, was: u32, left: u32) -> Duration {
+        let in_use = |p: &&PathState, mask: u32| mask & 1 << slot(p.id) != 0;
+        let rate: f64 = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.bw.estimate_bps())
+            .sum();
+        if rate <= 0.0 {
+            return Duration::ZERO;
+        }
+        let queued = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| self.per_path[slot(p.id)].pacer_free)
+            .map(|t| t.saturating_since(now))
+            .max()
+            .unwrap_or_default();
+        let stranded: u64 = self
+            .paths
+            .iter()
+            .filter(|p| in_use(p, left))
+            .map(|p| p.in_flight_bytes)
+            .sum();
+        let slowest = self
+            .paths
+            .iter()
+            .filter(|p| in_use(p, was) && p.rtt.has_samples())
+            .map(|p| p.rtt.srtt())
+            .max()
+            .unwrap_or_default();
+        (queued + Duration::from_secs_f64((stranded as f64 * 8.0 / rate).min(3600.0)))
+            .min(slowest + INNER_RTO_MARGIN)
+            .min(self.cfg.pacing_max_backlog)
     }
 
     /// [`pacing_bound`] of the paths as they are now, or longer while a
@@ -188,3 +260,37 @@ const FIRST_ANSWER_ROUND_TRIPS: u32 = 2;
 /// estimate that came down) cost two sets a quarter and more (a delay
 /// step of 26.6 Mbit/s beside 2.4: 15.51 -> 11.40).
 pub(super) const BOUND_HALF_LIFE_AFTER_LEAVE: Duration = Duration::from_millis(500);
+
+/// How much longer than its round trip the inner TCP waits for an
+/// acknowledgement before it retransmits on a timeout, at least: Linux's
+/// smallest retransmission timeout margin (`TCP_RTO_MIN`, 200 ms, over
+/// the smoothed round trip). See [`Sender::window_at_leave`].
+pub(super) const INNER_RTO_MARGIN: Duration = Duration::from_millis(200);
+
+/// How long the pacing bound stays where it was when a path left use
+/// (declared down) before it falls ([`BOUND_HALF_LIFE_AFTER_LEAVE`]).
+///
+/// Why: a path that goes dark often comes back within a second or two (a
+/// radio outage), and the inner TCP's window, grown for every path, is
+/// the one it needs again then. Held, the bound lets the remaining paths'
+/// pacing queues keep that window, as the dark path's own bottleneck
+/// queue would have: the inner TCP loses what is beyond the bound at the
+/// leave and cuts its window once or twice. Falling from the first send
+/// after the leave, the bound dropped packets in every round trip, and
+/// the inner TCP cut its window in each. Change set 1/2 of
+/// `lab/sweep-changes.sh` (7.89 Mbit/s 84 ms away, dark for 1.9 s, beside
+/// 3.87 Mbit/s 61 ms away), simulated: the dark path went quiet before
+/// it was declared down, so the bound at the leave counted its loss
+/// timeout (0.44 s); the slower path's queue sat at the bound as it fell
+/// to 0.17 s, dropping a packet every 30 ms for a second, and CUBIC had
+/// not climbed back by the end of the run: 8.07 Mbit/s, 9.16 with the
+/// hold. (In the lab the path was declared down first:
+/// [`Sender::window_at_leave`].)
+///
+/// Seven draws of 30 change sets (`IDLE=3 lab/sweep-changes.sh 30 1` to
+/// `30 7`, simulated, Mbit/s in all): 5038.4 without a hold; 5047.0,
+/// 5049.5, 5048.0 and 5049.5 with 0.5, 1, 1.5 and 2 s. From 1.5 s on,
+/// set 5/2 (1.01 Mbit/s going dark beside 42.88, for which the bound
+/// falls at all) lost 39.28 -> 37.93: the window the fast path's queue
+/// held for the slow path's delay stayed that much longer.
+pub(super) const BOUND_HOLD_AFTER_LEAVE: Duration = Duration::from_millis(1000);

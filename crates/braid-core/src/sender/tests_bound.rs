@@ -2,7 +2,7 @@
 //! how far it lets the near path queue for a path still silent, and the
 //! room it leaves for repairs while a path loses packets.
 
-use super::bound::BOUND_HALF_LIFE_AFTER_LEAVE;
+use super::bound::{BOUND_HALF_LIFE_AFTER_LEAVE, BOUND_HOLD_AFTER_LEAVE};
 use super::*;
 use crate::sched::SchedulerKind;
 
@@ -98,8 +98,9 @@ fn pacing_bound_leaves_room_for_a_repair_while_a_path_loses_packets() {
 }
 
 /// A far path that leaves use (declared down) leaves the bound where it
-/// was, falling with a half-life of `BOUND_HALF_LIFE_AFTER_LEAVE` towards
-/// the remaining paths' own bound from the first send after it left; the
+/// was for `BOUND_HOLD_AFTER_LEAVE` from the first send after it left,
+/// then falling with a half-life of `BOUND_HALF_LIFE_AFTER_LEAVE` towards
+/// the remaining paths' own bound; the
 /// inner TCP's window, which spanned the far path's delay, then shrinks
 /// by its own reductions instead of being dropped at once. A bound that
 /// falls for another reason (here the far path's delay measured anew)
@@ -129,7 +130,12 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     let t1 = t + Duration::from_millis(10);
     let _ = s.send(t1, &pkt);
     assert_eq!(s.pacing_bound_now(t1), before);
-    let half = (s.pacing_bound_now(t1 + BOUND_HALF_LIFE_AFTER_LEAVE) - min).as_secs_f64();
+    // A second after the leave (an outage that ends then) it still holds.
+    assert_eq!(s.pacing_bound_now(t1 + Duration::from_millis(900)), before);
+    let held = t1 + BOUND_HOLD_AFTER_LEAVE;
+    assert_eq!(s.pacing_bound_now(held), before);
+    assert!(s.pacing_bound_now(held + Duration::from_millis(50)) < before);
+    let half = (s.pacing_bound_now(held + BOUND_HALF_LIFE_AFTER_LEAVE) - min).as_secs_f64();
     assert!(
         (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
         "{half}"
@@ -146,4 +152,52 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     s.on_path_rtt_sample(PathId(1), Duration::from_millis(20));
     let _ = s.send(t1, &pkt);
     assert_eq!(s.pacing_bound_now(t1), min);
+}
+
+/// When the path that carried the larger share leaves, the bound holds
+/// what the remaining path then has to deliver: its own pacing queue and
+/// what the path that left still had in flight, at the remaining path's
+/// rate, up to the slowest path's round trip plus the inner TCP's
+/// smallest timeout margin. Change set 1/2 in the lab: 7.89 Mbit/s going
+/// dark beside 3.87, the bound of the slower path alone (0.17 s) dropped
+/// what came back of the inner TCP's window in every round trip.
+#[test]
+fn pacing_bound_holds_the_window_of_a_path_that_left() {
+    use super::bound::INNER_RTO_MARGIN;
+    use super::tests_stranded::set_rate;
+    let cfg = SenderConfig {
+        pacing: true,
+        ..Default::default()
+    };
+    let pkt = super::tests::pkt();
+    let t = Instant::from_millis(1000);
+    let t1 = t + Duration::from_millis(10);
+    // Path 0: 8 Mbit/s, a 270 ms round trip (its queue included); path
+    // 1: 4 Mbit/s, 120 ms. `in_flight` bytes still on path 0 as it leaves.
+    let leave = |in_flight: u64| {
+        let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
+        s.add_path(PathId(0), PathParams::default());
+        s.add_path(PathId(1), PathParams::default());
+        s.paths[0].rtt.update(Duration::from_millis(270));
+        s.paths[1].rtt.update(Duration::from_millis(120));
+        set_rate(&mut s, 0, 8e6);
+        set_rate(&mut s, 1, 4e6);
+        let _ = s.send_paced(t, &pkt, || ());
+        let before = s.pacing_bound_now(t);
+        s.paths[0].in_flight_bytes = in_flight;
+        s.set_usable(PathId(0), false);
+        let _ = s.send_paced(t1, &pkt, || ());
+        (before, s.pacing_bound_now(t1))
+    };
+    // 60 kB: 120 ms at 4 Mbit/s, within the bound of the moment.
+    let (before, held) = leave(60_000);
+    assert_eq!(held, before);
+    // 150 kB: 300 ms at 4 Mbit/s (the pacing queues drained meanwhile).
+    let (before, held) = leave(150_000);
+    assert!(before < Duration::from_millis(250), "{before:?}");
+    let off = held.abs_diff(Duration::from_millis(300));
+    assert!(off < Duration::from_millis(1), "{held:?}");
+    // 600 kB: 1.2 s, held to the slower path's round trip and the margin.
+    let (_, held) = leave(600_000);
+    assert_eq!(held, Duration::from_millis(270) + INNER_RTO_MARGIN);
 }

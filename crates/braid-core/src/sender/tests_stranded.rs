@@ -30,7 +30,7 @@ fn bond(n: u32) -> Sender {
 
 /// Fills path `path`'s pair samples with `bps`, so its pacing rate is
 /// that, and gives it a bandwidth estimate (so its pacer books it).
-fn set_rate(s: &mut Sender, path: u8, bps: f64) {
+pub(super) fn set_rate(s: &mut Sender, path: u8, bps: f64) {
     let len = pkt().len;
     let p = s.paths.iter_mut().find(|p| p.id == PathId(path)).unwrap();
     p.bw.on_pair(len, crate::time::tx_time(len, bps));
