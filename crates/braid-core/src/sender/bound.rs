@@ -99,11 +99,15 @@ impl<P> Sender<P> {
     /// quiet rule found it, so the bound at the leave was the slower
     /// path's own, 0.17 s, while that path's queue already held 0.31 s of
     /// copies. 218 of the inner TCP's packets were dropped over 1.6 s and
-    /// its window went 267 -> 186 -> 130 -> 91 packets: 8.62-8.64 Mbit/s
-    /// (three runs each with and without [`BOUND_HOLD_AFTER_LEAVE`]), where the build before the pair fix of
+    /// its window went 267 -> 186 -> 130 -> 91 packets. Before this rule:
+    /// 7.87-8.64 Mbit/s in eight runs (with and without
+    /// [`BOUND_HOLD_AFTER_LEAVE`]), where the build before the pair fix of
     /// `OpenPair::raised`, its near path unpaced and its bottleneck queue
-    /// holding the window, carried 9.27-9.42. Held this way (0.47 s, the
-    /// cap): 151-157 drops, 9.47-9.48 (three runs).
+    /// holding the window, carried 9.27-9.42. Held this way (0.34-0.37 s,
+    /// near the cap of 0.37: the dark path's 174 ms round trip and the
+    /// margin): 9.47-9.51 in seven of eleven runs and 8.60-8.64 in four,
+    /// 151-161 drops where counted. In the four the inner TCP's window still took a
+    /// third cut after the outage, to 91 packets instead of 130.
     fn window_at_leave(&self, now: Instant, was: u32, left: u32) -> Duration {
         let in_use = |p: &&PathState, mask: u32| mask & 1 << slot(p.id) != 0;
         let rate: f64 = self
