@@ -106,16 +106,12 @@ impl<P> Sender<P> {
     /// holding the window, carried 9.27-9.42. Held this way (0.34-0.37 s,
     /// near the cap of 0.37: the dark path's 174 ms round trip and the
     /// margin): 9.47-9.51 in seven of eleven runs and 8.60-8.64 in four,
-    /// 151-161 drops where counted. In the four the inner TCP's window still took a
-    /// third cut after the outage, to 91 packets instead of 130.
+    /// 151-161 drops where counted. In the four the inner TCP's window
+    /// still took a third cut after the outage, to 91 packets instead of
+    /// 130.
     fn window_at_leave(&self, now: Instant, was: u32, left: u32) -> Duration {
         let in_use = |p: &&PathState, mask: u32| mask & 1 << slot(p.id) != 0;
-        let rate: f64 = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| p.bw.estimate_bps())
-            .sum();
+        let rate = self.usable_rate_bps();
         if rate <= 0.0 {
             return Duration::ZERO;
         }

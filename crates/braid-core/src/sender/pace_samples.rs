@@ -72,13 +72,7 @@ impl<P> Sender<P> {
         let Some(median) = self.per_path[s].pair_samples.median() else {
             return false;
         };
-        let total: f64 = self
-            .paths
-            .iter()
-            .filter(|p| p.usable)
-            .filter_map(|p| p.bw.estimate_bps())
-            .sum();
-        median < THIN_PACING_SHARE * total
+        median < THIN_PACING_SHARE * self.usable_rate_bps()
     }
 }
 

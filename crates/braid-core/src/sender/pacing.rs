@@ -19,6 +19,16 @@ impl<P> Sender<P> {
         crate::sched::Pet::relative_delays(&self.paths)
     }
 
+    /// The usable paths' rate estimates together (bits per second; zero
+    /// before any estimate).
+    pub(super) fn usable_rate_bps(&self) -> f64 {
+        self.paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.bw.estimate_bps())
+            .sum()
+    }
+
     /// The pacing queues as the scheduler is given them: on each path the
     /// sender paces (a pacing rate and a bandwidth estimate for the
     /// scheduler), when its queue is free (`now` if it has never queued).
