@@ -47,11 +47,15 @@ impl<P> Sender<P> {
     }
 
     /// Called at each send: if a path has left use since the last one
-    /// (declared down), the bound of that send is where the pacing bound
+    /// (declared down), the bound of the last send before the leave, or
+    /// [`Sender::window_at_leave`] if longer, is where the pacing bound
     /// stays ([`BOUND_HOLD_AFTER_LEAVE`]) and then falls from
-    /// ([`BOUND_HALF_LIFE_AFTER_LEAVE`]). Returns this send's
-    /// bound (`None` without pacing), which the send itself then uses
-    /// rather than computing it again.
+    /// ([`BOUND_HALF_LIFE_AFTER_LEAVE`]). A leave during another's hold
+    /// may raise the held bound but does not restart the hold: a path
+    /// that goes down and up again and again would otherwise keep the
+    /// bound at its peak. Returns this send's bound (`None` without
+    /// pacing), which the send itself then uses rather than computing it
+    /// again.
     pub(super) fn note_paths_left(&mut self, now: Instant) -> Option<Duration> {
         if !self.cfg.pacing {
             return None;
@@ -64,7 +68,12 @@ impl<P> Sender<P> {
         if let Some((bound, was)) = self.bound_last {
             if was & !usable != 0 {
                 let held = bound.max(self.window_at_leave(now, was, was & !usable));
-                self.bound_at_leave = Some((held, now));
+                self.bound_at_leave = match self.bound_at_leave {
+                    Some((h, at)) if now.saturating_since(at) < BOUND_HOLD_AFTER_LEAVE => {
+                        Some((h.max(held), at))
+                    }
+                    _ => Some((held, now)),
+                };
             }
         }
         let bound = self.pacing_bound_now(now);
@@ -90,8 +99,8 @@ impl<P> Sender<P> {
     /// TCP's round trip plus its smallest retransmission timeout margin
     /// is sent again by it anyway, after a timeout that resets its window.
     /// (`queued` is the longest of the remaining paths' pacing queues,
-    /// the stranded bytes are spread over all of them: one remaining path
-    /// exactly, an estimate with more.)
+    /// and the stranded bytes are spread over all of them at their rate
+    /// estimates: an estimate, the closer the fewer paths remain.)
     ///
     /// Change set 1/2 of `lab/sweep-changes.sh` in the lab (7.89 Mbit/s
     /// 84 ms away, dark for 1.9 s, beside 3.87 Mbit/s 61 ms away): the

@@ -142,11 +142,14 @@ pub struct Sender<P = ()> {
     stats: SenderStats,
     /// Send time of the latest-sent packet reported so far (`rack`).
     rack_sent_at: Option<Instant>,
-    /// The pacing bound at the last send before a path left use, and the
-    /// first send after (`Sender::note_paths_left`): the bound falls from
-    /// there gradually (`Sender::pacing_bound_now`). A quiet path's delay,
-    /// if it went quiet before it left, is part of it. Until that send,
-    /// repairs and copies see the remaining paths' bound.
+    /// The bound held after a path left use, and the first send after
+    /// the leave (`Sender::note_paths_left`): the pacing bound at the last
+    /// send before it, or what the remaining paths then had to deliver
+    /// (`Sender::window_at_leave`) if longer. The bound stays there for
+    /// `BOUND_HOLD_AFTER_LEAVE` and then falls gradually
+    /// (`Sender::pacing_bound_now`). A quiet path's delay, if it went
+    /// quiet before it left, is part of it. Until that send, repairs and
+    /// copies see the remaining paths' bound.
     bound_at_leave: Option<(Duration, Instant)>,
     /// The pacing bound at the last send, and the usable paths then (a
     /// bit per slot).

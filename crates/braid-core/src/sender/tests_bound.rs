@@ -130,7 +130,7 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     let t1 = t + Duration::from_millis(10);
     let _ = s.send(t1, &pkt);
     assert_eq!(s.pacing_bound_now(t1), before);
-    // A second after the leave (an outage that ends then) it still holds.
+    // 0.9 s after the leave (an outage about to end) it still holds.
     assert_eq!(s.pacing_bound_now(t1 + Duration::from_millis(900)), before);
     let held = t1 + BOUND_HOLD_AFTER_LEAVE;
     assert_eq!(s.pacing_bound_now(held), before);
@@ -144,6 +144,24 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     assert!(
         long_after - min < Duration::from_millis(1),
         "{long_after:?}"
+    );
+    // The far path back and gone again within the hold: the hold is not
+    // restarted, so a path that flaps does not keep the bound at its peak.
+    let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
+    far(&mut s);
+    let _ = s.send(t, &pkt);
+    s.set_usable(PathId(1), false);
+    let _ = s.send(t1, &pkt);
+    let back = t1 + Duration::from_millis(500);
+    s.set_usable(PathId(1), true);
+    let _ = s.send(back, &pkt);
+    s.set_usable(PathId(1), false);
+    let _ = s.send(back + Duration::from_millis(10), &pkt);
+    let falling = s.pacing_bound_now(held + BOUND_HALF_LIFE_AFTER_LEAVE) - min;
+    let half = falling.as_secs_f64();
+    assert!(
+        (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
+        "{half}"
     );
     // The far path measured as near as the other: the bound falls at once.
     let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
