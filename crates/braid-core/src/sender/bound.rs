@@ -109,15 +109,16 @@ impl<P> Sender<P> {
     /// path's own, 0.17 s, while that path's queue already held 0.31 s of
     /// copies. 218 of the inner TCP's packets were dropped over 1.6 s and
     /// its window went 267 -> 186 -> 130 -> 91 packets. Before this rule:
-    /// 7.87-8.64 Mbit/s in eight runs (with and without
+    /// 7.86-8.65 Mbit/s in twelve upload runs (with and without
     /// [`BOUND_HOLD_AFTER_LEAVE`]), where the build before the pair fix of
     /// `OpenPair::raised`, its near path unpaced and its bottleneck queue
     /// holding the window, carried 9.27-9.42. Held this way (0.34-0.37 s,
     /// near the cap of 0.37: the dark path's 174 ms round trip and the
-    /// margin): 9.47-9.51 in seven of eleven runs and 8.60-8.64 in four,
-    /// 151-161 drops where counted. In the four the inner TCP's window
+    /// margin): 9.47-9.51 in ten of fifteen runs and 8.60-8.64 in five,
+    /// 151-161 drops where counted. In those five the inner TCP's window
     /// still took a third cut after the outage, to 91 packets instead of
-    /// 130.
+    /// 130. Downloads (the server's sender) were 8.62-9.53 before and
+    /// 8.63-9.52 after in three runs each, high in one and two of them.
     fn window_at_leave(&self, now: Instant, was: u32, left: u32) -> Duration {
         let in_use = |p: &&PathState, mask: u32| mask & 1 << slot(p.id) != 0;
         let rate = self.usable_rate_bps();
