@@ -476,10 +476,7 @@ impl Scheduler for Pet {
             // (`tests_near::data_on_a_raised_near_path_goes_in_pairs`).
             let raised = || {
                 let slot = open.path.0 as usize % MAX_PATHS;
-                !open.probe
-                    && !open.raised
-                    && !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot]
-                        .is_zero()
+                !open.probe && !open.raised && self.raises(pkt, paths, delays, slot)
             };
             // Nor onto a path the ramp keeps out (`ramp.rs`): a pair opened
             // there by a pure ACK or a spill would pull the data behind it
@@ -503,13 +500,11 @@ impl Scheduler for Pet {
         let slot = paths[i].id.0 as usize % MAX_PATHS;
         self.last_pair_at[slot] = Some(now);
         let eta_ns = self.commit(now, pkt.len, paths, delays, paced, i);
-        let raised =
-            !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot].is_zero();
         self.pending = Some(OpenPair {
             path: paths[i].id,
             valid_until: self.pair_deadline(now, paths, delays, paced, i),
             probe,
-            raised,
+            raised: self.raises(pkt, paths, delays, slot),
         });
         Some(Decision {
             index: i,

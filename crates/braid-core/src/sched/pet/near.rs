@@ -126,6 +126,19 @@ impl Pet {
         out
     }
 
+    /// Whether [`Pet::near_raise`] raises the path in slot `slot` for
+    /// `pkt`, its whole delay counted (no horizon taken off): what the
+    /// pair rules of `Pet::select` ask of the path a pair is open on.
+    pub(super) fn raises(
+        &self,
+        pkt: &PacketInfo,
+        paths: &[PathState],
+        delays: &Delays,
+        slot: usize,
+    ) -> bool {
+        !self.near_raise(pkt, paths, delays, &[Duration::ZERO; MAX_PATHS])[slot].is_zero()
+    }
+
     /// Whether a probe pair may go on a path that [`Pet::near_raise`]
     /// raises by `raise`: only while the fastest path has just been sent a
     /// packet (within `max_pair_gap`), so that the probe, which arrives
