@@ -113,17 +113,19 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     };
     let min = cfg.pacing_min_backlog;
     let pkt = super::tests::pkt();
-    let far = |s: &mut Sender| {
+    let t = Instant::from_millis(1000);
+    // Two paths, the second 100 ms further one way (a bound of twice
+    // that), and one packet sent at `t`.
+    let far = || {
+        let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
         s.add_path(PathId(0), PathParams::default());
         s.add_path(PathId(1), PathParams::default());
         s.on_path_rtt_sample(PathId(0), Duration::from_millis(20));
-        // 100 ms further one way: a bound of twice that.
         s.on_path_rtt_sample(PathId(1), Duration::from_millis(220));
+        let _ = s.send(t, &pkt);
+        s
     };
-    let t = Instant::from_millis(1000);
-    let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
-    far(&mut s);
-    let _ = s.send(t, &pkt);
+    let mut s = far();
     let before = s.pacing_bound_now(t);
     assert_eq!(before, Duration::from_millis(200));
     s.set_usable(PathId(1), false);
@@ -135,11 +137,15 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     let held = t1 + BOUND_HOLD_AFTER_LEAVE;
     assert_eq!(s.pacing_bound_now(held), before);
     assert!(s.pacing_bound_now(held + Duration::from_millis(50)) < before);
-    let half = (s.pacing_bound_now(held + BOUND_HALF_LIFE_AFTER_LEAVE) - min).as_secs_f64();
-    assert!(
-        (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
-        "{half}"
-    );
+    // One half-life after the hold, half the excess over the floor is left.
+    let half_way = |s: &Sender| {
+        let half = (s.pacing_bound_now(held + BOUND_HALF_LIFE_AFTER_LEAVE) - min).as_secs_f64();
+        assert!(
+            (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
+            "{half}"
+        );
+    };
+    half_way(&s);
     let long_after = s.pacing_bound_now(t1 + Duration::from_secs(10));
     assert!(
         long_after - min < Duration::from_millis(1),
@@ -147,9 +153,7 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     );
     // The far path back and gone again within the hold: the hold is not
     // restarted, so a path that flaps does not keep the bound at its peak.
-    let mut s: Sender = Sender::new(cfg.clone(), SchedulerKind::Pet.build());
-    far(&mut s);
-    let _ = s.send(t, &pkt);
+    let mut s = far();
     s.set_usable(PathId(1), false);
     let _ = s.send(t1, &pkt);
     let back = t1 + Duration::from_millis(500);
@@ -157,16 +161,9 @@ fn pacing_bound_falls_gradually_after_a_far_path_leaves() {
     let _ = s.send(back, &pkt);
     s.set_usable(PathId(1), false);
     let _ = s.send(back + Duration::from_millis(10), &pkt);
-    let falling = s.pacing_bound_now(held + BOUND_HALF_LIFE_AFTER_LEAVE) - min;
-    let half = falling.as_secs_f64();
-    assert!(
-        (half - (before - min).as_secs_f64() / 2.0).abs() < 1e-6,
-        "{half}"
-    );
+    half_way(&s);
     // The far path measured as near as the other: the bound falls at once.
-    let mut s: Sender = Sender::new(cfg, SchedulerKind::Pet.build());
-    far(&mut s);
-    let _ = s.send(t, &pkt);
+    let mut s = far();
     s.on_path_rtt_sample(PathId(1), Duration::from_millis(20));
     let _ = s.send(t1, &pkt);
     assert_eq!(s.pacing_bound_now(t1), min);
