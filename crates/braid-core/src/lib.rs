@@ -18,6 +18,8 @@
 //! - [`rpc`]: PRISM's reverse-path ACK controller, the alternative to
 //!   resequencing the data: it holds and rewrites the inner TCP's ACKs.
 //! - [`wire`]: the tunnel frame formats, checked decoding.
+//! - [`compress`]: the inner IPv4/TCP headers in 26 bytes instead of 52,
+//!   with contexts both ends hold.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
 //! - [`redundancy`]: the redundant ("reliability first") mode: which
 //!   packets are copied onto a second path.
@@ -31,6 +33,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compress;
 pub mod conn;
 pub mod crypto;
 pub mod fec;

@@ -6,6 +6,8 @@
 //!
 //! ```text
 //! DATA      0x01 | flags u8 | path u8 | prev_delta u16 | seq u32 | inner packet...   (9-byte header)
+//!                  (flag INSTALL: context id u8 | inner packet; flag COMPRESSED: the
+//!                  inner packet with compressed headers, see [`crate::compress`])
 //! FEEDBACK  0x02 | path u8 | count u8 | seq u32 | rx_time_ns u64 | deltas (see [`feedback`])
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
@@ -163,15 +165,31 @@ impl DataFlags {
     /// repair (ARQ). Its `prev_delta` is 0: it is not part of the path's
     /// chain of previous-on-path links.
     pub const REPAIR: u8 = 0x10;
+    /// The inner packet is preceded by a header context id (one byte) and
+    /// whole: the receiver learns the context from it
+    /// ([`crate::compress`]).
+    pub const INSTALL: u8 = 0x20;
+    /// The inner packet's IPv4/TCP headers are compressed against a
+    /// context the receiver holds ([`crate::compress::header`]).
+    pub const COMPRESSED: u8 = 0x40;
     /// All defined bits.
-    pub const ALL: u8 = 0x1f;
+    pub const ALL: u8 = 0x7f;
     /// Whether any bit of `bit` is set.
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
-    /// Whether only defined bits are set.
+    /// Whether only defined bits are set, and not both header forms.
     pub fn is_valid(self) -> bool {
-        self.0 & !Self::ALL == 0
+        self.invalid_bits() == 0
+    }
+    /// The bits that make these flags invalid: undefined ones, else both
+    /// header forms when both are set, else none.
+    pub fn invalid_bits(self) -> u8 {
+        let both = Self::INSTALL | Self::COMPRESSED;
+        match self.0 & !Self::ALL {
+            0 if self.0 & both == both => both,
+            undefined => undefined,
+        }
     }
 }
 
@@ -199,7 +217,7 @@ impl DataHeader {
     /// written on error.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
         if !self.flags.is_valid() {
-            return Err(WireError::BadFlags(self.flags.0 & !DataFlags::ALL));
+            return Err(WireError::BadFlags(self.flags.invalid_bits()));
         }
         let buf = buf
             .get_mut(..Self::LEN)
@@ -215,8 +233,8 @@ impl DataHeader {
     /// Parses the header of a data frame whose length is already checked.
     fn parse(buf: &[u8]) -> Result<DataHeader, WireError> {
         let flags = buf[field::DATA_FLAGS];
-        if flags & !DataFlags::ALL != 0 {
-            return Err(WireError::BadFlags(flags & !DataFlags::ALL));
+        if !DataFlags(flags).is_valid() {
+            return Err(WireError::BadFlags(DataFlags(flags).invalid_bits()));
         }
         Ok(DataHeader {
             flags: DataFlags(flags),

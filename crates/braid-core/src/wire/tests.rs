@@ -101,10 +101,15 @@ fn test_emit_data_errors() {
     assert_eq!(small, [0; 8]);
     let mut buf = [0u8; 9];
     let bad = DataHeader {
-        flags: DataFlags(0x31),
+        flags: DataFlags(0x91),
         ..data_header()
     };
-    assert_eq!(bad.emit(&mut buf), Err(WireError::BadFlags(0x20)));
+    assert_eq!(bad.emit(&mut buf), Err(WireError::BadFlags(0x80)));
+    let both = DataHeader {
+        flags: DataFlags(DataFlags::INSTALL | DataFlags::COMPRESSED),
+        ..data_header()
+    };
+    assert_eq!(both.emit(&mut buf), Err(WireError::BadFlags(0x60)));
 }
 
 #[test]
@@ -112,6 +117,9 @@ fn test_parse_data_bad_flags() {
     let mut bytes = DATA_BYTES;
     bytes[1] = 0x81;
     assert_eq!(decode(&bytes), Err(WireError::BadFlags(0x80)));
+    // The two header forms exclude each other.
+    bytes[1] = DataFlags::INSTALL | DataFlags::COMPRESSED;
+    assert_eq!(decode(&bytes), Err(WireError::BadFlags(0x60)));
 }
 
 #[test]
