@@ -32,6 +32,9 @@
 //!   while it is quiet (`conn::tunnel::rate_probe`), and drops when it
 //!   receives them. A version-2 receiver would hand them to its TUN device,
 //!   which refuses them, and count them as delivered.
+//! - 4: inner header compression ([`crate::compress`]). Added: the
+//!   `INSTALL` and `COMPRESSED` data flags, whose frames a version-3
+//!   decoder refuses (undefined flags), losing every compressed packet.
 
 use std::net::Ipv4Addr;
 
@@ -40,7 +43,7 @@ use super::TunnelParams;
 /// Version of the hello payloads (and so of the tunnel protocol on top of
 /// the Noise prologue's `braid v2`); see the module doc for what each
 /// version carries.
-pub const HELLO_VERSION: u8 = 3;
+pub const HELLO_VERSION: u8 = 4;
 
 /// Why a hello payload was refused.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -176,7 +179,7 @@ mod tests {
     use super::*;
 
     static SERVER_BYTES: [u8; 20] = [
-        0x03, // version
+        0x04, // version
         0, 0, 0, 0, 0, 0, 0x12, 0x34, // epoch
         10, 77, 0, 2,  // address
         24, // prefix
@@ -208,10 +211,10 @@ mod tests {
         assert_eq!(ServerHello::parse(&SERVER_BYTES[..19]), malformed);
         assert_eq!(ServerHello::parse(&[]), malformed);
         let mut b = SERVER_BYTES;
-        b[0] = 4;
+        b[0] = 5;
         assert_eq!(
             ServerHello::parse(&b),
-            Err(HelloError::Version { got: 4 }),
+            Err(HelloError::Version { got: 5 }),
             "version"
         );
         let mut b = SERVER_BYTES;
@@ -228,7 +231,7 @@ mod tests {
             conn_id: 0xdead_beef_0102_0304,
         };
         let b = h.to_bytes();
-        assert_eq!(b, [3, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
+        assert_eq!(b, [4, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4]);
         assert_eq!(ClientHello::parse(&b), Ok(h));
         assert_eq!(ClientHello::parse(&b[..8]), Err(HelloError::Malformed));
         assert_eq!(ClientHello::parse(&[]), Err(HelloError::Malformed));
@@ -256,7 +259,7 @@ mod tests {
         );
         let text = HelloError::Version { got: 1 }.to_string();
         assert!(
-            text.contains("version 1") && text.contains("speaks 3"),
+            text.contains("version 1") && text.contains("speaks 4"),
             "{text}"
         );
     }

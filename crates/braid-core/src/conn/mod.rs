@@ -208,6 +208,10 @@ pub struct ConnConfig {
     /// `ReorderMode::Off`, as the daemon's `reorder = "prism-rpc"` does:
     /// a peer that still resequences leaves the controller nothing to do.
     pub rpc: Option<crate::rpc::RpcConfig>,
+    /// Inner IPv4/TCP headers go compressed ([`crate::compress`]): 26
+    /// bytes instead of 52 for a segment with timestamps. On by default;
+    /// a receiver rebuilds compressed frames whatever its own setting.
+    pub compress_headers: bool,
 }
 
 impl Default for ConnConfig {
@@ -259,6 +263,7 @@ impl Default for ConnConfig {
             startup_hold: Duration::from_secs(1),
             redundancy: RedundancyConfig::default(),
             rpc: None,
+            compress_headers: true,
         }
     }
 }
@@ -430,6 +435,13 @@ pub struct Counters {
     /// paths (inner packet plus [`OUTER_OVERHEAD`]): what redundancy cost.
     pub redundant_copies: u64,
     pub redundant_bytes: u64,
+    /// Inner packets sent with compressed headers ([`crate::compress`]),
+    /// and of those, installs of a header context.
+    pub headers_compressed: u64,
+    pub header_installs: u64,
+    /// Data frames whose compressed headers did not rebuild (a context
+    /// never installed, or a malformed header).
+    pub drop_bad_header: u64,
 }
 
 /// Declares [`Counters::add`] and [`Counters::fields`] from one list of
@@ -444,7 +456,7 @@ macro_rules! counter_methods {
             }
 
             /// `(name, value)` of every counter, for metrics exporters.
-            pub fn fields(&self) -> [(&'static str, u64); 42] {
+            pub fn fields(&self) -> [(&'static str, u64); 45] {
                 [$( (stringify!($f), self.$f) ),*]
             }
         }
@@ -494,6 +506,9 @@ counter_methods!(
     stray_datagrams,
     redundant_copies,
     redundant_bytes,
+    headers_compressed,
+    header_installs,
+    drop_bad_header,
 );
 
 /// One path as `status()` reports it.

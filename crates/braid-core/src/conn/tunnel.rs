@@ -35,6 +35,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use super::ip::{ipv4_destination, ipv4_source};
 use super::link::PathLink;
 use super::{ConnConfig, Counters, Event, Output, Outputs, PathStatus, Transmit, TunnelStatus};
+use crate::compress::{self, Compressor, Decompressor, Form};
 use crate::crypto::{CryptoError, PeerSessions, PublicKey, Session};
 use crate::flow::{tcp_segment, RetransmitDetector};
 use crate::path::{PathId, PathParams};
@@ -45,7 +46,7 @@ use crate::rpc::tcp::TcpRpc;
 use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
-use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
+use crate::wire::{self, Control, DataFlags, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
 
 /// Connections tracked by the retransmission detector.
 const RETX_SLOTS: usize = 1024;
@@ -146,6 +147,10 @@ pub(crate) struct Tunnel {
     quiet_from: Option<Instant>,
     /// The client's startup hold and the server's probe window (`startup`).
     startup: startup::StartupHold,
+    /// Header contexts of what this side sends, and of what it receives
+    /// ([`crate::compress`]).
+    compressor: Compressor,
+    decompressor: Decompressor,
 }
 
 impl Tunnel {
@@ -178,6 +183,8 @@ impl Tunnel {
             rpc: cfg.rpc.clone().map(TcpRpc::new),
             quiet_from: None,
             startup: startup::StartupHold::default(),
+            compressor: Compressor::default(),
+            decompressor: Decompressor::default(),
         }
     }
 
@@ -204,6 +211,9 @@ impl Tunnel {
         self.retained = retained(&self.cfg);
         self.redundancy = Policy::new(self.cfg.redundancy.clone());
         self.fec = fec::TunnelFec::new(&self.cfg);
+        // The peer's contexts are gone with its state.
+        self.compressor = Compressor::default();
+        self.decompressor = Decompressor::default();
         // `rpc` is kept: it follows the inner connections, which outlive
         // the tunnel's sequence numbers.
         for l in &self.links {
@@ -280,7 +290,7 @@ impl Tunnel {
         }
         let segment = tcp_segment(packet);
         let mut info = PacketInfo {
-            len: (packet.len() + super::OUTER_OVERHEAD) as u32,
+            len: self.wire_len(packet) as u32,
             retransmit: false,
             stream: segment.is_some_and(|(_, _, len)| len > 0),
         };
@@ -334,7 +344,7 @@ impl Tunnel {
             && self.sender.path(path).is_some_and(|p| {
                 redundancy::path_spiking(cfg, p, self.sender.oldest_in_flight_sent(path), now)
             });
-        let wire_len = packet.len() + super::OUTER_OVERHEAD;
+        let wire_len = self.wire_len(packet);
         if self
             .redundancy
             .decide(now, class, retransmit, spiking, wire_len)
@@ -359,7 +369,21 @@ impl Tunnel {
         }
     }
 
-    /// Puts the data header in front of an inner packet and sends it.
+    /// Bytes `packet` takes on a path: itself and the tunnel's overhead,
+    /// less what header compression saves on it
+    /// ([`Compressor::saving`]). The sender's byte counts (rate samples,
+    /// queue lengths) are then the paths' own.
+    fn wire_len(&self, packet: &[u8]) -> usize {
+        let saving = if self.cfg.compress_headers {
+            compress::header::split(packet).map_or(0, |s| self.compressor.saving(&s))
+        } else {
+            0
+        };
+        packet.len() + super::OUTER_OVERHEAD - saving
+    }
+
+    /// Puts the data header in front of an inner packet, compressing its
+    /// headers where it can, and sends it.
     fn emit_data(
         &mut self,
         now: Instant,
@@ -370,9 +394,29 @@ impl Tunnel {
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
         plain.resize(DataHeader::LEN, 0);
-        let ok = tx.header.emit(&mut plain).is_ok();
-        plain.extend_from_slice(packet);
+        let mut header = tx.header;
+        let split = self
+            .cfg
+            .compress_headers
+            .then(|| compress::header::split(packet))
+            .flatten();
+        let form = split.map_or(Form::Plain, |s| self.compressor.choose(now, &s.key, tx.seq));
+        match (form, split) {
+            (Form::Plain, _) | (_, None) => plain.extend_from_slice(packet),
+            (form, Some(s)) => {
+                header.flags.0 |= match form {
+                    Form::Install(_) => DataFlags::INSTALL,
+                    _ => DataFlags::COMPRESSED,
+                };
+                compress::emit(form, &s, &mut plain);
+            }
+        }
+        let ok = header.emit(&mut plain).is_ok();
         if ok && self.transmit(now, tx.path, &plain, out) {
+            if form != Form::Plain {
+                self.counters.headers_compressed += 1;
+                self.counters.header_installs += u64::from(matches!(form, Form::Install(_)));
+            }
             if !rate_probe::is_filler(packet) {
                 self.counters.packets_sent += 1;
             }

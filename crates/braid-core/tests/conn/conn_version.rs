@@ -25,8 +25,8 @@ mod version {
     }
 
     #[test]
-    fn the_version_is_three() {
-        assert_eq!(HELLO_VERSION, 3);
+    fn the_version_is_four() {
+        assert_eq!(HELLO_VERSION, 4);
     }
 
     /// A version-1 client (admitted key, valid Noise message) reaches a

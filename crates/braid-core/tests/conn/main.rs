@@ -8,6 +8,7 @@
 
 mod conn_util;
 
+mod conn_compress;
 mod conn_cookies;
 mod conn_fast_paths;
 mod conn_fec;

@@ -7,8 +7,11 @@
 //! (NOP, NOP, timestamps: 12), so a full segment is `mss + 52` bytes; ACKs
 //! add a SACK option (NOP, NOP, kind 5, 2 + 8 n) for `n` blocks. Sequence
 //! numbers are bytes, `packet number × mss` modulo 2^32, unwrapped on
-//! decoding against the receiver's or sender's position. Checksums are
-//! left zero: nothing on the simulated path checks them.
+//! decoding against the receiver's or sender's position. The IPv4 header
+//! checksum is computed, as a host's is, since the tunnel compresses only
+//! headers that it can rebuild byte for byte (`braid_core::compress`); the
+//! TCP checksum is left zero: nothing on the simulated path checks it, and
+//! the tunnel carries it as it is.
 //!
 //! Every packet carries a 48-bit tag, unique per packet handed to the
 //! tunnel, in the IPv4 identification (low 16 bits) and the timestamp
@@ -35,6 +38,20 @@ fn ip_header(buf: &mut [u8], total: usize, src: Ipv4Addr, dst: Ipv4Addr, tag: u6
     buf[9] = 6;
     buf[12..16].copy_from_slice(&src.octets());
     buf[16..20].copy_from_slice(&dst.octets());
+}
+
+/// Writes the IPv4 header checksum (RFC 791) of `buf`'s first 20 bytes.
+fn seal(buf: &mut [u8]) {
+    buf[10] = 0;
+    buf[11] = 0;
+    let mut sum: u32 = buf[..20]
+        .chunks_exact(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    buf[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
 }
 
 fn tcp_header(buf: &mut [u8], flow: u32, seq: u32, ack: u32, opt_len: usize, to_sender: bool) {
@@ -87,6 +104,7 @@ pub fn encode_segment(
         seg.seq * u64::from(mss),
         pattern,
     );
+    seal(out);
 }
 
 /// Encodes the opening of the connection: the sender's SYN (`reply`
@@ -109,6 +127,7 @@ pub fn encode_opening(
     ip_header(out, total, src, dst, tag);
     tcp_header(&mut out[20..], flow, 0, 0, 12, reply);
     out[33] = if reply { 0x12 } else { 0x02 };
+    seal(out);
 }
 
 /// Whether `packet` opens a connection ([`encode_opening`]): `Some(false)`
@@ -170,6 +189,7 @@ pub fn encode_ack(ack: &Ack, mss: u32, src: Ipv4Addr, dst: Ipv4Addr, tag: u64, o
                 .copy_from_slice(&((r.wrapping_mul(u64::from(mss))) as u32).to_be_bytes());
         }
     }
+    seal(out);
 }
 
 /// The packet number nearest to `reference` whose byte sequence number

@@ -73,6 +73,23 @@ fn near_paths_wait_sets_pets_near_floor() {
     assert!(err.contains("near_paths_wait"), "{err}");
 }
 
+/// `tuning.compress_headers` turns inner header compression off (it is
+/// on by default); a value that is not a boolean names the key.
+#[test]
+fn compress_headers_is_on_unless_turned_off() {
+    let d = tempdir("compress");
+    write_key(&d.0, 0o600);
+    let load = |tuning: &str| load_server_text(&d.0, &server_toml(tuning));
+    assert!(load("").unwrap().core.conn.compress_headers);
+    let off = load("[tuning]\ncompress_headers = false").unwrap();
+    assert!(!off.core.conn.compress_headers);
+    let err = format!(
+        "{:#}",
+        load("[tuning]\ncompress_headers = \"no\"").unwrap_err()
+    );
+    assert!(err.contains("compress_headers"), "{err}");
+}
+
 /// `tuning.startup_hold_ms` sets the client's startup hold (1 s by
 /// default, 0 turns it off); a value past 10 s is refused with the key
 /// and the range named.

@@ -110,6 +110,9 @@ pub(super) fn conn_config(scheduler: &str, t: &TuningFile, mtu: Option<u16>) -> 
     if let Some(wait) = t.near_paths_wait {
         c.pet.near_floor = wait;
     }
+    if let Some(on) = t.compress_headers {
+        c.compress_headers = on;
+    }
     if let Some(d) = ms("startup_hold_ms", t.startup_hold_ms, 0, 10_000)? {
         c.startup_hold = d;
     }

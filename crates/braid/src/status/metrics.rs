@@ -182,6 +182,9 @@ pub fn counter_help(name: &str) -> &'static str {
         "fec_parity_reactive" => "Of the FEC parity frames sent, those sent for a reported loss (MPLOT eq 10).",
         "fec_parity_received" => "The peer's FEC parity frames received.",
         "fec_rebuilt" => "Inner packets rebuilt from the peer's FEC parity.",
+        "headers_compressed" => "Inner packets sent with compressed IPv4/TCP headers (26 bytes instead of 52).",
+        "header_installs" => "Of the packets sent compressed, those that also carried their connection's header context (until the peer reports one).",
+        "drop_bad_header" => "Data frames dropped: compressed headers that did not rebuild (a context never installed, or malformed).",
         "icmp_errors" => "Client: ICMP errors (port or host unreachable) for datagrams sent to the server.",
         _ => "A braid counter; see the counter table in docs/DEPLOY.md.",
     }

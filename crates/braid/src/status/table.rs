@@ -184,6 +184,15 @@ fn repair_lines(t: &TunnelReport) -> String {
             human_bytes(copy_bytes)
         );
     }
+    let compressed = counter("headers_compressed");
+    if compressed > 0 || counter("drop_bad_header") > 0 {
+        let _ = writeln!(
+            o,
+            "headers: {compressed} packets sent compressed ({} carrying their context), {} that did not rebuild",
+            counter("header_installs"),
+            counter("drop_bad_header")
+        );
+    }
     let (sent, received) = (counter("fec_parity_sent"), counter("fec_parity_received"));
     if sent > 0 || received > 0 {
         let _ = writeln!(

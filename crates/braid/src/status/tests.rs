@@ -77,6 +77,8 @@ fn report() -> StatusReport {
                 ("fec_parity_reactive".to_string(), 3),
                 ("fec_parity_received".to_string(), 12),
                 ("fec_rebuilt".to_string(), 9),
+                ("headers_compressed".to_string(), 900),
+                ("header_installs".to_string(), 30),
             ]
             .into_iter()
             .collect(),
@@ -120,6 +122,10 @@ fn table_shows_paths_and_drops() {
         t.contains(
             "fec: 40 parity frames sent (52.0 kB, 3 reactive), 12 received, 9 packets rebuilt"
         ),
+        "{t}"
+    );
+    assert!(
+        t.contains("headers: 900 packets sent compressed (30 carrying their context), 0 that did not rebuild"),
         "{t}"
     );
     assert!(t.contains("latest handshake 30s ago"), "{t}");

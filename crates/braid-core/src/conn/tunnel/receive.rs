@@ -4,10 +4,14 @@
 //! to the caller), then send repairs, release paced packets and flush.
 
 use super::{path_name, Arrival, Control, Frame, Keepalive, Outputs, PathLink, Role, Tunnel};
+use std::borrow::Cow;
+
+use crate::compress;
 use crate::crypto::CryptoError;
 use crate::path::{PathId, MAX_PATHS};
 use crate::time::Instant;
 use crate::wire;
+use crate::wire::{DataFlags, DataHeader};
 
 impl Tunnel {
     /// Handles one transport packet. Returns the kind of a control frame
@@ -93,22 +97,29 @@ impl Tunnel {
 
         let mut control = None;
         match frame {
-            Frame::Data(h, payload) => {
+            Frame::Data(h, wire_payload) => {
                 if let Some(l) = path.and_then(|p| self.link_mut(p)) {
                     l.data_rx_packets += 1;
-                    l.data_rx_bytes += payload.len() as u64;
+                    l.data_rx_bytes += wire_payload.len() as u64;
                 }
-                if self.cfg.acks_unordered && crate::flow::pure_tcp_ack(payload) {
+                let Some(packet) = self.inner_packet(&h, wire_payload) else {
+                    self.counters.drop_bad_header += 1;
+                    return None;
+                };
+                if self.cfg.acks_unordered && crate::flow::pure_tcp_ack(&packet) {
                     self.receiver
-                        .handle_unordered_data(now, &h, payload.len(), payload.to_vec());
+                        .handle_unordered_data(now, &h, packet.len(), packet.to_vec());
                 } else {
                     self.receiver
-                        .handle_data(now, &h, payload.len(), payload.to_vec());
+                        .handle_data(now, &h, packet.len(), packet.to_vec());
                 }
-                self.fec_on_data(now, h.path, h.seq, payload);
+                self.fec_on_data(now, h.path, h.seq, &packet);
             }
             Frame::Parity(h, shard) => self.fec_on_parity(now, h.path, &h, shard),
             Frame::Feedback(v) => {
+                for e in v.entries() {
+                    self.compressor.on_reported(e.seq);
+                }
                 self.sender.handle_feedback_on(now, v.path, v.entries());
                 // Its reports updated the paths' round trips.
                 self.sync_hold_floor();
@@ -170,5 +181,25 @@ impl Tunnel {
         // Feedback may have brought the last path's first rate estimate.
         self.startup_poll(now, out);
         control
+    }
+
+    /// The inner packet a data frame carries: its payload, or the packet
+    /// its compressed headers rebuild (learning the context of an
+    /// install). `None` if they do not rebuild.
+    fn inner_packet<'a>(&mut self, h: &DataHeader, payload: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+        let (install, compressed) = (
+            h.flags.has(DataFlags::INSTALL),
+            h.flags.has(DataFlags::COMPRESSED),
+        );
+        if !install && !compressed {
+            return Some(Cow::Borrowed(payload));
+        }
+        let mut packet = Vec::with_capacity(payload.len() + compress::header::MAX_GAIN);
+        let rebuilt = if install {
+            self.decompressor.install(payload, &mut packet)
+        } else {
+            self.decompressor.rebuild(payload, &mut packet)
+        };
+        rebuilt.ok().map(|()| Cow::Owned(packet))
     }
 }
