@@ -216,6 +216,16 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// Writes the IPv4 header checksum into `packet` (at least 20 bytes;
+/// anything shorter is left as it is), as a host's IP layer does: for
+/// tests and the simulator, whose packets the tunnel then compresses.
+pub fn write_ipv4_checksum(packet: &mut [u8]) {
+    if packet.len() >= IPV4_LEN {
+        let sum = ipv4_checksum(packet);
+        packet[10..12].copy_from_slice(&sum.to_be_bytes());
+    }
+}
+
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }

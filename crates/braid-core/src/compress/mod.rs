@@ -82,8 +82,9 @@ pub struct Compressor {
     /// Tunnel sequence numbers of installs not yet reported, with the
     /// context (id, generation) each installs.
     pending: BTreeMap<u64, (u8, u32)>,
-    /// Highest tunnel sequence number seen, to extend 32-bit reports.
-    highest: u64,
+    /// Highest tunnel sequence number seen, to extend 32-bit reports
+    /// and to tell a packet's first send from its copies.
+    highest: Option<u64>,
     generations: u32,
     /// Every id is in use until then: new connections go plain without a
     /// search.
@@ -96,7 +97,7 @@ impl Default for Compressor {
             slots: vec![None; CONTEXTS],
             by_key: BTreeMap::new(),
             pending: BTreeMap::new(),
-            highest: 0,
+            highest: None,
             generations: 0,
             full_until: None,
         }
@@ -106,9 +107,18 @@ impl Default for Compressor {
 impl Compressor {
     /// The form of the packet with tunnel sequence number `seq` whose
     /// headers are `key` (a [`header::split`] packet), sent at `now`.
-    /// An install is remembered, so that a report of `seq` confirms it.
+    ///
+    /// An install is remembered, so that a report of `seq` confirms it,
+    /// but only on the packet's first send. Its copies (a repair, a
+    /// redundant copy) carry the same number and each gets its form when
+    /// it leaves: had the first gone plain (no id free) and a later copy
+    /// as an install, the plain one's report would confirm a context the
+    /// receiver never got. A copy of a first send that installed goes
+    /// under the same id, so any copy's report means the context is
+    /// there.
     pub fn choose(&mut self, now: Instant, key: &FlowKey, seq: u64) -> Form {
-        self.highest = self.highest.max(seq);
+        let first = self.highest.is_none_or(|h| seq > h);
+        self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
         let cid = match self.by_key.get(key) {
             Some(&cid) => cid,
             None => match self.allocate(now, key) {
@@ -123,19 +133,23 @@ impl Compressor {
         if slot.confirmed {
             return Form::Compressed(cid);
         }
-        if self.pending.len() >= MAX_PENDING_INSTALLS {
-            self.pending.pop_first();
+        if first {
+            if self.pending.len() >= MAX_PENDING_INSTALLS {
+                self.pending.pop_first();
+            }
+            self.pending.insert(seq, (cid, slot.generation));
         }
-        self.pending.insert(seq, (cid, slot.generation));
         Form::Install(cid)
     }
 
     /// Bytes the packet `split` takes less on the path than sent plain,
     /// in the form [`Compressor::choose`] would give it now: the whole
     /// saving once its context is confirmed, less the context's bytes
-    /// while it installs, none when no id is free. For the scheduler's
-    /// byte counts, before the packet is queued; a context confirmed
-    /// while it waits makes it a little shorter still.
+    /// while it installs, none when every id is in use. For the
+    /// scheduler's byte counts, before the packet is queued; a context
+    /// confirmed while it waits makes it a little shorter still, and so
+    /// does an id that [`Compressor::choose`] takes back from a
+    /// connection idle for [`REUSE_IDLE`] (counted as none free here).
     pub fn saving(&self, split: &Split<'_>) -> usize {
         let whole = split.varying.full_len() - split.varying.compressed_len();
         match self.by_key.get(&split.key) {
@@ -157,7 +171,7 @@ impl Compressor {
         if self.pending.is_empty() {
             return;
         }
-        let seq = crate::wire::seq::extend(seq32, self.highest);
+        let seq = crate::wire::seq::extend(seq32, self.highest.unwrap_or(0));
         let Some((cid, generation)) = self.pending.remove(&seq) else {
             return;
         };

@@ -6,8 +6,9 @@
 //!
 //! ```text
 //! DATA      0x01 | flags u8 | path u8 | prev_delta u16 | seq u32 | inner packet...   (9-byte header)
-//!                  (flag INSTALL: context id u8 | inner packet; flag COMPRESSED: the
-//!                  inner packet with compressed headers, see [`crate::compress`])
+//!                  (flag INSTALL: the inner packet's header context, 13 bytes, then
+//!                  its compressed headers and payload; flag COMPRESSED: compressed
+//!                  headers and payload; see [`crate::compress`])
 //! FEEDBACK  0x02 | path u8 | count u8 | seq u32 | rx_time_ns u64 | deltas (see [`feedback`])
 //! KEEPALIVE 0x03 | path u8 | id u32 | tx_time_ns u64
 //! KA_ACK    0x04 | path u8 | id u32 | tx_time_ns u64  (echo of the keepalive)
@@ -165,8 +166,8 @@ impl DataFlags {
     /// repair (ARQ). Its `prev_delta` is 0: it is not part of the path's
     /// chain of previous-on-path links.
     pub const REPAIR: u8 = 0x10;
-    /// The inner packet is preceded by a header context id (one byte) and
-    /// whole: the receiver learns the context from it
+    /// The inner packet's header context (13 bytes) comes ahead of its
+    /// compressed headers: the receiver learns the context from it
     /// ([`crate::compress`]).
     pub const INSTALL: u8 = 0x20;
     /// The inner packet's IPv4/TCP headers are compressed against a

@@ -40,14 +40,7 @@ fn segment(src: Ipv4Addr, dst: Ipv4Addr, flow: u16, n: u64) -> Vec<u8> {
     p[40..44].copy_from_slice(&[1, 1, 8, 10]);
     p[44..48].copy_from_slice(&(n as u32).to_be_bytes());
     p[52..60].copy_from_slice(&n.to_be_bytes());
-    let mut sum: u32 = p[..20]
-        .chunks_exact(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    p[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    braid_core::compress::header::write_ipv4_checksum(&mut p);
     p
 }
 

@@ -42,16 +42,7 @@ fn ip_header(buf: &mut [u8], total: usize, src: Ipv4Addr, dst: Ipv4Addr, tag: u6
 
 /// Writes the IPv4 header checksum (RFC 791) of `buf`'s first 20 bytes.
 fn seal(buf: &mut [u8]) {
-    buf[10] = 0;
-    buf[11] = 0;
-    let mut sum: u32 = buf[..20]
-        .chunks_exact(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    buf[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    braid_core::compress::header::write_ipv4_checksum(buf);
 }
 
 fn tcp_header(buf: &mut [u8], flow: u32, seq: u32, ack: u32, opt_len: usize, to_sender: bool) {

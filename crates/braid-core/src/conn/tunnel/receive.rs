@@ -102,18 +102,26 @@ impl Tunnel {
                     l.data_rx_packets += 1;
                     l.data_rx_bytes += wire_payload.len() as u64;
                 }
-                let Some(packet) = self.inner_packet(&h, wire_payload) else {
-                    self.counters.drop_bad_header += 1;
-                    return None;
-                };
-                if self.cfg.acks_unordered && crate::flow::pure_tcp_ack(&packet) {
-                    self.receiver
-                        .handle_unordered_data(now, &h, packet.len(), packet.to_vec());
-                } else {
-                    self.receiver
-                        .handle_data(now, &h, packet.len(), packet.to_vec());
+                // A frame whose headers do not rebuild is dropped, and
+                // the rest of this event (repairs, paced packets, due
+                // feedback) goes on as after any other frame.
+                match self.inner_packet(&h, wire_payload) {
+                    None => self.counters.drop_bad_header += 1,
+                    Some(packet) => {
+                        if self.cfg.acks_unordered && crate::flow::pure_tcp_ack(&packet) {
+                            self.receiver.handle_unordered_data(
+                                now,
+                                &h,
+                                packet.len(),
+                                packet.to_vec(),
+                            );
+                        } else {
+                            self.receiver
+                                .handle_data(now, &h, packet.len(), packet.to_vec());
+                        }
+                        self.fec_on_data(now, h.path, h.seq, &packet);
+                    }
                 }
-                self.fec_on_data(now, h.path, h.seq, &packet);
             }
             Frame::Parity(h, shard) => self.fec_on_parity(now, h.path, &h, shard),
             Frame::Feedback(v) => {
