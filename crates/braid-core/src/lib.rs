@@ -18,6 +18,8 @@
 //! - [`rpc`]: PRISM's reverse-path ACK controller, the alternative to
 //!   resequencing the data: it holds and rewrites the inner TCP's ACKs.
 //! - [`wire`]: the tunnel frame formats, checked decoding.
+//! - [`checksum`]: the Internet checksum (RFC 1071), for the headers
+//!   the tunnel rebuilds or rewrites.
 //! - [`compress`]: the inner IPv4/TCP headers in 26 bytes instead of 52,
 //!   with contexts both ends hold.
 //! - [`sender`] / [`receiver`]: the two halves of one tunnel direction.
@@ -33,6 +35,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod checksum;
 pub mod compress;
 pub mod conn;
 pub mod crypto;

@@ -416,14 +416,7 @@ mod tests {
 
     /// The IPv4 header checksum over `h` (RFC 791): zero when valid.
     fn ipv4_checksum(h: &[u8]) -> u16 {
-        let mut sum: u32 = h
-            .chunks(2)
-            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-            .sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        !(sum as u16)
+        braid_core::checksum::finish(braid_core::checksum::add(0, h))
     }
 
     fn ipv4_frame(tos: u8) -> Vec<u8> {

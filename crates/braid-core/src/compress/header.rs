@@ -204,16 +204,8 @@ pub struct Compressed<'a> {
 /// The one's complement checksum of an IPv4 header (RFC 791), with its
 /// checksum field taken as zero.
 fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, pair) in h[..IPV4_LEN].chunks_exact(2).enumerate() {
-        if i != 5 {
-            sum += u32::from(u16::from_be_bytes([pair[0], pair[1]]));
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    use crate::checksum::{add, finish};
+    finish(add(add(0, &h[..10]), &h[12..IPV4_LEN]))
 }
 
 /// Writes the IPv4 header checksum into `packet` (at least 20 bytes;

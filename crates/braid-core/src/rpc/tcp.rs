@@ -181,24 +181,15 @@ fn tsval_at(opts: &[u8]) -> Option<usize> {
 /// Recomputes the TCP checksum of a packet [`parse`] accepted (RFC 793:
 /// the one's complement sum over the pseudo-header and the segment).
 fn fix_checksum(p: &mut [u8], t: &Tcp) {
+    use crate::checksum::{add, finish};
     p[t.l4 + 16] = 0;
     p[t.l4 + 17] = 0;
-    let mut sum: u64 = 0;
-    let mut add = |b: &[u8]| {
-        for c in b.chunks(2) {
-            let hi = u64::from(c[0]) << 8;
-            sum += hi | c.get(1).map_or(0, |&x| u64::from(x));
-        }
-    };
-    add(&p[12..20]);
     let len = (t.end - t.l4) as u16;
-    add(&[0, PROTO_TCP]);
-    add(&len.to_be_bytes());
-    add(&p[t.l4..t.end]);
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let c = !(sum as u16);
+    let mut sum = add(0, &p[12..20]);
+    sum = add(sum, &[0, PROTO_TCP]);
+    sum = add(sum, &len.to_be_bytes());
+    sum = add(sum, &p[t.l4..t.end]);
+    let c = finish(sum);
     p[t.l4 + 16..t.l4 + 18].copy_from_slice(&c.to_be_bytes());
 }
 
