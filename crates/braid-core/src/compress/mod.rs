@@ -64,6 +64,19 @@ pub enum Form {
     Compressed(u8),
 }
 
+impl Form {
+    /// The data flag that marks a frame of this form, `None` for
+    /// [`Form::Plain`].
+    pub fn flag(self) -> Option<u8> {
+        use crate::wire::DataFlags;
+        match self {
+            Form::Plain => None,
+            Form::Install(_) => Some(DataFlags::INSTALL),
+            Form::Compressed(_) => Some(DataFlags::COMPRESSED),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Slot {
     key: FlowKey,

@@ -46,7 +46,7 @@ use crate::rpc::tcp::TcpRpc;
 use crate::sched::PacketInfo;
 use crate::sender::{SendOutcome, Sender, SenderConfig};
 use crate::time::Instant;
-use crate::wire::{self, Control, DataFlags, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
+use crate::wire::{self, Control, DataHeader, Frame, Keepalive, MAX_FEEDBACK_ENTRIES};
 
 /// Connections tracked by the retransmission detector.
 const RETX_SLOTS: usize = 1024;
@@ -401,15 +401,12 @@ impl Tunnel {
             .then(|| compress::header::split(packet))
             .flatten();
         let form = split.map_or(Form::Plain, |s| self.compressor.choose(now, &s.key, tx.seq));
-        match (form, split) {
-            (Form::Plain, _) | (_, None) => plain.extend_from_slice(packet),
-            (form, Some(s)) => {
-                header.flags.0 |= match form {
-                    Form::Install(_) => DataFlags::INSTALL,
-                    _ => DataFlags::COMPRESSED,
-                };
+        match (split, form.flag()) {
+            (Some(s), Some(flag)) => {
+                header.flags.0 |= flag;
                 compress::emit(form, &s, &mut plain);
             }
+            _ => plain.extend_from_slice(packet),
         }
         let ok = header.emit(&mut plain).is_ok();
         if ok && self.transmit(now, tx.path, &plain, out) {
