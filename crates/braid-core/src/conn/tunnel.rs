@@ -226,14 +226,14 @@ impl Tunnel {
         self.sync_hold_floor();
     }
 
-    /// Gives the resequencer the least hold for a repair
-    /// ([`Receiver::set_hold_floor`]) from the sender's
-    /// [`Sender::repair_wait`]. Called where that wait's inputs change: a
-    /// round trip measured (feedback, a keepalive's echo), a path added,
+    /// Gives the resequencer its least hold ([`Receiver::set_hold_floor`])
+    /// from the sender's [`Sender::hold_floor`]. Called where that floor's
+    /// inputs change: a round trip measured (feedback, a keepalive's echo),
+    /// a one-way delay measured (the peer's keepalive), a path added,
     /// removed, up or down, the data plane restarted. Not per data packet:
     /// the wait scans every path, and between those events it is the same.
     pub(super) fn sync_hold_floor(&mut self) {
-        self.receiver.set_hold_floor(self.sender.repair_wait());
+        self.receiver.set_hold_floor(self.sender.hold_floor());
     }
 
     /// Encrypts `plaintext` and queues it for path `id`. False if the path
@@ -513,6 +513,7 @@ impl Tunnel {
         };
         take(self.rate_probe_timeout());
         take(self.startup_deadline());
+        take(self.startup_wake_at());
         for l in &self.links {
             take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {

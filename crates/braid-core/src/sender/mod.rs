@@ -304,7 +304,10 @@ impl<P> Sender<P> {
     /// scheduler: the tunnel measures a path it has no rate estimate for
     /// while nothing else is in flight (`conn::tunnel`'s rate probes). The
     /// packet is numbered, paired and reported like any other; the caller
-    /// sends the `First` and then at once the `Second`.
+    /// sends the `First` and then at once the `Second`. The path need not
+    /// be usable yet: as the client's startup hold keeps its first packet,
+    /// a path not up yet is probed, so that the pair's reports come back
+    /// about when the path comes up (`conn::tunnel`'s rate probes).
     pub fn send_rate_probe(
         &mut self,
         now: Instant,
@@ -313,7 +316,7 @@ impl<P> Sender<P> {
         pkt: &PacketInfo,
         payload: impl FnOnce() -> P,
     ) -> SendOutcome {
-        let Some(index) = self.paths.iter().position(|p| p.id == id && p.usable) else {
+        let Some(index) = self.paths.iter().position(|p| p.id == id) else {
             return SendOutcome::NoPath;
         };
         let queues = self.send_queues(now);
@@ -324,6 +327,18 @@ impl<P> Sender<P> {
             eta_ns: None,
         };
         self.send_decided(now, pkt, d, &queues, None, payload)
+    }
+
+    /// Packet `seq` and its partner no longer make a pair: their reports
+    /// give no rate sample (a sample already taken stays). For a rate
+    /// probe whose answer would come too late to be of use
+    /// (`conn::tunnel`'s early probes, given up when data ends the
+    /// startup hold).
+    pub fn unpair(&mut self, seq: u64) {
+        let partner = self.record_mut(seq).and_then(|r| r.partner.take());
+        if let Some(r) = partner.and_then(|p| self.record_mut(p)) {
+            r.partner = None;
+        }
     }
 
     /// Whether no packet is in flight on any path, queued by the pacer or

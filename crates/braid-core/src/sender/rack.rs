@@ -164,6 +164,39 @@ impl<P> Sender<P> {
             .max()
             .map(|w| w.mul_f64(HOLD_FACTOR) + HOLD_MARGIN)
     }
+
+    /// How long the peer's resequencer should hold a gap at least: for a
+    /// repair ([`Sender::repair_wait`]), and for a packet sent on the
+    /// farthest usable path while later ones go on the nearest, which
+    /// arrive sooner by the difference of the two paths' one-way delays
+    /// towards this side (the peer's keepalives measure them,
+    /// [`PathState::owd_hint_raw_ns`]), with the same headroom.
+    ///
+    /// Why: the repair wait needs this side's round trip on each path,
+    /// which a side that has sent nothing on a path does not have. A
+    /// server receiving an upload that starts as the tunnel comes up has
+    /// only the handshake path's: the near rule (`sched::pet::near`) sent
+    /// the client's data on a path 300 ms further and the rest of it on
+    /// the near path, and the server's resequencer, its hold set from the
+    /// near path's 17 ms round trip, gave up the far path's packets
+    /// 155 ms after the near path's arrived, 135 ms before they did: the
+    /// inner TCP took them for lost and left slow start at 7 packets
+    /// (random set 2027/8 of `lab/sweep-random.sh`).
+    pub fn hold_floor(&self) -> Option<Duration> {
+        let hints = self
+            .paths
+            .iter()
+            .filter(|p| p.usable)
+            .filter_map(|p| p.owd_hint_raw_ns);
+        let spread = hints
+            .clone()
+            .max()
+            .zip(hints.min())
+            .map(|(far, near)| Duration::from_nanos(far.saturating_sub(near).max(0) as u64))
+            .filter(|s| !s.is_zero())
+            .map(|s| s.mul_f64(HOLD_FACTOR) + HOLD_MARGIN);
+        self.repair_wait().max(spread)
+    }
 }
 
 /// Which case of the rule set a packet's deadline.
@@ -336,5 +369,40 @@ mod tests {
         s.add_path(PathId(0), PathParams::default());
         s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(60));
         assert_eq!(s.repair_wait(), None);
+    }
+
+    /// The resequencer's least hold covers the spread of the one-way
+    /// delays the peer's keepalives measured (x 1.25 + 10 ms), before
+    /// this side has a round trip on the far path, with repair on or off;
+    /// a path that is not usable does not count.
+    #[test]
+    fn the_hold_floor_covers_the_paths_delay_spread() {
+        for mode in [RepairMode::Arq, RepairMode::Off] {
+            let mut cfg = SenderConfig::default();
+            cfg.repair.mode = mode;
+            let mut s: Sender<()> = Sender::new(cfg, Box::new(RoundRobin::default()));
+            s.add_path(PathId(0), PathParams::default());
+            s.add_path(PathId(1), PathParams::default());
+            s.add_path(PathId(2), PathParams::default());
+            let offset = 5_000_000_000i64;
+            s.on_path_owd_sample(PathId(0), offset + 9_000_000);
+            assert_eq!(s.hold_floor(), None, "{mode:?}: one path, no spread");
+            s.on_path_owd_sample(PathId(1), offset + 299_000_000);
+            s.on_path_owd_sample(PathId(1), offset + 309_000_000);
+            // 290 ms x 1.25 + 10 ms.
+            let want = crate::time::Duration::from_micros(372_500);
+            assert_eq!(s.hold_floor(), Some(want), "{mode:?}");
+            // A farther path that is not usable does not count.
+            s.on_path_owd_sample(PathId(2), offset + 900_000_000);
+            s.set_usable(PathId(2), false);
+            assert_eq!(s.hold_floor(), Some(want), "{mode:?}");
+            // The repair wait, when longer, is the floor.
+            s.on_path_rtt_sample(PathId(0), crate::time::Duration::from_millis(400));
+            let floor = s.hold_floor().unwrap();
+            match mode {
+                RepairMode::Off => assert_eq!(floor, want),
+                _ => assert_eq!(Some(floor), s.repair_wait()),
+            }
+        }
     }
 }

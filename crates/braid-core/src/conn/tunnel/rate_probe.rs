@@ -64,10 +64,18 @@
 //! Mbit/s 23 ms away), its transfer started as the tunnel came up: the
 //! far path had no estimate after 15 s, and the transfer ran on the thin
 //! path at 1.31 Mbit/s, against 28.58 for TCP alone on the far one.
+//!
+//! A path not up yet when the client's startup hold keeps its first
+//! packet gets its pair at once, before it is up
+//! (`Tunnel::probe_paths_coming_up`): its keepalive left with the
+//! handshake, so the pair's answer comes back about when the path comes
+//! up, a round trip sooner than a pair sent then, and the hold can wait
+//! for paths 230-300 ms away that it could not before.
 
-use super::Tunnel;
+use super::{Role, Tunnel};
 use crate::conn::link::PathLink;
 use crate::conn::Outputs;
+use crate::path::PathId;
 use crate::sched::{PacketInfo, PairRole};
 use crate::sender::SendOutcome;
 use crate::time::{Duration, Instant};
@@ -160,8 +168,65 @@ impl Tunnel {
                 (now >= at).then_some((l.id, busy))
             })
             .collect();
-        if due.is_empty() {
+        self.send_probe_pairs(now, &due, out);
+    }
+
+    /// Client, as the startup hold keeps its first packet (a
+    /// connection's opening, `startup`): a filler pair on each path that
+    /// is not up yet and has no rate estimate, at once, so that the pair's
+    /// reports come back about when the path comes up (its keepalive left
+    /// with the handshake) instead of a round trip after it. Always with
+    /// the `SKIP` notice: the hold may end, and data follow, before the
+    /// pair arrives; if data ends it before the answer, the pair measures
+    /// nothing (`Tunnel::startup_note_early_pairs`). Nothing is sent for a
+    /// tunnel whose first packet is data, nor after an idle spell (every
+    /// path is up and measured by then).
+    ///
+    /// Why: a far path comes up a round trip of its own after the
+    /// handshake, and was measured only a round trip after that; the
+    /// startup hold cannot wait two round trips of a path 300 ms away
+    /// (its budget is the inner TCP's first timeout less the near round
+    /// trip), so the SYN went with the far path unmeasured, the first
+    /// flight on the near paths set the inner TCP's smallest round trip,
+    /// and the near rule (`sched::pet::near`) then moved the data to the
+    /// far path, whose round trip HyStart took for a queue: slow start
+    /// ended at about 40 packets. Random set 2027/8 of
+    /// `lab/sweep-random.sh` (44.9 Mbit/s 300 ms away beside 6.98 Mbit/s
+    /// 9 ms away), its transfer opening with a SYN as the tunnel came up:
+    /// 13.9 Mbit/s in 15 s against 35.1 for the far path alone; 46.2 with
+    /// the early pair (README, "Inner header compression", the sweeps
+    /// with `--handshake`).
+    pub(crate) fn probe_paths_coming_up(&mut self, now: Instant, out: &mut Outputs) {
+        if self.role != Role::Client || self.sessions.current().is_none() || !self.startup_armed() {
             return;
+        }
+        let due: Vec<_> = self
+            .links
+            .iter()
+            .filter(|l| !l.up && l.rate_probes == 0 && self.cfg.rate_probe_pairs > 0)
+            .filter(|l| {
+                self.sender
+                    .path(l.id)
+                    .is_some_and(|p| p.bw.estimate_bps().is_none())
+            })
+            .map(|l| (l.id, true))
+            .collect();
+        let firsts = self.send_probe_pairs(now, &due, out);
+        self.startup_note_early_pairs(firsts);
+    }
+
+    /// A filler pair on each of `due`'s paths; `true` beside a path: data
+    /// may follow, so the receiver is told not to wait for the pair.
+    /// Returns the numbers of the pairs' first packets.
+    fn send_probe_pairs(
+        &mut self,
+        now: Instant,
+        due: &[(PathId, bool)],
+        out: &mut Outputs,
+    ) -> Vec<u64> {
+        let mut firsts = Vec::new();
+        if due.is_empty() {
+            return firsts;
         }
         let filler = vec![0u8; usize::from(self.cfg.inner_mtu)];
         let info = PacketInfo {
@@ -170,7 +235,7 @@ impl Tunnel {
             stream: false,
         };
         let mut skip = false;
-        for (id, busy) in due {
+        for &(id, busy) in due {
             if let Some(l) = self.link_mut(id) {
                 l.rate_probes += 1;
                 l.rate_probe_at = Some(now);
@@ -192,6 +257,9 @@ impl Tunnel {
                     }
                     SendOutcome::Dropped | SendOutcome::NoPath => break,
                 };
+                if role == PairRole::First {
+                    firsts.push(seq);
+                }
                 if busy {
                     // Data follows: the receiver must not hold it for this.
                     self.sender.skip_notice(seq);
@@ -203,6 +271,7 @@ impl Tunnel {
         if skip {
             self.send_repairs(now, out);
         }
+        firsts
     }
 
     /// Since when the tunnel has carried nothing and seen no path come

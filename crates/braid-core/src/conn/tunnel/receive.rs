@@ -139,6 +139,7 @@ impl Tunnel {
                     // plus the clocks' offset, which cancels between paths.
                     let raw = now.as_nanos() as i64 - k.tx_time_ns as i64;
                     self.sender.on_path_owd_sample(p, raw);
+                    self.sync_hold_floor();
                     let mut b = [0u8; Keepalive::LEN];
                     let echo = Keepalive { path: p, ..k };
                     if echo.emit(true, &mut b).is_ok() {

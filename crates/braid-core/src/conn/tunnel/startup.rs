@@ -78,6 +78,12 @@ pub(super) struct StartupHold {
     /// Client: when the hold ran out on its deadline after holding a
     /// packet ([`Tunnel::startup_probe_now`]).
     ran_out_at: Option<Instant>,
+    /// Client: when a path next becomes ready by the clock alone
+    /// ([`Tunnel::startup_wake_at`]).
+    wake_at: Option<Instant>,
+    /// Client: the early probe pairs' first packets
+    /// ([`Tunnel::startup_note_early_pairs`]).
+    early_pairs: Vec<u64>,
 }
 
 impl Tunnel {
@@ -132,22 +138,47 @@ impl Tunnel {
     }
 
     /// Whether the hold is on now: armed, not timed out, and some
-    /// configured path is down or has no rate estimate yet. (The server's
-    /// window stays open until its end: it learns a path only when the
-    /// path comes up.)
+    /// configured path is not ready ([`Tunnel::startup_path_ready`]). (The
+    /// server's window stays open until its end: it learns a path only
+    /// when the path comes up.)
     pub(super) fn startup_holding(&self, now: Instant) -> bool {
         let Some(until) = self.startup_deadline() else {
             return false;
         };
         now < until
             && (self.role == Role::Server
-                || self.links.iter().any(|l| {
-                    !l.up
-                        || self
-                            .sender
-                            .path(l.id)
-                            .is_none_or(|p| p.bw.estimate_bps().is_none())
-                }))
+                || self.links.iter().any(|l| !self.startup_path_ready(now, l)))
+    }
+
+    /// Client: whether path `l` is ready for the first connection: up,
+    /// with this side's rate estimate, and, if it came up during the
+    /// hold, with the server's about due ([`Tunnel::startup_peer_measured_at`]).
+    fn startup_path_ready(&self, now: Instant, l: &PathLink) -> bool {
+        l.up && self
+            .sender
+            .path(l.id)
+            .is_some_and(|p| p.bw.estimate_bps().is_some())
+            && self.startup_peer_measured_at(l).is_none_or(|t| now >= t)
+    }
+
+    /// Client: about when the server has its own rate estimate of path
+    /// `l`, which came up during the hold: the server probes a path as it
+    /// comes up there (`startup_probe_in_time`), when the keepalive that
+    /// brought it up here, a round trip ago, reached it, half a round trip
+    /// ago; the answer takes a round trip. `None` for the handshake's path
+    /// (the server measures it by the first packets' pairs) and before the
+    /// path's round trip is known.
+    ///
+    /// Why: with the client's early pair (`rate_probe`'s
+    /// `probe_paths_coming_up`) the client measures the path as it comes
+    /// up, half a round trip before the server does. A
+    /// download whose opening the hold released then would start on the
+    /// server before the server knew the far path's rate, its first
+    /// flight on the near paths alone (`sched::pet::near`).
+    pub(super) fn startup_peer_measured_at(&self, l: &PathLink) -> Option<Instant> {
+        let armed = self.startup.armed_at?;
+        let up = l.up_at.filter(|&t| t > armed)?;
+        Some(up + self.measured_rtt(l)? / 2)
     }
 
     /// Keeps `packet` if the hold is on, has room and the packet is small
@@ -168,7 +199,10 @@ impl Tunnel {
             && self.startup_holding(now)
             && self.startup.packets.len() < STARTUP_HOLD_PACKETS
         {
-            self.startup.first_held.get_or_insert(now);
+            if self.startup.first_held.is_none() {
+                self.startup.first_held = Some(now);
+                self.probe_paths_coming_up(now, out);
+            }
             self.startup.packets.push_back(packet.to_vec());
             self.counters.startup_held += 1;
             // Its own deadline may be now (the nearest path's round trip
@@ -178,8 +212,41 @@ impl Tunnel {
             }
             return true;
         }
+        if self.role == Role::Client && self.startup_holding(now) {
+            // Traffic that cannot wait ends the hold early: a stream that
+            // starts without a handshake. The early pairs' answers would
+            // switch PET's placement under its slow start
+            // (`Tunnel::startup_note_early_pairs`).
+            for seq in std::mem::take(&mut self.startup.early_pairs) {
+                self.sender.unpair(seq);
+            }
+        }
         self.startup_release(now, out);
         false
+    }
+
+    /// Whether the client's hold, or the server's probe window, is open.
+    pub(super) fn startup_armed(&self) -> bool {
+        self.startup.until.is_some()
+    }
+
+    /// Client: the first packets of the pairs `rate_probe` sent on paths
+    /// not yet up as the hold kept its first packet
+    /// (`Tunnel::probe_paths_coming_up`). If traffic that cannot wait
+    /// ends the hold before they are answered, they measure nothing
+    /// ([`crate::sender::Sender::unpair`]): the transfer has started on
+    /// the paths up, and a far path's rate arriving in its first round
+    /// trips switches PET's placement under the inner TCP's slow start
+    /// (`sched::pet::near`). Such a path is measured as before, once data
+    /// pairs reach it in time or by the busy probe. Measured with such
+    /// pairs sent at every handshake, whatever came first: a transfer
+    /// that started without a handshake lost to it (`lab/geo.toml` had
+    /// one inner timeout; set 11/18 of `lab/sweep-random.sh` fell from
+    /// 53.1 to 33.0 Mbit/s, the effect `startup_probe_in_time` notes
+    /// too), which is why they go only once the hold keeps a packet and
+    /// measure nothing once data overtakes them.
+    pub(super) fn startup_note_early_pairs(&mut self, firsts: Vec<u64>) {
+        self.startup.early_pairs.extend(firsts);
     }
 
     /// Whether path `l`, up since `from`, may be probed at once: the hold
@@ -220,6 +287,24 @@ impl Tunnel {
             }
             self.startup_release(now, out);
         }
+        // The next moment a path becomes ready without anything arriving
+        // (`startup_peer_measured_at`), for `poll_timeout`; always later
+        // than `now`, so the timer cannot spin.
+        self.startup.wake_at = match (self.role, self.startup.until) {
+            (Role::Client, Some(_)) => self
+                .links
+                .iter()
+                .filter_map(|l| self.startup_peer_measured_at(l))
+                .filter(|&t| t > now)
+                .min(),
+            _ => None,
+        };
+    }
+
+    /// When the hold next needs a look without anything arriving (the
+    /// client's wait for the server's estimates), for `poll_timeout`.
+    pub(super) fn startup_wake_at(&self) -> Option<Instant> {
+        self.startup.wake_at
     }
 
     /// When path `l` is to be probed regardless of the rules of
