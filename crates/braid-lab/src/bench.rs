@@ -247,6 +247,31 @@ impl Default for BenchOptions {
     }
 }
 
+/// How long the emulated paths take to empty what a mode left in them:
+/// the fullest queue at its path's rate, plus that path's round trip, plus
+/// 0.2 s. The pause between modes is at least this long.
+///
+/// Why: a queue of seconds outlives a fixed pause. `lab/sweep-random.sh
+/// 40 11` set 28 (46.4 Mbit/s 288 ms away with a 6.7 MB queue, 1.15 s
+/// deep, beside 1.47 Mbit/s): after single-best's TCP had filled that
+/// queue, braid-pet started behind its tail with the default 1 s pause
+/// and measured 9.45 and 9.46 Mbit/s (fast path at 8.2); with braid-pet
+/// first, alone, or after a 3 s idle, 30.6-37.4.
+fn drain_s(cfg: &LabConfig) -> f64 {
+    let mut longest: f64 = 0.0;
+    for i in 0..cfg.paths.len() {
+        for dir in [Direction::Up, Direction::Down] {
+            let p = cfg.resolve(i, dir);
+            let rtt =
+                cfg.resolve(i, Direction::Up).delay_s + cfg.resolve(i, Direction::Down).delay_s;
+            if p.rate_bps > 0.0 {
+                longest = longest.max(p.queue_bytes as f64 * 8.0 / p.rate_bps + rtt);
+            }
+        }
+    }
+    longest + 0.2
+}
+
 fn data_direction(opts: &BenchOptions) -> Direction {
     if opts.reverse {
         Direction::Down
@@ -428,9 +453,10 @@ pub fn bench_with(
     let dir = data_direction(opts);
     let sum = cfg.sum_rate_mbit(dir);
     let mut results = Vec::new();
+    let settle = opts.settle_s.max(drain_s(cfg));
     for (k, mode) in modes.iter().enumerate() {
         if k > 0 {
-            std::thread::sleep(Duration::from_secs_f64(opts.settle_s));
+            std::thread::sleep(Duration::from_secs_f64(settle));
         }
         let ctx = BenchContext { cfg, opts };
         let mut guard = SetupGuard(
@@ -522,4 +548,29 @@ pub fn bench_with(
         sum_mbps: sum,
         results,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pause between modes outlasts the deepest queue: 6.7 MB at
+    /// 46.4 Mbit/s drains in 1.15 s, plus the path's 576 ms round trip
+    /// and 0.2 s; the thin path's queue (0.09 s) does not count.
+    #[test]
+    fn the_pause_between_modes_outlasts_the_deepest_queue() {
+        let cfg = LabConfig::from_toml_str(
+            "name = \"deep\"\n\
+             [[path]]\nname = \"thin\"\nrate_mbit = 1.47\ndelay_ms = 181.6\nqueue_bytes = 16684\n\
+             [[path]]\nname = \"fat\"\nrate_mbit = 46.43\ndelay_ms = 287.9\nqueue_bytes = 6683598\n",
+            "test",
+        )
+        .unwrap();
+        let want = 6_683_598.0 * 8.0 / 46.43e6 + 2.0 * 0.2879 + 0.2;
+        assert!((drain_s(&cfg) - want).abs() < 1e-9, "{}", drain_s(&cfg));
+        assert!(drain_s(&cfg) > 1.9);
+        // Shallow queues leave the default pause (1 s) in charge.
+        let cfg = crate::shipped("two-equal").unwrap();
+        assert!(drain_s(&cfg) < 1.0, "{}", drain_s(&cfg));
+    }
 }
