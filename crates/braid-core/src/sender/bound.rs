@@ -231,6 +231,39 @@ pub(super) fn pacing_bound(
         .min(cfg.pacing_max_backlog)
 }
 
+/// How long a pacing queue lets an inner TCP retransmission wait
+/// (`PacketInfo::retransmit`): twice the pacing bound, at most
+/// `pacing_max_backlog`, where new data gets the bound itself, counted
+/// without the retransmissions queued past it
+/// (`PathSender::retransmits_past_bound`), and never more than this.
+///
+/// Why: a drop at the bound is the inner TCP's congestion signal, and
+/// one drop per window is all it needs; a retransmission comes from a
+/// TCP that already took the signal and cut its window. Dropping it as
+/// well costs that TCP its retransmission timer. That happens when slow
+/// start on far paths overshoots by so much that CUBIC's cut to 0.7 of
+/// the window still leaves it above what the paths and the bound hold,
+/// so the queue stays at the bound through the whole recovery. Random
+/// set 4242/12 of the sweeps (2.11 and 4.84 Mbit/s, 189 and 173 ms
+/// away, simulated with the tunnel idle 3 s first): slow start reached
+/// 664 packets, the queue dropped 237 of them, then 141 more during the
+/// recovery, 60 of them retransmissions; two timeouts left the window
+/// at two packets with 8 s to go, and braid carried 2.55 Mbit/s where
+/// the faster path alone carries 4.57. With the room no retransmission
+/// is dropped, CUBIC cuts twice (664 -> 466 -> 326) without a timeout,
+/// and braid carries 6.47 of the paths' 6.95.
+///
+/// Why new data does not count them: counted, the retransmissions took
+/// the room of the new data sent in the same recovery. On `lab/fade.toml`
+/// after 3 s idle the first packet sent after the recovery's point was
+/// dropped so, the simulated inner TCP (whose SACK recovery, as ns-2's,
+/// does not start again before an ACK beyond that point) timed out, and
+/// braid fell to 19.19 Mbit/s, below the DSL path alone (19.31; 20.10
+/// now). Twice the bound keeps what a queue can take bounded.
+pub(super) fn retransmit_bound(cfg: &SenderConfig, bound: Duration) -> Duration {
+    (bound * 2).min(cfg.pacing_max_backlog.max(bound))
+}
+
 /// The smallest round trip of the usable paths (zero before any sample):
 /// what a packet on the nearest path takes at least, on which every
 /// pacing bound builds.

@@ -26,6 +26,7 @@ use crate::path::{PathId, PathParams, PathState, MAX_PATHS};
 use crate::sched::{Decision, PacketInfo, PairRole, Scheduler, SendQueues};
 use crate::time::{Duration, Instant};
 use crate::wire::{DataFlags, DataHeader};
+use bound::retransmit_bound;
 use loss::LossCause;
 use pacing::PairSamples;
 use path_sender::{Paced, PathSender};
@@ -378,7 +379,16 @@ impl<P> Sender<P> {
                 (PairRole::Second, Some(first), Some((last, t))) if first == last => t.max(now),
                 _ => free,
             };
-            if at.saturating_since(now) > bound.unwrap_or_else(|| self.pacing_bound_now(now)) {
+            let bound = bound.unwrap_or_else(|| self.pacing_bound_now(now));
+            let wait = at.saturating_since(now);
+            let limit = retransmit_bound(&self.cfg, bound);
+            let over = if pkt.retransmit {
+                wait > limit
+            } else {
+                let past = self.per_path[s].retransmits_queued_past_bound(now);
+                wait.saturating_sub(past) > bound || wait > limit
+            };
+            if over {
                 self.stats.pacing_drops += 1;
                 if d.pair == PairRole::First {
                     self.per_path[s].open_pair = None;
@@ -386,6 +396,9 @@ impl<P> Sender<P> {
                 return SendOutcome::Dropped;
             }
             let gap = crate::time::tx_time(pkt.len, rate);
+            if pkt.retransmit && wait > bound {
+                self.per_path[s].retransmits_past_bound.push_back((at, gap));
+            }
             self.per_path[s].pacer_free = Some(free + gap);
             self.per_path[s].last_release = Some((self.next_seq, at));
             release_at = Some(at);

@@ -14,7 +14,7 @@ use super::share::ShareCap;
 use super::spacing::ArrivalSpacing;
 use super::{PairSamples, PathRepairStats, Transmit};
 use crate::repair::LossClassifier;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// A packet in a pacing queue, with its payload: the queue owns it until
 /// `Sender::poll_transmit` hands both over.
@@ -60,6 +60,11 @@ pub(super) struct PathSender<P> {
     /// Until when what the path holds drains, once the stranded rule
     /// moved packets off it (`sender/stranded.rs`).
     pub drained_at: Option<Instant>,
+    /// The inner TCP retransmissions queued past the pacing bound, as
+    /// (release time, time on the path), in release order: until they
+    /// leave, new data's wait is counted without them
+    /// (`bound::retransmit_bound`).
+    pub retransmits_past_bound: VecDeque<(Instant, Duration)>,
 }
 
 /// A path that went quiet: its oldest packet was overdue while the other
@@ -92,11 +97,29 @@ impl<P> Default for PathSender<P> {
             quiet: None,
             spacing: ArrivalSpacing::default(),
             drained_at: None,
+            retransmits_past_bound: VecDeque::new(),
         }
     }
 }
 
 impl<P> PathSender<P> {
+    /// How much of the pacing queue's wait at `now` is retransmissions
+    /// queued past the bound and not yet released (those released are
+    /// forgotten).
+    pub fn retransmits_queued_past_bound(&mut self, now: Instant) -> Duration {
+        while self
+            .retransmits_past_bound
+            .front()
+            .is_some_and(|&(at, _)| at <= now)
+        {
+            self.retransmits_past_bound.pop_front();
+        }
+        self.retransmits_past_bound
+            .iter()
+            .map(|&(_, gap)| gap)
+            .sum()
+    }
+
     /// The state of a path that was removed: everything afresh (its
     /// queued packets dropped) but its repair counters, which
     /// `Sender::path_repair_stats` still reports.

@@ -406,6 +406,50 @@ fn pacing_queue_drops_beyond_its_bound() {
     assert!(backlog <= Duration::from_millis(53), "{backlog:?}");
 }
 
+/// An inner TCP retransmission waits past the bound, up to twice it
+/// (`bound::retransmit_bound`): the TCP already took the congestion
+/// signal, and losing the retransmission too costs it a timeout. New data
+/// is still dropped at the bound, counted without the retransmissions
+/// queued past it: they do not take its room.
+#[test]
+fn a_retransmission_waits_past_the_bound_up_to_twice_it() {
+    let mut s = paced_sender();
+    let now = Instant::from_millis(50);
+    let bound = s.pacing_bound_now(now);
+    while !matches!(s.send_paced(now, &pkt(), || ()), SendOutcome::Dropped) {}
+    let backlog = |s: &Sender| s.per_path[0].pacer_free.unwrap().saturating_since(now);
+    assert!(backlog(&s) <= bound + Duration::from_millis(2));
+    let rtx = PacketInfo {
+        retransmit: true,
+        ..pkt()
+    };
+    assert!(matches!(
+        s.send_paced(now, &rtx, || ()),
+        SendOutcome::Queued { .. }
+    ));
+    assert!(backlog(&s) > bound);
+    assert!(matches!(
+        s.send_paced(now, &pkt(), || ()),
+        SendOutcome::Dropped
+    ));
+    let mut admitted = 1;
+    while !matches!(s.send_paced(now, &rtx, || ()), SendOutcome::Dropped) {
+        admitted += 1;
+    }
+    // Another bound's worth of packets (1.2 ms each at 9.95 Mbit/s).
+    assert!((38..=44).contains(&admitted), "{admitted}");
+    assert!(backlog(&s) <= bound * 2 + Duration::from_millis(2));
+    // 10 ms on, the queue has drained that much: new data may take it
+    // (about eight packets), though the whole queue is still longer than
+    // the bound, and beyond that is dropped again.
+    let later = now + Duration::from_millis(10);
+    let mut new = 0;
+    while !matches!(s.send_paced(later, &pkt(), || ()), SendOutcome::Dropped) {
+        new += 1;
+    }
+    assert!((7..=10).contains(&new), "{new}");
+}
+
 #[test]
 fn no_usable_path_drops() {
     let mut s = sender(SchedulerKind::Pet, 1);
