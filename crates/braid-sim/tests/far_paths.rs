@@ -164,12 +164,13 @@ fn unequal_far_split_converges_to_eq_14() {
 /// Two far paths of about the same delay with shallow queues (random set
 /// 4242/12 of `lab/sweep-random.sh`: 2.11 Mbit/s 189 ms and 4.84 Mbit/s
 /// 173 ms away), the tunnel idle 3 s first so both are measured. The
-/// inner TCP's slow start overshoots to about 660 packets where the paths
-/// and the pacing bound hold about 430, and CUBIC's first cut leaves the
-/// window above them: the pacing queue stays at its bound through the
-/// recovery. Dropping the retransmissions there too cost two timeouts and
-/// 2.55 Mbit/s; the retransmissions now wait past the bound
-/// (`Sender`'s `retransmit_bound`) and the transfer has no timeout.
+/// inner TCP's slow start overshoots to about 660 packets, and CUBIC's
+/// first cut leaves the window above what the paths and the pacing bound
+/// hold: the pacing queue stays at its bound through the recovery.
+/// Dropping the retransmissions there too cost two timeouts and 2.55
+/// Mbit/s; the retransmissions now wait past the bound
+/// (`braid_core::sender`'s `bound::retransmit_bound`) and the transfer
+/// has no timeout.
 #[test]
 fn a_slow_start_overshooting_far_paths_recovers_without_a_timeout() {
     let cfg = braid_lab::LabConfig::from_toml_str(

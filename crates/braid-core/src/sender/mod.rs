@@ -385,7 +385,7 @@ impl<P> Sender<P> {
             let over = if pkt.retransmit {
                 wait > limit
             } else {
-                let past = self.per_path[s].retransmits_queued_past_bound(now);
+                let past = self.per_path[s].retransmits_past_bound.queued(now);
                 wait.saturating_sub(past) > bound || wait > limit
             };
             if over {
@@ -397,7 +397,7 @@ impl<P> Sender<P> {
             }
             let gap = crate::time::tx_time(pkt.len, rate);
             if pkt.retransmit && wait > bound {
-                self.per_path[s].retransmits_past_bound.push_back((at, gap));
+                self.per_path[s].retransmits_past_bound.push(now, at, gap);
             }
             self.per_path[s].pacer_free = Some(free + gap);
             self.per_path[s].last_release = Some((self.next_seq, at));

@@ -60,11 +60,49 @@ pub(super) struct PathSender<P> {
     /// Until when what the path holds drains, once the stranded rule
     /// moved packets off it (`sender/stranded.rs`).
     pub drained_at: Option<Instant>,
-    /// The inner TCP retransmissions queued past the pacing bound, as
-    /// (release time, time on the path), in release order: until they
-    /// leave, new data's wait is counted without them
-    /// (`bound::retransmit_bound`).
-    pub retransmits_past_bound: VecDeque<(Instant, Duration)>,
+    /// The inner TCP retransmissions queued past the pacing bound: new
+    /// data's wait is counted without them (`bound::retransmit_bound`).
+    pub retransmits_past_bound: PastBound,
+}
+
+/// The inner TCP retransmissions a pacing queue holds past its bound, as
+/// (release time, time on the path) in release order, and the sum of
+/// those times. An entry is forgotten at its release time as booked: a
+/// queue whose release times slip later, or that a repair copy goes
+/// ahead of, forgets it sooner than it leaves, so the credit errs short,
+/// never long.
+#[derive(Debug, Default)]
+pub(super) struct PastBound {
+    entries: VecDeque<(Instant, Duration)>,
+    sum: Duration,
+}
+
+impl PastBound {
+    /// Forgets what is released by `now`.
+    fn prune(&mut self, now: Instant) {
+        while let Some(&(at, gap)) = self.entries.front() {
+            if at > now {
+                break;
+            }
+            self.entries.pop_front();
+            self.sum = self.sum.saturating_sub(gap);
+        }
+    }
+
+    /// A retransmission released at `at` for `gap` on the path, queued
+    /// past the bound at `now`.
+    pub fn push(&mut self, now: Instant, at: Instant, gap: Duration) {
+        self.prune(now);
+        self.entries.push_back((at, gap));
+        self.sum += gap;
+    }
+
+    /// How much of the pacing queue's wait at `now` is retransmissions
+    /// queued past the bound and not yet released.
+    pub fn queued(&mut self, now: Instant) -> Duration {
+        self.prune(now);
+        self.sum
+    }
 }
 
 /// A path that went quiet: its oldest packet was overdue while the other
@@ -97,29 +135,12 @@ impl<P> Default for PathSender<P> {
             quiet: None,
             spacing: ArrivalSpacing::default(),
             drained_at: None,
-            retransmits_past_bound: VecDeque::new(),
+            retransmits_past_bound: PastBound::default(),
         }
     }
 }
 
 impl<P> PathSender<P> {
-    /// How much of the pacing queue's wait at `now` is retransmissions
-    /// queued past the bound and not yet released (those released are
-    /// forgotten).
-    pub fn retransmits_queued_past_bound(&mut self, now: Instant) -> Duration {
-        while self
-            .retransmits_past_bound
-            .front()
-            .is_some_and(|&(at, _)| at <= now)
-        {
-            self.retransmits_past_bound.pop_front();
-        }
-        self.retransmits_past_bound
-            .iter()
-            .map(|&(_, gap)| gap)
-            .sum()
-    }
-
     /// The state of a path that was removed: everything afresh (its
     /// queued packets dropped) but its repair counters, which
     /// `Sender::path_repair_stats` still reports.

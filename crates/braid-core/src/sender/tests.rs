@@ -448,6 +448,16 @@ fn a_retransmission_waits_past_the_bound_up_to_twice_it() {
         new += 1;
     }
     assert!((7..=10).contains(&new), "{new}");
+    // Once the retransmissions have left, new data has the bound again,
+    // counted in full.
+    let drained = later + bound * 2;
+    assert_eq!(
+        s.per_path[0].retransmits_past_bound.queued(drained),
+        Duration::ZERO
+    );
+    while !matches!(s.send_paced(drained, &pkt(), || ()), SendOutcome::Dropped) {}
+    let left = s.per_path[0].pacer_free.unwrap().saturating_since(drained);
+    assert!(left <= bound + Duration::from_millis(2), "{left:?}");
 }
 
 #[test]
