@@ -260,13 +260,13 @@ impl Default for BenchOptions {
 fn drain_s(cfg: &LabConfig) -> f64 {
     let mut longest: f64 = 0.0;
     for i in 0..cfg.paths.len() {
-        for dir in [Direction::Up, Direction::Down] {
-            let p = cfg.resolve(i, dir);
-            let rtt =
-                cfg.resolve(i, Direction::Up).delay_s + cfg.resolve(i, Direction::Down).delay_s;
-            if p.rate_bps > 0.0 {
-                longest = longest.max(p.queue_bytes as f64 * 8.0 / p.rate_bps + rtt);
-            }
+        let dirs = [
+            cfg.resolve(i, Direction::Up),
+            cfg.resolve(i, Direction::Down),
+        ];
+        let rtt = dirs[0].delay_s + dirs[1].delay_s;
+        for p in dirs.iter().filter(|p| p.rate_bps > 0.0) {
+            longest = longest.max(p.queue_bytes as f64 * 8.0 / p.rate_bps + rtt);
         }
     }
     longest + 0.2

@@ -197,13 +197,17 @@ impl Tunnel {
     /// the early pair (README, "Inner header compression", the sweeps
     /// with `--handshake`).
     pub(crate) fn probe_paths_coming_up(&mut self, now: Instant, out: &mut Outputs) {
-        if self.role != Role::Client || self.sessions.current().is_none() || !self.startup_armed() {
+        if self.role != Role::Client
+            || self.cfg.rate_probe_pairs == 0
+            || self.sessions.current().is_none()
+            || !self.startup_armed()
+        {
             return;
         }
         let due: Vec<_> = self
             .links
             .iter()
-            .filter(|l| !l.up && l.rate_probes == 0 && self.cfg.rate_probe_pairs > 0)
+            .filter(|l| !l.up && l.rate_probes == 0)
             .filter(|l| {
                 self.sender
                     .path(l.id)
