@@ -53,6 +53,25 @@
 //!   such a path adds is small, what it costs the inner TCP's start is
 //!   not.
 //!
+//! How far: as far as the fastest path, unless a nearer path that is not
+//! raised (and carries data: neither thin and lossy nor kept out by the
+//! ramp) is nearer than it. That path sets the inner TCP's round trip at
+//! its own delay whatever the raised ones do, so a raised path counts only
+//! as far as the nearest such path, unless it loses packets itself (above
+//! `near_floor_loss`): then the fastest path's wait still hides the repair
+//! of its losses. Change set 1/32 of `lab/sweep-changes.sh 40 1` (5.44
+//! Mbit/s 9 ms away and a thin 2.69 Mbit/s 6 ms away, beside 23.66 Mbit/s
+//! whose delay grew from 38 to 301 ms 4 s into the transfer, after 3 s
+//! idle): the far path's packets caught by the step were repaired, it was
+//! lossy, so the 5.44 Mbit/s path was no longer raised, but the thin one
+//! counted 294 ms further than it is and carried nothing for the rest of
+//! the run: 9.78 Mbit/s where the far path alone carries 11.06; raised to
+//! its neighbour's delay, 11.00. Random set 11/0 of `lab/sweep-random.sh
+//! 40 11` (a 11.06 Mbit/s path with bursty loss beside a 28.42 Mbit/s one,
+//! both 11 ms away, and 29.63 Mbit/s 175 ms away) is why a lossy path
+//! keeps the far count: brought near, its losses held the stream, 57.49
+//! -> 55.23.
+//!
 //! What it costs: TCP data and full-size packets that would have arrived
 //! sooner over a nearer path arrive when the fastest path's would. A bulk
 //! transfer loses nothing by it (the resequencer holds them that long
@@ -75,12 +94,13 @@ impl Pet {
     /// packet, or one of TCP data ([`crate::sched::PacketInfo::stream`]),
     /// on each path (slot-indexed): a path nearer than the fastest path
     /// counts as if it were as far as the fastest (module doc: while the
-    /// fastest path is clean and well ahead of it, or while it is thin).
-    /// Zero for every other path.
+    /// fastest path is clean and well ahead of it, or while it is thin),
+    /// or, if it is clean, only as far as a nearer path that is not raised
+    /// (module doc, "How far"). Zero for every other path.
     ///
     /// `excess` is what EDPF already takes off each path's delivery time
     /// (`PetConfig::delay_horizon`): the raise brings the nearer path's
-    /// score to the fastest path's, net of both. All zero for `pkt` if it
+    /// score to the fastest path's (or that nearer path's), net of both. All zero for `pkt` if it
     /// keeps its own delays (small, and no TCP data).
     pub(super) fn near_raise(
         &self,
@@ -118,9 +138,26 @@ impl Pet {
                     .steady_bps()
                     .is_some_and(|r| top >= self.cfg.near_lead * r)
         };
-        for p in paths.iter().filter(|p| p.usable && p.id != fastest.id) {
-            if let (true, Some(d)) = (led(p) || thin(p), delays[slot(p)]) {
-                out[slot(p)] = far.saturating_sub(d.saturating_sub(excess[slot(p)]));
+        let raised = |p: &PathState| p.usable && p.id != fastest.id && (led(p) || thin(p));
+        // A path nearer than the fastest that is not raised, and carries
+        // data, sets the inner TCP's round trip at its own delay whatever
+        // the raised ones do: clean ones count only as far as the nearest
+        // such path (module doc, "How far").
+        let thin_and_lossy = self.thin_and_lossy(paths);
+        let near = paths
+            .iter()
+            .filter(|p| p.usable && p.id != fastest.id && !raised(p))
+            .filter(|p| !thin_and_lossy(p) && !self.ramp_keeps_out(pkt, p))
+            .filter_map(|p| Some(delays[slot(p)]?.saturating_sub(excess[slot(p)])))
+            .fold(far, Duration::min);
+        for p in paths.iter().filter(|p| raised(p)) {
+            let to = if p.loss.recent_ratio() > self.cfg.near_floor_loss {
+                far
+            } else {
+                near
+            };
+            if let Some(d) = delays[slot(p)] {
+                out[slot(p)] = to.saturating_sub(d.saturating_sub(excess[slot(p)]));
             }
         }
         out

@@ -2,7 +2,7 @@
 //! fastest counts as far as it while the fastest is clean and well ahead,
 //! or while the nearer path is thin.
 
-use super::tests::{send, with_estimates};
+use super::tests::{pkt, send, with_estimates};
 use super::*;
 
 /// A thin path nearer than the fastest path counts as far as the fastest
@@ -269,4 +269,64 @@ fn far_and_clean(fastest: &mut PathState) {
     fastest.owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
     fastest.owd.on_sample(Instant::ZERO, 150_000_000);
     fastest.loss.on_delivered(300);
+}
+
+/// A raised path counts only as far as the nearest path that carries data
+/// at its own delay, when that is nearer than the fastest: that path sets
+/// the inner TCP's round trip whatever the raised one does. A raised path
+/// that loses packets still counts as far as the fastest, whose wait hides
+/// the repair of its losses.
+///
+/// Why: change set 1/32 of `lab/sweep-changes.sh 40 1` (5.44 Mbit/s 9 ms
+/// away, 2.69 Mbit/s 6 ms away, 23.66 Mbit/s whose delay grew from 38 to
+/// 301 ms 4 s into the transfer): the far path's repairs made it lossy, so
+/// the 5.44 Mbit/s path was no longer raised, but the thin 2.69 Mbit/s one
+/// still counted 294 ms further than it is and carried nothing: 9.78
+/// Mbit/s where the far path alone carries 11.06. Raised only to its
+/// neighbour's delay it carries its rate: 11.00.
+#[test]
+fn a_raised_path_counts_only_as_far_as_a_nearer_unraised_one() {
+    // Thin 1.5 Mbit/s and 10 Mbit/s, near (one 5 ms further than the
+    // other), beside 40 Mbit/s 150 ms further that lost one packet in
+    // 300: the 10 Mbit/s path (20 % of the sum) is not raised, the thin
+    // one is.
+    let paths = |thin_lost: u64| {
+        let mut paths = with_estimates(&[1.5e6, 10e6, 40e6]);
+        for (p, owd_ms) in paths.iter_mut().zip([50u64, 55, 200]) {
+            p.owd = crate::path::OwdEstimator::new(Duration::from_secs(10));
+            p.owd.on_sample(Instant::ZERO, (owd_ms * 1_000_000) as i64);
+        }
+        paths[2].loss.on_delivered(299);
+        paths[2].loss.on_lost(1);
+        paths[0].loss.on_delivered(300 - thin_lost);
+        paths[0].loss.on_lost(thin_lost);
+        paths
+    };
+    let raise = |paths: &[PathState]| {
+        let pet = Pet::new(PetConfig::default());
+        let delays = Pet::relative_delays(paths);
+        pet.near_raise(&pkt(false), paths, &delays, &[Duration::ZERO; MAX_PATHS])
+    };
+    let clean = raise(&paths(0));
+    assert_eq!(clean[1], Duration::ZERO, "the 10 Mbit/s path was raised");
+    assert_eq!(
+        clean[0],
+        Duration::from_millis(5),
+        "the thin path did not count as far as its unraised neighbour"
+    );
+    let lossy = raise(&paths(3));
+    assert_eq!(
+        lossy[0],
+        Duration::from_millis(150),
+        "a lossy thin path lost the fastest path's wait"
+    );
+    // Without the neighbour, as far as the fastest path.
+    let two = raise(
+        &paths(0)[..1]
+            .iter()
+            .chain(&paths(0)[2..])
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(two[0], Duration::from_millis(150));
 }
