@@ -25,6 +25,7 @@ mod links;
 mod rate_probe;
 mod receive;
 mod reports;
+mod skips;
 mod startup;
 mod status;
 #[cfg(test)]
@@ -147,6 +148,8 @@ pub(crate) struct Tunnel {
     quiet_from: Option<Instant>,
     /// The client's startup hold and the server's probe window (`startup`).
     startup: startup::StartupHold,
+    /// Given-up losses waiting to be announced together (`skips`).
+    skips: skips::SkipNotices,
     /// Header contexts of what this side sends, and of what it receives
     /// ([`crate::compress`]).
     compressor: Compressor,
@@ -183,6 +186,7 @@ impl Tunnel {
             rpc: cfg.rpc.clone().map(TcpRpc::new),
             quiet_from: None,
             startup: startup::StartupHold::default(),
+            skips: skips::SkipNotices::default(),
             compressor: Compressor::default(),
             decompressor: Decompressor::default(),
         }
@@ -514,6 +518,7 @@ impl Tunnel {
         take(self.rate_probe_timeout());
         take(self.startup_deadline());
         take(self.startup_wake_at());
+        take(self.skips.deadline());
         for l in &self.links {
             take(l.down_at(l.silence_limit(timeout, self.cfg.keepalive_interval)));
             if self.role == Role::Client && self.sessions.current().is_some() {

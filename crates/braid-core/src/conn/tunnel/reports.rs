@@ -3,7 +3,7 @@
 //! and feedback to the peer, and the in-order inner packets to the caller
 //! (through PRISM's reverse-path controller when it runs).
 
-use super::{ipv4_source, Control, Output, Outputs, Tunnel, NACK_REPEAT_LOSS};
+use super::{ipv4_source, Output, Outputs, Tunnel, NACK_REPEAT_LOSS};
 use crate::path::PathId;
 use crate::rpc::RpcEvent;
 use crate::time::Instant;
@@ -35,23 +35,7 @@ impl Tunnel {
                 }
             }
         }
-        let skip = self.sender.take_unrepaired();
-        if !skip.is_empty() {
-            let body: Vec<u8> = skip
-                .iter()
-                .flat_map(|&s| (s as u32).to_be_bytes())
-                .collect();
-            let c = Control {
-                kind: Control::SKIP,
-                body: &body,
-            };
-            let mut b = vec![0u8; c.buffer_len()];
-            if c.emit(&mut b).is_ok() {
-                for id in self.reverse_paths() {
-                    self.transmit(now, id, &b, out);
-                }
-            }
-        }
+        self.send_skips(now, out);
     }
 
     /// The paths to send loss reports on: the one that returns earliest,
