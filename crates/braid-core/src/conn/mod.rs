@@ -55,7 +55,10 @@
 //! is down; the server echoes keepalives. The first authenticated datagram
 //! on a down path brings it back up. Traffic in either direction keeps a
 //! path alive on both sides because every data frame is answered by
-//! feedback on the same path.
+//! feedback on the same path. A client that takes a path out tells the
+//! server (`Control::PATH_DOWN`), which takes it out too; for a path that
+//! went silent, only if nothing arrived on it within `keepalive_interval`
+//! (an outage that has ended: `Tunnel::peer_path_silent`).
 //!
 //! # Sessions and state resets
 //!

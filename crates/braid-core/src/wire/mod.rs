@@ -308,9 +308,14 @@ impl<'a> Control<'a> {
     pub const CLOSE: u8 = 0x01;
     /// The client took a path out of use (its interface failed or it went
     /// silent); the server should stop sending on it too rather than wait
-    /// for the silence to tell it. Body: the path id (1 byte). Sent on the
-    /// paths still up.
+    /// for the silence to tell it. Body: the path id (1 byte), and a
+    /// second byte [`Control::DOWN_SILENT`] when it went silent (the
+    /// server keeps a path it still hears from). Sent on the paths still
+    /// up.
     pub const PATH_DOWN: u8 = 0x02;
+    /// Second body byte of [`Control::PATH_DOWN`]: the path went silent
+    /// for the client's silence limit (rather than failing locally).
+    pub const DOWN_SILENT: u8 = 0x01;
     /// The sender will not repair these packets (their loss was taken for
     /// congestion, or they are too old): the receiver's resequencer should
     /// stop holding their gaps. Body: the low 32 bits of each tunnel

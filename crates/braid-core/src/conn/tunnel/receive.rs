@@ -169,6 +169,9 @@ impl Tunnel {
                 (Control::PATH_DOWN, &[p]) if self.role == Role::Server => {
                     self.mark_down(now, PathId(p), out)
                 }
+                (Control::PATH_DOWN, &[p, Control::DOWN_SILENT]) if self.role == Role::Server => {
+                    self.peer_path_silent(now, PathId(p), out)
+                }
                 (Control::PATH_NAME, &[p, ref name @ ..]) if self.role == Role::Server => {
                     let name = path_name(name);
                     if let Some(l) = self.link_mut(PathId(p)) {

@@ -83,6 +83,47 @@ fn the_hold_floor_follows_an_rtt_change() {
     assert!(second > first, "{second:?} after {first:?}");
 
     // The path going down leaves no usable path: no floor.
-    t.path_down(ms(400), PathId(0), &mut out);
+    t.path_down(ms(400), PathId(0), true, &mut out);
     assert_eq!(t.receiver.hold_floor(), None);
+}
+
+/// The server takes a path out when the client says it went down
+/// (`Control::PATH_DOWN`), unless something arrived on it within a
+/// keepalive interval: then the client's silence ended with an outage
+/// that is over, and the resequencer must go on waiting for the packets
+/// in flight on the path (`Tunnel::peer_path_silent`).
+#[test]
+fn the_server_keeps_a_path_it_hears_from_when_the_client_says_it_went_down() {
+    let mut t = Tunnel::new(Role::Server, None, &ConnConfig::default(), None);
+    let mut out = Outputs::new(1024);
+    let from = super::Arrival::From("127.0.0.1:7".parse().unwrap());
+    let keepalive = |t: &mut Tunnel, out: &mut Outputs, path: u8, now: u64| {
+        let k = Keepalive {
+            path: PathId(path),
+            id: 1,
+            tx_time_ns: now * 1_000_000,
+        };
+        let mut b = [0u8; Keepalive::LEN];
+        k.emit(false, &mut b).unwrap();
+        t.on_frame(ms(now), from, b.len(), &b, out);
+    };
+    let path_down = |t: &mut Tunnel, out: &mut Outputs, now: u64| {
+        let c = super::Control {
+            kind: super::Control::PATH_DOWN,
+            body: &[1, super::Control::DOWN_SILENT],
+        };
+        let mut b = vec![0u8; c.buffer_len()];
+        c.emit(&mut b).unwrap();
+        t.on_frame(ms(now), from, b.len(), &b, out);
+    };
+    let up = |t: &Tunnel| t.links.iter().find(|l| l.id == PathId(1)).unwrap().up;
+    keepalive(&mut t, &mut out, 0, 0);
+    keepalive(&mut t, &mut out, 1, 0);
+    assert!(up(&t));
+    // Heard 150 ms ago (the keepalive interval is 200 ms): kept.
+    path_down(&mut t, &mut out, 150);
+    assert!(up(&t), "a path heard 150 ms ago was taken out");
+    // Heard 250 ms ago: taken out.
+    path_down(&mut t, &mut out, 250);
+    assert!(!up(&t), "a path silent for 250 ms was kept");
 }
