@@ -61,7 +61,12 @@
 //!   there and times out here); the RTO backoff stops at 64 x (ns-2 goes
 //!   on to `maxrto_`, 60 s); after a timeout SACKed packets are not sent
 //!   again (ns-2's Sack1 clears its scoreboard); the first window is one
-//!   data packet (ns-2.35: a SYN, then two).
+//!   data packet (ns-2.35: a SYN, then two);
+//! - a timeout of the timer's own retransmission (still backed off) holds
+//!   ssthresh, as RFC 5681 Section 3.1 and Linux do; ns-2 halves it again
+//!   and so leaves it at 2 (a path dark for 1.4 s: the kernel in the lab
+//!   21.77 Mbit/s, this model 21.35, with ns-2's rule 5.34; README,
+//!   "A raised path counts only as far as a nearer unraised one").
 //!
 //! Measured on MPLOT's Fig 7 (`braid-sim` tests/mplot.rs, 1 seed, 60 s,
 //! the build of commit ebe13a5, MPLOT/TCP at M = 1..5: 0.99, 1.10, 1.63,

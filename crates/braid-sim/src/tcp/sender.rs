@@ -291,10 +291,20 @@ impl TcpSender {
         self.stats.timeouts += 1;
         self.arm_rto_undo(now);
         // RFC 5681 eq. (4), RFC 6582 Section 3.2 step 1 timeout branch: halve
-        // what is in flight. Right after a previous timeout only the one
-        // retransmission is in flight, so repeated timeouts leave ssthresh
-        // at 2, as ns-2's window()/2 does.
-        self.ssthresh = self.loss_ssthresh();
+        // what is in flight. A timeout of a retransmission the timer
+        // already sent (the timer still backed off: nothing new was
+        // acknowledged with a sample since) holds ssthresh (RFC 5681
+        // Section 3.1's note after eq. (4); Linux's `tcp_enter_loss`
+        // recomputes it only while `icsk_retransmits` is 0). ns-2 halves
+        // again, window()/2 of the one retransmission in flight, and left
+        // ssthresh at 2: change set 2/20 of `lab/sweep-changes.sh 40 2`
+        // (12.29 Mbit/s 172 ms away dark for 0.6 s, beside 2.7 Mbit/s 8 ms
+        // away) then grew its window by a packet a round trip for the last
+        // 5 s of the run, where ssthresh held at 356 lets slow start
+        // restore it.
+        if self.rto.backoff() <= 1 {
+            self.ssthresh = self.loss_ssthresh();
+        }
         self.cwnd = 1.0; // RFC 5681 loss window, ns-2 wnd_restart_
         self.dupwnd = 0;
         self.dupacks = 0;

@@ -155,6 +155,24 @@ fn timeout_fires_at_rto_and_backs_off_by_doubling() {
     assert_eq!(s.poll_timeout(), Some(ms(45500)));
 }
 
+/// A timeout of the timer's own retransmission holds ssthresh (RFC 5681
+/// Section 3.1, Linux's `tcp_enter_loss`): halved once, for the window
+/// in flight, not again for the one retransmission (ns-2's window()/2
+/// left it at 2).
+#[test]
+fn a_repeated_timeout_holds_ssthresh() {
+    let mut s = TcpSender::new(cfg(20, 0), 0, None);
+    let mut out = Vec::new();
+    s.start(ms(0), &mut out);
+    assert_eq!(out.len(), 20);
+    out.clear();
+    s.handle_timeout(ms(3000), &mut out);
+    assert_eq!((s.cwnd(), s.ssthresh()), (1.0, 10));
+    s.handle_timeout(ms(9000), &mut out);
+    assert_eq!(s.stats().timeouts, 2);
+    assert_eq!((s.cwnd(), s.ssthresh()), (1.0, 10), "halved again");
+}
+
 #[test]
 fn timeout_goes_back_n_and_dupacks_below_recover_do_not_fast_retransmit() {
     let mut s = TcpSender::new(cfg(10, 0), 0, None);
