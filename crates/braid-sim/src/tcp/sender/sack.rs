@@ -1,6 +1,7 @@
 //! The SACK half of the data sender: RFC 6675's scoreboard, IsLost,
 //! SetPipe and NextSeg, and loss recovery driven by them (RFC 2018 blocks).
-//! The NewReno half, timers and window growth are in the parent module.
+//! The NewReno half is in `newreno.rs`; timers and window growth are in
+//! the parent module.
 
 use braid_core::time::Instant;
 
