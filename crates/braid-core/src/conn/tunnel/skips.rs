@@ -21,7 +21,7 @@ use super::{Control, Outputs, Tunnel};
 use crate::time::{Duration, Instant};
 
 /// How long a notice waits for others to go out with it.
-pub(crate) const SKIP_BATCH_DELAY: Duration = Duration::from_millis(5);
+const SKIP_BATCH_DELAY: Duration = Duration::from_millis(5);
 
 /// Most entries in one notice: a frame of 1 kB. More go out at once.
 const SKIP_BATCH_MAX: usize = 256;

@@ -143,11 +143,14 @@ impl Pet {
         // data, sets the inner TCP's round trip at its own delay whatever
         // the raised ones do: clean ones count only as far as the nearest
         // such path (module doc, "How far").
-        let thin_and_lossy = self.thin_and_lossy(paths);
+        // The thin rule is built only if some path is left to ask (on two
+        // paths none is): this runs for every packet PET places.
+        let thin_and_lossy = std::cell::OnceCell::new();
         let near = paths
             .iter()
             .filter(|p| p.usable && p.id != fastest.id && !raised(p))
-            .filter(|p| !thin_and_lossy(p) && !self.ramp_keeps_out(pkt, p))
+            .filter(|p| !thin_and_lossy.get_or_init(|| self.thin_and_lossy(paths))(p))
+            .filter(|p| !self.ramp_keeps_out(pkt, p))
             .filter_map(|p| Some(delays[slot(p)]?.saturating_sub(excess[slot(p)])))
             .fold(far, Duration::min);
         for p in paths.iter().filter(|p| raised(p)) {
