@@ -17,7 +17,7 @@ use super::Pet;
 use crate::path::PathState;
 
 /// A thin path counts as lossy only while the Wilson lower bound of its
-/// loss ratio over the recent window (`LossEstimator::recent_lower_bound`),
+/// loss ratio over the recent window (`LossEstimator::run_capped_lower_bound`),
 /// this many standard deviations down (one-sided 95 %), is above
 /// `PetConfig::thin_loss`, as well as its smoothed rate.
 ///
@@ -62,7 +62,9 @@ impl Pet {
     /// Which paths carry no data for being thin and lossy
     /// (`PetConfig::thin_share`): a rate estimate below `thin_share` of the
     /// usable paths' together, and a loss rate above `thin_loss` both
-    /// smoothed and, with [`THIN_LOSS_Z`], over the recent window, while
+    /// smoothed and, with [`THIN_LOSS_Z`], over the recent window (where a
+    /// run of losses counts at most `path::loss::RUN_CAP`: a path that went
+    /// dark is not lossy for it once it delivers again), while
     /// the fastest path's base round trip is over `thin_far_rtt`. A
     /// path without an estimate is not thin, nor is the fastest path (with
     /// more than ten paths it could be under the share itself).
@@ -80,7 +82,7 @@ impl Pet {
             far && share > 0.0
                 && Some(p.id) != fastest
                 && p.loss.rate() > loss
-                && p.loss.recent_lower_bound(THIN_LOSS_Z) > loss
+                && p.loss.run_capped_lower_bound(THIN_LOSS_Z) > loss
                 && p.bw.estimate_bps().is_some_and(|r| r < share * total)
         }
     }
