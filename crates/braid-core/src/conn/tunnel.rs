@@ -478,7 +478,7 @@ impl Tunnel {
             .map(|l| l.id)
             .collect();
         for id in dead {
-            self.path_down(now, id, true, out);
+            self.path_down(now, id, links::DownCause::Silent, out);
         }
         if self.role == Role::Client && self.sessions.current().is_some() {
             let iv = self.cfg.keepalive_interval;

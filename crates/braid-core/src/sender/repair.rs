@@ -65,8 +65,9 @@ impl Repair {
 
 /// Most entries of the repair queue; older ones are given up beyond it.
 const MAX_REPAIR_QUEUE: usize = 1 << 14;
-/// Most unrepaired losses waiting to be announced (one control frame's worth).
-const MAX_UNREPAIRED: usize = 256;
+/// Most unrepaired losses waiting to be announced: one notice's worth
+/// (the caller takes them after every event, `conn::tunnel`'s skips).
+const MAX_UNREPAIRED: usize = wire::Control::SKIP_MAX_ENTRIES;
 
 impl<P> Sender<P> {
     /// Queues a just-lost packet for repair if the configuration allows.

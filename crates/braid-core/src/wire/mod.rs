@@ -322,6 +322,9 @@ impl<'a> Control<'a> {
     /// sequence number, big-endian, 4 bytes each (a partial last one is
     /// ignored).
     pub const SKIP: u8 = 0x03;
+    /// Most entries a sender puts in one [`Control::SKIP`] frame (a 1 kB
+    /// body); a receiver takes whatever a frame holds.
+    pub const SKIP_MAX_ENTRIES: usize = 256;
     /// The client's name for a path (its configuration's `[[path]] name`),
     /// so that the server's status names the paths as the client's does.
     /// Body: the path id (1 byte), then the name in UTF-8, at most

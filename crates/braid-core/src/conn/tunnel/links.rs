@@ -8,6 +8,17 @@ use super::{path_name, Control, Event, Keepalive, Output, Outputs, PathLink, Rol
 use crate::path::{PathId, PathParams, MAX_PATHS};
 use crate::time::Instant;
 
+/// Why a path was taken out of use ([`Tunnel::path_down`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum DownCause {
+    /// Nothing was heard on it for its silence limit: it may be an outage
+    /// that is already over, which the server checks against what it
+    /// hears (`Tunnel::peer_path_silent`).
+    Silent,
+    /// The caller knows it cannot send (its interface is gone).
+    Failed,
+}
+
 impl Tunnel {
     /// The largest smoothed RTT among the paths up (zero before any
     /// sample): how long a round trip may take now.
@@ -117,7 +128,7 @@ impl Tunnel {
     /// probing it; the first answer brings it back.
     pub(crate) fn mark_down(&mut self, now: Instant, id: PathId, out: &mut Outputs) {
         if self.links.iter().any(|l| l.id == id && l.up) {
-            self.path_down(now, id, false, out);
+            self.path_down(now, id, DownCause::Failed, out);
         }
     }
 
@@ -147,10 +158,15 @@ impl Tunnel {
         }
     }
 
-    /// Takes path `id` out of use; `silent`: for its silence (the
-    /// client tells the server so, `Control::DOWN_SILENT`), not a local
-    /// failure.
-    pub(super) fn path_down(&mut self, now: Instant, id: PathId, silent: bool, out: &mut Outputs) {
+    /// Takes path `id` out of use, for `cause` (the client tells the
+    /// server which: a silent path's notice carries `Control::DOWN_SILENT`).
+    pub(super) fn path_down(
+        &mut self,
+        now: Instant,
+        id: PathId,
+        cause: DownCause,
+        out: &mut Outputs,
+    ) {
         if let Some(l) = self.link_mut(id) {
             l.up = false;
         }
@@ -164,10 +180,9 @@ impl Tunnel {
         if self.role == Role::Client {
             // Tell the server over the paths still up, so that its downlink
             // stops using the path now instead of after `path_timeout`.
-            let body: &[u8] = if silent {
-                &[id.0, Control::DOWN_SILENT]
-            } else {
-                &[id.0]
+            let body: &[u8] = match cause {
+                DownCause::Silent => &[id.0, Control::DOWN_SILENT],
+                DownCause::Failed => &[id.0],
             };
             self.send_control(now, Control::PATH_DOWN, body, out);
         }

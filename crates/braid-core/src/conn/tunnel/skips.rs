@@ -23,8 +23,8 @@ use crate::time::{Duration, Instant};
 /// How long a notice waits for others to go out with it.
 const SKIP_BATCH_DELAY: Duration = Duration::from_millis(5);
 
-/// Most entries in one notice: a frame of 1 kB. More go out at once.
-const SKIP_BATCH_MAX: usize = 256;
+/// Most entries in one notice; more go out at once.
+const SKIP_BATCH_MAX: usize = Control::SKIP_MAX_ENTRIES;
 
 /// Given-up losses not yet announced, and since when the oldest waits.
 #[derive(Clone, Debug, Default)]

@@ -83,7 +83,12 @@ fn the_hold_floor_follows_an_rtt_change() {
     assert!(second > first, "{second:?} after {first:?}");
 
     // The path going down leaves no usable path: no floor.
-    t.path_down(ms(400), PathId(0), true, &mut out);
+    t.path_down(
+        ms(400),
+        PathId(0),
+        super::links::DownCause::Silent,
+        &mut out,
+    );
     assert_eq!(t.receiver.hold_floor(), None);
 }
 
