@@ -308,9 +308,10 @@ fn an_outage_of_the_faster_path_leaves_its_window_to_the_slower_paths_queue() {
 /// it; counted one by one in the window the rule reads, they held the
 /// clean path out for the rest of the run (0.09-0.13 Mbit/s after the
 /// outage, the bond 38.72 against 40.99 for the far path alone). Counted
-/// as one run (`braid_core::path::loss::RUN_CAP`) the path is back once
-/// its smoothed loss falls: from 9 s on it carries most of its rate and
-/// the bond 41.05 over the run.
+/// as one run (`braid_core::path::loss::RUN_CAP`), three losses among the
+/// thousands of packets it delivered before, the outage never marks it
+/// lossy for the rule: from 9 s on it carries most of its rate and the
+/// bond 41.05 over the run.
 #[test]
 fn a_thin_near_path_that_goes_dark_carries_data_again() {
     let text = include_str!("change_sets/7-39.toml");

@@ -13,8 +13,8 @@
 //! packets it settles on the path's rate.
 //!
 //! A second window counts at most [`RUN_CAP`] losses of each run (losses
-//! with no delivery between them): an outage is one event there, not a
-//! rate.
+//! with no delivery reported between them): an outage is one event
+//! there, not a rate.
 
 /// Loss totals and smoothed loss rate of one path.
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ pub struct LossEstimator {
     recent: Window,
     /// The same, with each run of losses counted at most [`RUN_CAP`].
     recent_runs: Window,
-    /// Losses since the last delivery.
+    /// Losses since the last delivery reported.
     run: u64,
 }
 
@@ -39,7 +39,9 @@ pub struct LossEstimator {
 /// for the tunnel's whole life.
 pub const RECENT_WINDOW: u64 = 1 << 16;
 
-/// Losses of one run (no delivery between them) that
+/// Losses of one run (no delivery reported between them: a path's
+/// reports come in batches, so losses a few packets apart in one batch
+/// make one run too) that
 /// [`LossEstimator::run_capped_lower_bound`] counts.
 ///
 /// Why: a path that goes dark loses every packet in flight and every
@@ -339,9 +341,20 @@ mod tests {
         assert!(dark.rate() > 0.9 && dark.recent_ratio() > 0.07);
         let mut batch = LossEstimator::new(1.0 / 64.0);
         batch.on_delivered(3000);
-        batch.on_lost(250);
+        batch.on_lost(100);
+        // A report that delivers nothing does not end the run.
+        batch.on_delivered(0);
+        batch.on_lost(150);
         assert_eq!(
             batch.run_capped_lower_bound(z),
+            dark.run_capped_lower_bound(z)
+        );
+        // A huge batch is one run too.
+        let mut huge = LossEstimator::new(1.0 / 64.0);
+        huge.on_delivered(3000);
+        huge.on_lost(u64::MAX);
+        assert_eq!(
+            huge.run_capped_lower_bound(z),
             dark.run_capped_lower_bound(z)
         );
         // Runs apart: each counts again.

@@ -222,7 +222,7 @@ proptest! {
                 }
             }
             prop_assert!(s.repair_queue.len() <= 1 << 14);
-            prop_assert!(s.unrepaired.len() <= 256);
+            prop_assert!(s.unrepaired.len() <= crate::wire::Control::SKIP_MAX_ENTRIES);
             for p in s.paths() {
                 let in_flight = s.ring.iter().flatten().filter(|r| r.path == p.id && r.fate == Fate::InFlight).count();
                 prop_assert_eq!(p.in_flight_packets as usize, in_flight, "path {:?}", p.id);

@@ -15,7 +15,9 @@ pub(super) enum DownCause {
     /// that is already over, which the server checks against what it
     /// hears (`Tunnel::peer_path_silent`).
     Silent,
-    /// The caller knows it cannot send (its interface is gone).
+    /// Anything else: the caller knows it cannot send (its interface is
+    /// gone), or, on the server, the client said so. Only the client's
+    /// cause goes on the wire.
     Failed,
 }
 

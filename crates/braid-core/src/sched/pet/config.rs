@@ -105,7 +105,8 @@ pub struct PetConfig {
     /// A path whose rate estimate is below this share of the sum of the
     /// usable paths' estimates, while its loss rate is above `thin_loss`
     /// (smoothed, and over the recent window with some confidence:
-    /// `sched::pet::thin::THIN_LOSS_Z`) and the fastest path is far
+    /// `sched::pet::thin::THIN_LOSS_Z`, a run of losses counted at most
+    /// `path::loss::RUN_CAP` there) and the fastest path is far
     /// (`thin_far_rtt`), carries no
     /// new data: only its probe pairs (`probe_interval`), which keep both
     /// estimates fresh, and small packets, which PET places by delay. The
@@ -131,7 +132,8 @@ pub struct PetConfig {
     /// to at least 1/64; 72 delivered probes, about 36 s at one pair a
     /// second, bring it under 0.5 % again), or its estimate grows past the
     /// share; which is why a lone loss after many clean packets does not
-    /// leave it out (`THIN_LOSS_Z`). 0 disables.
+    /// leave it out (`THIN_LOSS_Z`), nor an outage, one run however many
+    /// packets it took (`RUN_CAP`). 0 disables.
     pub thin_share: f64,
     /// See `thin_share`: the loss rate (one loss in 200 packets) above
     /// which a thin path carries no data.

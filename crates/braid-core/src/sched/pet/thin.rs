@@ -64,7 +64,7 @@ impl Pet {
     /// usable paths' together, and a loss rate above `thin_loss` both
     /// smoothed and, with [`THIN_LOSS_Z`], over the recent window (where a
     /// run of losses counts at most `path::loss::RUN_CAP`: a path that went
-    /// dark is not lossy for it once it delivers again), while
+    /// dark after many clean packets is not lossy for it), while
     /// the fastest path's base round trip is over `thin_far_rtt`. A
     /// path without an estimate is not thin, nor is the fastest path (with
     /// more than ten paths it could be under the share itself).

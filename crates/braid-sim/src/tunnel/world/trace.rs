@@ -86,7 +86,7 @@ fn trace_lab_start() {
         let ss = &rs.peers[0].tunnel.sender;
         let cr = &st.tunnel.reorder;
         println!(
-            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?} pace={:?} qdrops={:?} rep/paced/copies/red={:?} stranded={}/{} quiet={}/{} ab={} loss={:?}",
+            "t={:5.2} | up: nack={} rep={} ab={} hold={}ms late={} | down: lost_to={} nack={} rep={} crs_timer={} chold={}ms | good={:6.2} cwnd={:6.1} ssth={:5} flight={:4} rtx={} to={} paths=[{}] inflight={:?} pdrops={} lost_to={} lost_fifo={} rs_lost_timer={} rs_buf={} srtt={:?} bw={:?} up={:?} tcp_min_rtt={:?} pace={:?} qdrops={:?} rep/paced/copies/red={:?} stranded={}/{} quiet={}/{} ab={} loss%={:?}",
             step_s * k as f64,
             st.tunnel.sender.lost_nack,
             st.tunnel.sender.repairs_sent,
