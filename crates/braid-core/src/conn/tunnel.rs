@@ -425,7 +425,11 @@ impl Tunnel {
                 r.on_data_sent(now, packet, tx.path);
             }
         }
-        let first_copy = !tx.header.flags.has(crate::wire::DataFlags::REPAIR);
+        // The first time this number is on the wire: an original, or a
+        // packet the sender moved out of a pacing queue before it left
+        // (`sender/requeue.rs`), which goes as a copy.
+        let first_copy = !tx.header.flags.has(crate::wire::DataFlags::REPAIR)
+            || self.retained.get(tx.seq).is_none();
         if first_copy {
             self.retained.insert(now, tx.seq, packet);
         }

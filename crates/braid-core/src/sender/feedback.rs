@@ -61,6 +61,7 @@ impl<P> Sender<P> {
             self.quiet_reported(now, path, seq);
         }
         self.rescue_stranded(now);
+        self.requeue_waiting(now);
     }
 
     /// The full sequence number an entry's 32-bit one stands for.

@@ -259,6 +259,9 @@ impl<P> Sender<P> {
         if let Some(p) = self.paths.iter_mut().find(|p| p.id == id) {
             if p.usable != usable {
                 p.usable = usable;
+                if usable {
+                    self.per_path[slot(id)].back_from = Some(self.next_seq);
+                }
                 self.sched.paths_changed(&self.paths);
             }
         }
@@ -558,6 +561,7 @@ mod rack;
 mod redundancy;
 mod repair;
 mod repair_copy;
+mod requeue;
 mod share;
 mod spacing;
 mod stats;
@@ -576,5 +580,7 @@ mod tests_overdue;
 mod tests_quiet;
 #[cfg(test)]
 mod tests_repair;
+#[cfg(test)]
+mod tests_requeue;
 #[cfg(test)]
 mod tests_stranded;

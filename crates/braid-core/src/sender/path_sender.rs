@@ -63,6 +63,10 @@ pub(super) struct PathSender<P> {
     /// The inner TCP retransmissions queued past the pacing bound: new
     /// data's wait is counted without them (`bound::retransmit_bound`).
     pub retransmits_past_bound: PastBound,
+    /// The sender's next number when the path last came back into use
+    /// (usable again, or no longer quiet): packets numbered before it
+    /// were given other paths while it was out (`sender/requeue.rs`).
+    pub back_from: Option<u64>,
 }
 
 /// The inner TCP retransmissions a pacing queue holds past its bound, as
@@ -136,6 +140,7 @@ impl<P> Default for PathSender<P> {
             spacing: ArrivalSpacing::default(),
             drained_at: None,
             retransmits_past_bound: PastBound::default(),
+            back_from: None,
         }
     }
 }

@@ -144,7 +144,10 @@ impl<P> Sender<P> {
 
     /// Path `i` is back at its measured delay.
     fn leave_quiet(&mut self, i: usize) {
-        self.per_path[slot(self.paths[i].id)].quiet = None;
+        let ps = &mut self.per_path[slot(self.paths[i].id)];
+        if ps.quiet.take().is_some() {
+            ps.back_from = Some(self.next_seq);
+        }
         self.paths[i].quiet_delay = None;
     }
 }

@@ -61,6 +61,9 @@ pub struct SenderStats {
     /// Of those, packets put back on their path because no other could
     /// take the copy (`Sender::unstrand`).
     pub unstranded: u64,
+    /// Packets moved out of a path's pacing queue, before they left, to a
+    /// path that delivers them sooner (`sender/requeue.rs`).
+    pub requeued: u64,
     /// Times a path went quiet: its packets overdue while the other paths
     /// reported later ones (`sender/quiet.rs`).
     pub quiet_paths: u64,
