@@ -297,24 +297,9 @@ impl<P> Sender<P> {
             return None;
         };
         let wait = booked(&self.paths[i]);
-        let p = &mut self.paths[i];
-        let id = p.id;
+        let id = self.paths[i].id;
         let s = slot(id);
-        p.in_flight_packets += 1;
-        p.in_flight_bytes += rec.len as u64;
-        p.sent_packets += 1;
-        p.sent_bytes += rec.len as u64;
-        p.last_sent = Some(now);
-        if let Some(r) = self.record_mut(seq) {
-            r.copy_on(id);
-            r.path = id;
-            r.sent_at = now;
-            r.fate = Fate::InFlight;
-            r.attempts = r.attempts.saturating_add(1);
-            r.pair = crate::sched::PairRole::None;
-            r.partner = None;
-            r.eta_ns = None;
-        }
+        self.book_copy(now, i, seq, rec.len);
         self.stats.repairs_sent += 1;
         self.per_path[s].repair.repairs_carried += 1;
         let tx = Transmit::copy(id, seq);
@@ -329,6 +314,29 @@ impl<P> Sender<P> {
         self.insert_unacked_before(id, seq, front);
         self.charge_pacer(now, id, rec.len as usize);
         Some(Repair::Sent(tx))
+    }
+
+    /// Counts a copy of `seq` (`len` bytes) as sent at `now` on the path
+    /// at index `i` and makes it the packet's latest copy: in flight
+    /// there, one more attempt, out of any pair.
+    pub(super) fn book_copy(&mut self, now: Instant, i: usize, seq: u64, len: u32) {
+        let p = &mut self.paths[i];
+        let id = p.id;
+        p.in_flight_packets += 1;
+        p.in_flight_bytes += u64::from(len);
+        p.sent_packets += 1;
+        p.sent_bytes += u64::from(len);
+        p.last_sent = Some(now);
+        if let Some(r) = self.record_mut(seq) {
+            r.copy_on(id);
+            r.path = id;
+            r.sent_at = now;
+            r.fate = Fate::InFlight;
+            r.attempts = r.attempts.saturating_add(1);
+            r.pair = crate::sched::PairRole::None;
+            r.partner = None;
+            r.eta_ns = None;
+        }
     }
 
     /// A report of `seq` from path `on`, other than the one its latest

@@ -174,16 +174,24 @@ impl<P> Sender<P> {
     fn requeue_one(&mut self, now: Instant, i: usize, k: usize, to: PathId) {
         let from = self.paths[i].id;
         let s = slot(from);
-        let Some(q) = self.per_path[s].paced.remove(k) else {
+        let (Some(j), Some(rate)) = (
+            self.paths.iter().position(|p| p.id == to),
+            self.pacing_rate(slot(to)),
+        ) else {
             return;
         };
-        let seq = q.tx.seq;
+        let Some(seq) = self.per_path[s].paced.get(k).map(|q| q.tx.seq) else {
+            return;
+        };
         let Some(len) = self.record(seq).map(|r| r.len) else {
             return;
         };
+        let Some(q) = self.per_path[s].paced.remove(k) else {
+            return;
+        };
         // The packets behind it leave its time on the path sooner.
-        if let Some(rate) = self.pacing_rate(s) {
-            let gap = tx_time(len, rate);
+        if let Some(own) = self.pacing_rate(s) {
+            let gap = tx_time(len, own);
             let ps = &mut self.per_path[s];
             for b in ps.paced.iter_mut().skip(k) {
                 b.release_at = (b.release_at - gap).max(now);
@@ -210,29 +218,11 @@ impl<P> Sender<P> {
                 .filter(|b| !b.tx.header.flags.has(DataFlags::REPAIR))
                 .map(|b| b.tx.seq);
         }
-        let Some(j) = self.paths.iter().position(|p| p.id == to) else {
-            return;
-        };
-        let Some(rate) = self.pacing_rate(slot(to)) else {
-            return;
-        };
-        let p = &mut self.paths[j];
-        p.in_flight_packets += 1;
-        p.in_flight_bytes += u64::from(len);
-        p.sent_packets += 1;
-        p.sent_bytes += u64::from(len);
-        p.last_sent = Some(now);
+        self.book_copy(now, j, seq, len);
         if let Some(r) = self.record_mut(seq) {
-            r.copy_on(to);
-            r.path = to;
-            r.sent_at = now;
-            r.fate = Fate::InFlight;
-            r.attempts = r.attempts.saturating_add(1);
+            // No original left on `from`, and no copy goes back there.
             r.original = None;
             r.avoid = Some(from);
-            r.pair = crate::sched::PairRole::None;
-            r.partner = None;
-            r.eta_ns = None;
         }
         self.stats.requeued += 1;
         let tx = super::Transmit::copy(to, seq);
