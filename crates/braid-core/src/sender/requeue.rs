@@ -51,7 +51,7 @@
 //! - Pair packets (they measure their path), rate probes and repair
 //!   copies stay where they are.
 
-use super::stranded::STRANDED_MARGIN;
+use super::stranded::{Room, STRANDED_MARGIN};
 use super::{slot, Fate, Sender};
 use crate::path::PathId;
 use crate::repair::RepairMode;
@@ -62,22 +62,11 @@ use crate::wire::DataFlags;
 const STAYS: u8 =
     DataFlags::PAIR_FIRST | DataFlags::PAIR_SECOND | DataFlags::PROBE | DataFlags::REPAIR;
 
-/// Another path as a place for a moved packet, in seconds: when a packet
-/// given to it now would arrive (delivery cost and booking) and its
-/// pacing rate (bit/s), which books it further per packet.
-struct Room {
-    id: PathId,
-    /// Packets numbered before this were queued while the path was out.
-    back_from: u64,
-    arrives: f64,
-    booked: f64,
-    rate: f64,
-}
-
 impl<P> Sender<P> {
     /// Moves packets waiting in a pacing queue that another path would
-    /// deliver sooner (see the module). Cheap while no pacing queue
-    /// reaches beyond the margin: one comparison per path.
+    /// deliver sooner (see the module). Cheap unless a pacing queue
+    /// reaches beyond the margin while holding a packet numbered before
+    /// another path came back: integer comparisons over the queue.
     pub(super) fn requeue_waiting(&mut self, now: Instant) {
         if self.cfg.repair.mode != RepairMode::Arq || !self.cfg.pacing {
             return;
@@ -86,12 +75,23 @@ impl<P> Sender<P> {
             return;
         }
         for i in 0..self.paths.len() {
-            let s = slot(self.paths[i].id);
-            let long = self.per_path[s]
-                .paced
+            let id = self.paths[i].id;
+            let paced = &self.per_path[slot(id)].paced;
+            let long = paced
                 .back()
                 .is_some_and(|q| q.release_at > now + STRANDED_MARGIN);
-            if long {
+            let newest_back = self
+                .paths
+                .iter()
+                .filter(|p| p.usable && p.id != id)
+                .filter_map(|p| self.per_path[slot(p.id)].back_from)
+                .max();
+            let older = |b: u64| {
+                paced
+                    .iter()
+                    .any(|q| q.tx.seq < b && q.tx.header.flags.0 & STAYS == 0)
+            };
+            if long && newest_back.is_some_and(older) {
                 self.requeue_from(now, i);
             }
         }
@@ -102,39 +102,34 @@ impl<P> Sender<P> {
         let id = self.paths[i].id;
         let s = slot(id);
         let delays = self.relative_delays();
-        let queues = self.send_queues(now);
         let bound = self.pacing_bound_now(now).as_secs_f64();
-        let mut others: Vec<Room> = self
-            .paths
-            .iter()
-            .filter(|q| q.usable && q.id != id)
-            .filter_map(|q| {
-                let booked = queues.free_at(q.id)?.saturating_since(now).as_secs_f64();
-                let far = q.quiet_delay.unwrap_or_default().as_secs_f64();
-                Some(Room {
-                    id: q.id,
-                    back_from: self.per_path[slot(q.id)].back_from?,
-                    arrives: Self::delivery_cost(q, 1500, &delays) + far + booked,
-                    booked,
-                    rate: self.pacing_rate(slot(q.id))?,
-                })
-            })
-            .collect();
-        if others.is_empty() {
-            return;
+        let mut others = self.copy_rooms(now, id, &delays);
+        // A quiet path counts as far as the scheduler takes it.
+        for o in &mut others {
+            let far = self.paths.iter().find(|p| p.id == o.id);
+            o.cost += far
+                .and_then(|p| p.quiet_delay)
+                .unwrap_or_default()
+                .as_secs_f64();
         }
+        let back_from = |o: &Room| self.per_path[slot(o.id)].back_from;
         let margin = STRANDED_MARGIN.as_secs_f64();
         // Newest first, the latest to leave here, while a copy elsewhere
         // still arrives sooner by the margin (as `stranded_on` does).
         let mut moves = Vec::new();
-        let mut k = self.per_path[s].paced.len();
-        while k > 0 {
-            k -= 1;
-            let q = &self.per_path[s].paced[k];
+        for q in self.per_path[s].paced.iter().rev() {
             if q.tx.header.flags.0 & STAYS != 0 {
                 continue;
             }
             let seq = q.tx.seq;
+            // Only to a path that came back after the packet was queued.
+            let Some(best) = others
+                .iter_mut()
+                .filter(|o| back_from(o).is_some_and(|b| seq < b))
+                .min_by(|a, b| a.arrives().total_cmp(&b.arrives()))
+            else {
+                continue;
+            };
             let Some(len) = self
                 .record(seq)
                 .filter(|r| r.fate == Fate::InFlight)
@@ -144,20 +139,11 @@ impl<P> Sender<P> {
             };
             let here = Self::delivery_cost(&self.paths[i], len, &delays)
                 + q.release_at.saturating_since(now).as_secs_f64();
-            let Some(best) = others
-                .iter_mut()
-                .filter(|o| seq < o.back_from)
-                .min_by(|a, b| a.arrives.total_cmp(&b.arrives))
-            else {
-                continue;
-            };
-            if best.booked > bound || here <= best.arrives + margin {
+            if best.booked > bound || here <= best.arrives() + margin {
                 // Packets further ahead in the queue leave sooner.
                 break;
             }
-            let gap = tx_time(len, best.rate).as_secs_f64();
-            best.arrives += gap;
-            best.booked += gap;
+            best.booked += tx_time(len, best.rate).as_secs_f64();
             moves.push((seq, best.id));
         }
         // Oldest first onto the other paths, as they were numbered.

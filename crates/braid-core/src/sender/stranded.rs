@@ -87,15 +87,17 @@ pub const STRANDED_MARGIN: Duration = Duration::from_millis(50);
 /// Another path as a place for copies, in seconds: its delivery cost in
 /// the frame of the paths' relative delays, how far ahead its pacer is
 /// booked, and its pacing rate (bit/s), which books it further per copy.
-struct Room {
-    cost: f64,
-    booked: f64,
-    rate: f64,
+/// Also where `sender/requeue.rs` moves queued packets.
+pub(super) struct Room {
+    pub id: PathId,
+    pub cost: f64,
+    pub booked: f64,
+    pub rate: f64,
 }
 
 impl Room {
     /// When a copy given to this path now would arrive, in the same frame.
-    fn arrives(&self) -> f64 {
+    pub fn arrives(&self) -> f64 {
         self.cost + self.booked
     }
 }
@@ -177,20 +179,7 @@ impl<P> Sender<P> {
         // (`Room`). A path without a rate would take any number of copies
         // at once, the burst [`Sender::resend`] keeps off thin paths.
         let delays = self.relative_delays();
-        let queues = self.send_queues(now);
-        let mut others: Vec<Room> = self
-            .paths
-            .iter()
-            .filter(|q| q.usable && q.id != p.id)
-            .filter_map(|q| {
-                let free = queues.free_at(q.id)?;
-                Some(Room {
-                    cost: Self::delivery_cost(q, 1500, &delays),
-                    booked: free.saturating_since(now).as_secs_f64(),
-                    rate: self.pacing_rate(slot(q.id))?,
-                })
-            })
-            .collect();
+        let mut others = self.copy_rooms(now, p.id, &delays);
         // A copy booked further ahead than the pacing bound would be given
         // up (`Sender::resend`; it puts a stranded packet back instead):
         // the rest stay where they are.
@@ -250,6 +239,25 @@ impl<P> Sender<P> {
         }
         out.reverse();
         (out, now + drain(bytes).saturating_sub(min_rtt))
+    }
+
+    /// The usable paths other than `except` that are paced, as places for
+    /// copies at `now` ([`Room`]).
+    pub(super) fn copy_rooms(&self, now: Instant, except: PathId, delays: &Delays) -> Vec<Room> {
+        let queues = self.send_queues(now);
+        self.paths
+            .iter()
+            .filter(|q| q.usable && q.id != except)
+            .filter_map(|q| {
+                let free = queues.free_at(q.id)?;
+                Some(Room {
+                    id: q.id,
+                    cost: Self::delivery_cost(q, 1500, delays),
+                    booked: free.saturating_since(now).as_secs_f64(),
+                    rate: self.pacing_rate(slot(q.id))?,
+                })
+            })
+            .collect()
     }
 
     /// Takes `seq` off `path` as lost without charging the path's loss

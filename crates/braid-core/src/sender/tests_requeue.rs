@@ -5,18 +5,11 @@ use super::tests::{paced_arq_config, pkt};
 use super::tests_stranded::set_rate;
 use super::*;
 use crate::sched::RoundRobin;
-use crate::wire::FeedbackEntry;
 
-/// A report of packet `seq` on `path` at `at`, received `rx_ms` in.
+/// A report of packet `seq` on `path` at `at` (whole milliseconds),
+/// received at `rx_ms`.
 fn report(s: &mut Sender, at: Instant, path: u8, seq: u64, rx_ms: u64) {
-    s.handle_feedback_on(
-        at,
-        PathId(path),
-        [FeedbackEntry {
-            seq: seq as u32,
-            rx_time_ns: rx_ms * 1_000_000,
-        }],
-    );
+    super::tests_quiet::report(s, at.as_nanos() / 1_000_000, path, seq, rx_ms);
 }
 
 /// Two paths 25 ms away, round robin, paced with repair on and a pacing
