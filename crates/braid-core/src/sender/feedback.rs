@@ -116,6 +116,9 @@ impl<P> Sender<P> {
             // measure its path.
             if let Some(on) = on {
                 self.late_original(now, on, seq, rec, e.rx_time_ns);
+                if on == rec.path && self.record_mut(seq).is_some_and(|r| r.report_here()) {
+                    self.latest_copy_report(now, rec, e.rx_time_ns);
+                }
             }
             self.stats.feedback_unmatched += 1;
             return;
@@ -123,6 +126,14 @@ impl<P> Sender<P> {
         if let Some(on) = on.filter(|&p| p != rec.path) {
             self.ack_other_copy(now, on, seq, rec, e.rx_time_ns);
             return;
+        }
+        // The first report from the latest copy's path: of two or more
+        // copies there, whose it is stays open until the last arrives
+        // (`Record::report_here`).
+        if on.is_some() {
+            if let Some(r) = self.record_mut(seq) {
+                r.report_here();
+            }
         }
         let was_in_flight = rec.fate == Fate::InFlight;
         // A repair on the path its original took: a report that arrived
@@ -226,6 +237,17 @@ impl<P> Sender<P> {
             self.stats.pair_samples += 1;
             self.take_pace_sample(slot(rec.path), sample, second.len, now);
         }
+    }
+
+    /// The report of a repaired packet's latest copy, sent on `rec.path`
+    /// at `rec.sent_at`, arrived at `rx_ns`: a sound sample of the path
+    /// although the packet had several copies (`Record::report_here`).
+    fn latest_copy_report(&mut self, now: Instant, rec: Record, rx_ns: u64) {
+        self.stats.latest_copy_samples += 1;
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) {
+            p.last_feedback = Some(now);
+        }
+        self.measure_path(now, rec.path, rec.sent_at, rec.len, rx_ns);
     }
 
     /// Takes one packet's report as a sample of `path`: its round trip

@@ -107,6 +107,11 @@ pub(super) struct Record {
     avoid: Option<PathId>,
     /// Repair copies sent so far.
     attempts: u8,
+    /// Copies sent on `path` (the latest copy's) since a copy last went
+    /// on another path; the original counts.
+    here_copies: u8,
+    /// Reports from `path` of those copies so far.
+    here_reports: u8,
     /// Waiting in the repair queue.
     repair_queued: bool,
     /// The packet sent on the same path before this one: its arrival
@@ -122,6 +127,22 @@ impl Record {
         if self.original == Some(path) {
             self.original = None;
         }
+        if self.path == path {
+            self.here_copies = self.here_copies.saturating_add(1);
+        } else {
+            self.here_copies = 1;
+            self.here_reports = 0;
+        }
+    }
+
+    /// Counts a report from the latest copy's path; whether it is that
+    /// copy's own. Paths are FIFO, so the copies on one path arrive in
+    /// the order they left, and the report that brings their count to
+    /// the number sent there is the latest copy's: its round trip is
+    /// unambiguous although the packet was repaired.
+    fn report_here(&mut self) -> bool {
+        self.here_reports = self.here_reports.saturating_add(1);
+        self.here_reports == self.here_copies
     }
 }
 
@@ -497,6 +518,8 @@ impl<P> Sender<P> {
             original: Some(id),
             avoid: None,
             attempts: 0,
+            here_copies: 1,
+            here_reports: 0,
             repair_queued: false,
             prev_on_path,
         });

@@ -1,6 +1,7 @@
 //! Unit tests of reports that come after their packet was given up
 //! (`Sender::late_original`): the original's round trip still measures
-//! its path, unless a copy went on the same path (Karn).
+//! its path, unless a copy went on the same path (Karn); then the report
+//! of the last copy there does (`Sender::latest_copy_report`).
 
 use super::tests::{paced_arq_config, paced_sender_with, pkt};
 use super::tests_repair::arq_sender_on;
@@ -100,6 +101,43 @@ fn a_report_after_a_repair_on_the_same_path_is_no_sample() {
     report(&mut s, t + 430, 0, seq, t + 390);
     assert!(s.is_acked(u64::from(seq)));
     assert_eq!(s.stats().late_originals, 0);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
+}
+
+/// Both copies on one path arrive. Paths are FIFO, so the second report
+/// is the repair's own: its round trip measures the path after all, once.
+#[test]
+fn the_second_of_two_copies_on_one_path_measures_it() {
+    let mut s = arq_sender_on(1);
+    let seq = measured(&mut s, 2);
+    let t = 100;
+    let copy = given_up_and_repaired(&mut s, seq);
+    assert_eq!(copy.path, PathId(0));
+    // The original's report: either copy's, for all the sender can tell.
+    report(&mut s, t + 430, 0, seq, t + 410);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
+    assert_eq!(s.stats().latest_copy_samples, 0);
+    // The repair's, sent at 500 ms and reported 470 ms later.
+    report(&mut s, t + 870, 0, seq, t + 850);
+    assert_eq!(s.stats().latest_copy_samples, 1);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(470));
+    // A third report of two copies is no sample.
+    report(&mut s, t + 900, 0, seq, t + 850);
+    assert_eq!(s.stats().latest_copy_samples, 1);
+    assert_eq!(latest_rtt(&s, 0), Duration::from_millis(470));
+}
+
+/// Only one of two copies on a path arrives (the original was lost): its
+/// report may be either copy's, and is no sample.
+#[test]
+fn one_report_of_two_copies_on_one_path_is_no_sample() {
+    let mut s = arq_sender_on(1);
+    let seq = measured(&mut s, 2);
+    let t = 100;
+    given_up_and_repaired(&mut s, seq);
+    report(&mut s, t + 870, 0, seq, t + 850);
+    assert!(s.is_acked(u64::from(seq)));
+    assert_eq!(s.stats().latest_copy_samples, 0);
     assert_eq!(latest_rtt(&s, 0), Duration::from_millis(40));
 }
 
