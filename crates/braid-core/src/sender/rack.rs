@@ -140,6 +140,28 @@ impl<P> Sender<P> {
         quiet.then_some((from + overdue, RackCase::Quiet))
     }
 
+    /// Whether `p`, with packets behind the one sent at `sent_at`, has
+    /// reported nothing since that packet left, while another path
+    /// reported at least a reordering window after it left: at that
+    /// packet's timeout, the path has gone quiet (`sender/quiet.rs`).
+    pub(super) fn silent_since(&self, p: &PathState, sent_at: Instant) -> bool {
+        if self.cfg.repair.mode != RepairMode::Arq
+            || self.per_path[slot(p.id)].unacked.len() <= 1
+            || p.last_feedback.is_some_and(|f| f >= sent_at)
+        {
+            return false;
+        }
+        let Some(window) = reorder_window(p) else {
+            return false;
+        };
+        self.paths
+            .iter()
+            .filter(|q| q.id != p.id)
+            .filter_map(|q| q.last_feedback)
+            .max()
+            .is_some_and(|o| o >= sent_at + window)
+    }
+
     /// How long the peer's resequencer should hold a gap at least, for the
     /// repair of a loss this rule finds: the longest `srtt + window` over
     /// the usable paths, with the resequencer's own headroom (x 1.25 +

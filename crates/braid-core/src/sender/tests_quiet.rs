@@ -122,6 +122,36 @@ fn the_silence_counts_from_the_paths_last_report() {
     assert_eq!(s.stats().quiet_paths, 1);
 }
 
+/// Path 0 reports only its packet sent before path 1's: the cross-path
+/// rule has no later packet to go by, and path 1's oldest packet meets
+/// its timeout. Path 1 has reported nothing since it left, while path 0
+/// reported a window after that: at the timeout it has gone quiet
+/// (`Sender::silent_since`), the case of a delay step past the timeout.
+#[test]
+fn a_path_silent_until_its_timeout_goes_quiet_there() {
+    let (mut s, on_0, on_1) = nine_sent();
+    report(&mut s, 160, 0, on_0[0], 130);
+    let timeout = ms(101) + s.loss_timeout(s.path(PathId(1)).unwrap());
+    assert!(on_1[0] < on_0[1], "path 1's oldest left at 101 ms");
+    s.handle_timeout(timeout - Duration::from_millis(1));
+    assert_eq!(s.stats().lost_timeout, 0);
+    s.handle_timeout(timeout);
+    assert_eq!(s.stats().lost_timeout, 1);
+    assert_eq!(s.stats().quiet_paths, 1);
+    assert!(quiet(&s, 1));
+    assert!(!quiet(&s, 0));
+}
+
+/// No path reported since the packets left (the sender's feedback
+/// stalled, or both paths went dark): their timeouts make no path quiet.
+#[test]
+fn timeouts_while_no_path_reports_make_no_path_quiet() {
+    let (mut s, _, _) = nine_sent();
+    s.handle_timeout(ms(400));
+    assert_eq!(s.stats().lost_timeout, 9);
+    assert_eq!(s.stats().quiet_paths, 0);
+}
+
 /// The quiet path's packets, repaired on path 0 and acknowledged there,
 /// arrive 300 ms late on path 1 (its delay stepped up): the path is back
 /// at its measured delay on the report of the newest of them (not
