@@ -333,3 +333,22 @@ fn packets_queued_while_the_fast_path_was_dark_move_back_to_it() {
     let text = include_str!("change_sets/10-2.toml");
     against_its_best_path(text, 1, 1.0, None);
 }
+
+/// Change set 13/0: 1.66 Mbit/s 35.5 ms away whose delay steps to 272 ms
+/// at 9.9 s, beside 13.57 Mbit/s 123 ms away. The moved path's packets
+/// (the server's share of the inner TCP's ACKs among them) meet their
+/// timeout before any report; the path goes quiet there
+/// (`Sender::silent_since`) and their copies go on the far path, and
+/// the report of the last copy on the moved path measures its new round
+/// trip (`Sender::latest_copy_report`). The bond keeps 0.97 of the far
+/// path alone (12.90 against 13.10 Mbit/s; 11.42 with neither rule,
+/// 12.45 with the report alone), and from 7 s into the transfer (0.1 s
+/// after the step at 3 s of idle) the moved path carries little (0.07
+/// Mbit/s; 0.52 with neither rule).
+#[test]
+fn a_near_path_whose_delay_steps_past_its_timeout_gives_way() {
+    let text = include_str!("change_sets/13-0.toml");
+    let bond = against_its_best_path(text, 0, 0.97, Some(7.0));
+    let moved = bond.path_from_mbps.as_ref().expect("from_s set")[1];
+    assert!(moved <= 0.2, "the moved path carried {moved:.2} Mbit/s");
+}
