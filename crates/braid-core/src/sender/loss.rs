@@ -135,7 +135,7 @@ impl<P> Sender<P> {
         let timeout = r.sent_at + self.loss_timeout(p);
         Some(match self.rack_deadline(p, r.sent_at) {
             Some((t, case)) if t < timeout => (seq, t, case == RackCase::Quiet),
-            _ => (seq, timeout, self.silent_since(p, r.sent_at)),
+            _ => (seq, timeout, self.silent_since(p, r.sent_at, timeout)),
         })
     }
 

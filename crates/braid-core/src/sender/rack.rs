@@ -140,26 +140,54 @@ impl<P> Sender<P> {
         quiet.then_some((from + overdue, RackCase::Quiet))
     }
 
-    /// Whether `p`, with packets behind the one sent at `sent_at`, has
-    /// reported nothing since that packet left, while another path
-    /// reported at least a reordering window after it left: at that
-    /// packet's timeout, the path has gone quiet (`sender/quiet.rs`).
-    pub(super) fn silent_since(&self, p: &PathState, sent_at: Instant) -> bool {
-        if self.cfg.repair.mode != RepairMode::Arq
-            || self.per_path[slot(p.id)].unacked.len() <= 1
-            || p.last_feedback.is_some_and(|f| f >= sent_at)
-        {
+    /// Whether `p`, with packets behind the one sent at `sent_at`, has gone
+    /// quiet by `now`, that packet's timeout (`sender/quiet.rs`): it has
+    /// reported nothing for its SRTT plus the reordering window, counted
+    /// from its last report or the packet's send if later, and another
+    /// path either reported at least a window after that, or (`p` clean)
+    /// is idle: nothing in flight, and a report since its last send.
+    ///
+    /// Why the last report and not the send: the packets that reach the
+    /// peer just before a delay step are reported after it, so the path
+    /// has reported since the packets behind them left. On change set
+    /// 13/14 of `lab/sweep-changes.sh 40 13` (1.19 Mbit/s 36 ms away
+    /// moving to 328 ms, beside 6.83 Mbit/s 43 ms away) the server's
+    /// last report from the moved path came 83 ms after its oldest
+    /// packet left, and 164 ms before that packet's timeout.
+    ///
+    /// Why an idle other path counts: the server sends the inner TCP's
+    /// ACKs, small packets PET puts on the nearest path, and the other
+    /// path then carries nothing and reports nothing. Its silence says
+    /// nothing of the sender; the moved path's, with its packets overdue,
+    /// does. 13/14: 6.23 -> 6.38 Mbit/s with both (its fast path alone
+    /// 6.59); 12/21 (the same case) 12.06 -> 12.49. Only on a clean path:
+    /// a lossy one falls silent when its reports are lost. On random set
+    /// 99/33 (3.8 Mbit/s 8.7 ms away losing 5 %, carrying the ACKs, beside
+    /// 39 Mbit/s 287 ms away) the near path went quiet again and again,
+    /// and the set fell from 37.51 to 35.10.
+    pub(super) fn silent_since(&self, p: &PathState, sent_at: Instant, now: Instant) -> bool {
+        let s = slot(p.id);
+        if self.cfg.repair.mode != RepairMode::Arq || self.per_path[s].unacked.len() <= 1 {
             return false;
         }
-        let Some(window) = reorder_window(p) else {
+        let (Some(overdue), Some(window)) = (overdue_after(p), reorder_window(p)) else {
             return false;
         };
-        self.paths
-            .iter()
-            .filter(|q| q.id != p.id)
-            .filter_map(|q| q.last_feedback)
-            .max()
-            .is_some_and(|o| o >= sent_at + window)
+        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
+        if now < from + overdue {
+            return false;
+        }
+        let clean = self.per_path[s].repair.peer_loss_rate < MIN_PEER_LOSS;
+        self.paths.iter().filter(|q| q.id != p.id).any(|q| {
+            let reported = q.last_feedback.is_some_and(|o| o >= from + window);
+            // Idle: nothing in flight, and reported since its last send
+            // (not a path whose packets were all given up).
+            let idle = q.usable
+                && q.rtt.has_samples()
+                && self.per_path[slot(q.id)].unacked.is_empty()
+                && q.last_feedback >= q.last_sent;
+            reported || (clean && idle)
+        })
     }
 
     /// How long the peer's resequencer should hold a gap at least, for the

@@ -142,6 +142,31 @@ fn a_path_silent_until_its_timeout_goes_quiet_there() {
     assert!(!quiet(&s, 0));
 }
 
+/// Path 0 reports all its packets within a window of path 1's oldest
+/// leaving, and then has nothing in flight: path 1's silence is only
+/// overdue at its oldest packet's timeout, and path 0, idle, has nothing
+/// to report. Path 1 goes quiet there (the case of a server whose inner
+/// ACKs all go on the nearest path); not if its peer measured loss on it.
+#[test]
+fn a_silent_path_goes_quiet_at_its_timeout_beside_an_idle_one() {
+    for (rate, quiet_paths) in [(0.0, 1), (0.3, 0)] {
+        let (mut s, on_0, _) = nine_sent();
+        if rate > 0.0 {
+            let r = crate::wire::NackRate::from_fraction(PathId(1), rate);
+            s.handle_nack(ms(110), [], [r]);
+        }
+        for &seq in &on_0 {
+            report(&mut s, 120, 0, seq, 110);
+        }
+        let timeout = ms(101) + s.loss_timeout(s.path(PathId(1)).unwrap());
+        s.handle_timeout(timeout - Duration::from_millis(1));
+        assert_eq!(s.stats().quiet_paths, 0);
+        s.handle_timeout(timeout);
+        assert!(s.stats().lost_timeout >= 1, "loss rate {rate}");
+        assert_eq!(s.stats().quiet_paths, quiet_paths, "loss rate {rate}");
+    }
+}
+
 /// No path reported since the packets left (the sender's feedback
 /// stalled, or both paths went dark): their timeouts make no path quiet.
 #[test]
