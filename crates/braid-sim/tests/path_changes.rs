@@ -179,6 +179,12 @@ fn against_one_path(
     bond
 }
 
+/// What path `path` carried from the `from_s` its run was given on
+/// (Mbit/s).
+fn path_from(bond: &LabResult, path: usize) -> f64 {
+    bond.path_from_mbps.as_ref().expect("from_s set")[path]
+}
+
 /// Change set 6/22: 2.4 Mbit/s 22 ms away, 1.44 Mbit/s 7 ms away that
 /// falls to 0.24 Mbit/s 3.4 s into the transfer, and 13.3 Mbit/s 8 ms
 /// away, all with 15 kB queues. The bond stays above its fastest path
@@ -190,7 +196,7 @@ fn a_thin_near_path_whose_rate_falls_is_measured_again() {
     let bond = against_its_best_path(text, 2, 1.0, Some(7.0));
     // From 7 s on (3.6 s after the fall) the thin path carries little of
     // its 0.24 Mbit/s: its packets hold the stream (0.19 before the rule).
-    let thin = bond.path_from_mbps.as_ref().expect("from_s set")[1];
+    let thin = path_from(&bond, 1);
     assert!(thin <= 0.1, "the thin path carried {thin:.2} Mbit/s");
 }
 
@@ -316,7 +322,7 @@ fn an_outage_of_the_faster_path_leaves_its_window_to_the_slower_paths_queue() {
 fn a_thin_near_path_that_goes_dark_carries_data_again() {
     let text = include_str!("change_sets/7-39.toml");
     let bond = against_its_best_path(text, 1, 1.0, Some(9.0));
-    let thin = bond.path_from_mbps.as_ref().expect("from_s set")[0];
+    let thin = path_from(&bond, 0);
     assert!(thin >= 3.0, "the near path carried {thin:.2} Mbit/s");
 }
 
@@ -340,7 +346,7 @@ fn packets_queued_while_the_fast_path_was_dark_move_back_to_it() {
 /// timeout before any report; the path goes quiet there
 /// (`Sender::silent_since`) and their copies go on the far path, and
 /// the report of the last copy on the moved path measures its new round
-/// trip (`Sender::latest_copy_report`). The bond keeps 0.97 of the far
+/// trip (`Record::report_here`). The bond keeps 0.97 of the far
 /// path alone (13.08 against 13.10 Mbit/s; 11.42 with neither rule,
 /// 12.45 with the report alone), and from 7 s into the transfer (0.1 s
 /// after the step at 3 s of idle) the moved path carries little (0.003
@@ -349,6 +355,6 @@ fn packets_queued_while_the_fast_path_was_dark_move_back_to_it() {
 fn a_near_path_whose_delay_steps_past_its_timeout_gives_way() {
     let text = include_str!("change_sets/13-0.toml");
     let bond = against_its_best_path(text, 0, 0.97, Some(7.0));
-    let moved = bond.path_from_mbps.as_ref().expect("from_s set")[1];
+    let moved = path_from(&bond, 1);
     assert!(moved <= 0.2, "the moved path carried {moved:.2} Mbit/s");
 }

@@ -111,14 +111,21 @@ impl<P> Sender<P> {
             self.stats.feedback_unmatched += 1;
             return;
         }
+        // Every report from the latest copy's path counts towards the
+        // copies sent there; the one that completes the count is the
+        // latest copy's own (`Record::report_here`).
+        let latest_copy =
+            on == Some(rec.path) && self.record_mut(seq).is_some_and(|r| r.report_here());
         if matches!(rec.fate, Fate::Acked { .. }) {
             // Acknowledged by a repair already; the original may still
-            // measure its path.
+            // measure its path, and so may the last of several copies on
+            // one path.
             if let Some(on) = on {
                 self.late_original(now, on, seq, rec, e.rx_time_ns);
-                if on == rec.path && self.record_mut(seq).is_some_and(|r| r.report_here()) {
-                    self.latest_copy_report(now, rec, e.rx_time_ns);
-                }
+            }
+            if latest_copy {
+                self.stats.latest_copy_samples += 1;
+                self.measure_copy(now, rec.path, rec.sent_at, rec.len, e.rx_time_ns);
             }
             self.stats.feedback_unmatched += 1;
             return;
@@ -126,14 +133,6 @@ impl<P> Sender<P> {
         if let Some(on) = on.filter(|&p| p != rec.path) {
             self.ack_other_copy(now, on, seq, rec, e.rx_time_ns);
             return;
-        }
-        // The first report from the latest copy's path: of two or more
-        // copies there, whose it is stays open until the last arrives
-        // (`Record::report_here`).
-        if on.is_some() {
-            if let Some(r) = self.record_mut(seq) {
-                r.report_here();
-            }
         }
         let was_in_flight = rec.fate == Fate::InFlight;
         // A repair on the path its original took: a report that arrived
@@ -239,15 +238,22 @@ impl<P> Sender<P> {
         }
     }
 
-    /// The report of a repaired packet's latest copy, sent on `rec.path`
-    /// at `rec.sent_at`, arrived at `rx_ns`: a sound sample of the path
-    /// although the packet had several copies (`Record::report_here`).
-    fn latest_copy_report(&mut self, now: Instant, rec: Record, rx_ns: u64) {
-        self.stats.latest_copy_samples += 1;
-        if let Some(p) = self.paths.iter_mut().find(|p| p.id == rec.path) {
+    /// Takes the report of one copy of a repaired packet, whose copy is
+    /// known (`Sender::late_original`, `Record::report_here`): it left on
+    /// `path` at `sent_at` and arrived at `rx_ns`. The path has reported,
+    /// and the report is a sound sample of it.
+    pub(super) fn measure_copy(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        sent_at: Instant,
+        len: u32,
+        rx_ns: u64,
+    ) {
+        if let Some(p) = self.paths.iter_mut().find(|p| p.id == path) {
             p.last_feedback = Some(now);
         }
-        self.measure_path(now, rec.path, rec.sent_at, rec.len, rx_ns);
+        self.measure_path(now, path, sent_at, len, rx_ns);
     }
 
     /// Takes one packet's report as a sample of `path`: its round trip

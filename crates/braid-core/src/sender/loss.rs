@@ -117,25 +117,27 @@ impl<P> Sender<P> {
         (rto + p.rtt.srtt() / 2).min(self.cfg.max_loss_timeout)
     }
 
-    /// The oldest in-flight packet of a path, when it times out, and
-    /// whether that is the quiet-path case of the cross-path rule
-    /// (`sender/quiet.rs`).
+    /// The oldest in-flight packet of a path: when it left, when it times
+    /// out, and the case of the cross-path rule if that rule sets the
+    /// deadline (`None`: the path's loss timeout).
     ///
     /// A packet still in the path's pacing queue has not left: its
     /// timeout starts when it does (`Instant::FAR_FUTURE` until then).
     /// Counting from when it was queued declared packets behind a long
     /// pacing queue on a far path lost while they were still on their
     /// way, and with repair each such packet was sent twice.
-    pub(super) fn oldest_deadline(&self, p: &PathState) -> Option<(u64, Instant, bool)> {
+    pub(super) fn oldest_deadline(
+        &self,
+        p: &PathState,
+    ) -> Option<(Instant, Instant, Option<RackCase>)> {
         let (r, queued) = self.oldest_unreported(slot(p.id))?;
-        let seq = r.seq;
         if queued {
-            return Some((seq, Instant::FAR_FUTURE, false));
+            return Some((r.sent_at, Instant::FAR_FUTURE, None));
         }
         let timeout = r.sent_at + self.loss_timeout(p);
         Some(match self.rack_deadline(p, r.sent_at) {
-            Some((t, case)) if t < timeout => (seq, t, case == RackCase::Quiet),
-            _ => (seq, timeout, self.silent_since(p, r.sent_at, timeout)),
+            Some((t, case)) if t < timeout => (r.sent_at, t, Some(case)),
+            _ => (r.sent_at, timeout, None),
         })
     }
 
@@ -159,8 +161,14 @@ impl<P> Sender<P> {
             loop {
                 let p = &self.paths[i];
                 match self.oldest_deadline(p) {
-                    Some((_, deadline, quiet)) if deadline <= now => {
+                    Some((sent_at, deadline, case)) if deadline <= now => {
                         let id = p.id;
+                        // Whether the path went quiet: by the cross-path
+                        // rule, or at the packet's timeout.
+                        let quiet = match case {
+                            Some(case) => case == RackCase::Quiet,
+                            None => self.quiet_at_timeout(p, sent_at, deadline),
+                        };
                         if quiet {
                             self.went_quiet(now, id);
                         }

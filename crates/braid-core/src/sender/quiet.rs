@@ -29,7 +29,7 @@
 //! without one can, and then costs a copy of what the path had in
 //! flight.
 //!
-//! A path can also go quiet at a packet's timeout (`Sender::silent_since`):
+//! A path can also go quiet at a packet's timeout (`Sender::quiet_at_timeout`):
 //! it holds packets behind it, has reported nothing for its SRTT plus the
 //! window, and another path reported a window after its silence began, or
 //! (a clean path) the other path is idle, with nothing to report. The

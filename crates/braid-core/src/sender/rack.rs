@@ -114,16 +114,10 @@ impl<P> Sender<P> {
         // reported at least a window after that (`sender/quiet.rs`).
         // Without the second condition a sender that stalled (its
         // feedback queued unread) found every path quiet. ARQ only.
-        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
+        let from = silent_from(p, sent_at);
         let quiet = !tail
             && self.cfg.repair.mode == RepairMode::Arq
-            && self
-                .paths
-                .iter()
-                .filter(|q| q.id != p.id)
-                .filter_map(|q| q.last_feedback)
-                .max()
-                .is_some_and(|o| o >= from + window);
+            && self.another_reported_since(p, from + window);
         if lossy || tail {
             // A lossy path's packet is overdue a window after it left
             // anyway; the path has gone quiet too if nothing came from it
@@ -165,7 +159,7 @@ impl<P> Sender<P> {
     /// 99/33 (3.8 Mbit/s 8.7 ms away losing 5 %, carrying the ACKs, beside
     /// 39 Mbit/s 287 ms away) the near path went quiet again and again,
     /// and the set fell from 37.51 to 35.10.
-    pub(super) fn silent_since(&self, p: &PathState, sent_at: Instant, now: Instant) -> bool {
+    pub(super) fn quiet_at_timeout(&self, p: &PathState, sent_at: Instant, now: Instant) -> bool {
         let s = slot(p.id);
         if self.cfg.repair.mode != RepairMode::Arq || self.per_path[s].unacked.len() <= 1 {
             return false;
@@ -173,21 +167,33 @@ impl<P> Sender<P> {
         let (Some(overdue), Some(window)) = (overdue_after(p), reorder_window(p)) else {
             return false;
         };
-        let from = p.last_feedback.map_or(sent_at, |f| f.max(sent_at));
+        let from = silent_from(p, sent_at);
         if now < from + overdue {
             return false;
         }
+        if self.another_reported_since(p, from + window) {
+            return true;
+        }
+        // Idle: nothing in flight, and reported since its last send (not
+        // a path whose packets were all given up).
         let clean = self.per_path[s].repair.peer_loss_rate < MIN_PEER_LOSS;
-        self.paths.iter().filter(|q| q.id != p.id).any(|q| {
-            let reported = q.last_feedback.is_some_and(|o| o >= from + window);
-            // Idle: nothing in flight, and reported since its last send
-            // (not a path whose packets were all given up).
-            let idle = q.usable
-                && q.rtt.has_samples()
-                && self.per_path[slot(q.id)].unacked.is_empty()
-                && q.last_feedback >= q.last_sent;
-            reported || (clean && idle)
-        })
+        clean
+            && self.paths.iter().filter(|q| q.id != p.id).any(|q| {
+                q.usable
+                    && q.rtt.has_samples()
+                    && self.per_path[slot(q.id)].unacked.is_empty()
+                    && q.last_feedback >= q.last_sent
+            })
+    }
+
+    /// Whether a path other than `p` reported at `t` or later.
+    fn another_reported_since(&self, p: &PathState, t: Instant) -> bool {
+        self.paths
+            .iter()
+            .filter(|q| q.id != p.id)
+            .filter_map(|q| q.last_feedback)
+            .max()
+            .is_some_and(|o| o >= t)
     }
 
     /// How long the peer's resequencer should hold a gap at least, for the
@@ -259,6 +265,12 @@ pub(super) enum RackCase {
     /// Its path, clean, has reported nothing for the window while
     /// another path reported: the path went quiet (`sender/quiet.rs`).
     Quiet,
+}
+
+/// Where the silence of `p` that a packet sent at `sent_at` waits in
+/// began: the path's last report, or the packet's send if later.
+fn silent_from(p: &PathState, sent_at: Instant) -> Instant {
+    p.last_feedback.map_or(sent_at, |f| f.max(sent_at))
 }
 
 /// How long after it left a packet on `p` counts as lost by the rule:

@@ -394,10 +394,7 @@ impl<P> Sender<P> {
             r.original = None;
         }
         self.stats.late_originals += 1;
-        if let Some(p) = self.paths.iter_mut().find(|p| p.id == on) {
-            p.last_feedback = Some(now);
-        }
-        self.measure_path(now, on, rec.first_sent_at, rec.len, rx_ns);
+        self.measure_copy(now, on, rec.first_sent_at, rec.len, rx_ns);
     }
 
     /// Processes a loss report from the peer's receiver: every range

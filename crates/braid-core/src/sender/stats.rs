@@ -55,7 +55,7 @@ pub struct SenderStats {
     /// Reports of a repaired packet's latest copy from the path it went
     /// on, the report that brings the path's count of them to the copies
     /// sent there: each a round-trip sample Karn's rule would have dropped
-    /// (`Sender::latest_copy_report`).
+    /// (`Record::report_here`).
     pub latest_copy_samples: u64,
     /// Times a path's base one-way delay followed a lasting rise of its
     /// delay (`OwdEstimator::follow_rise`; a pacing sender only).

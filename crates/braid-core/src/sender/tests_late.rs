@@ -1,7 +1,7 @@
 //! Unit tests of reports that come after their packet was given up
 //! (`Sender::late_original`): the original's round trip still measures
 //! its path, unless a copy went on the same path (Karn); then the report
-//! of the last copy there does (`Sender::latest_copy_report`).
+//! of the last copy there does (`Record::report_here`).
 
 use super::tests::{paced_arq_config, paced_sender_with, pkt};
 use super::tests_repair::arq_sender_on;

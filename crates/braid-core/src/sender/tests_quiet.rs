@@ -126,7 +126,7 @@ fn the_silence_counts_from_the_paths_last_report() {
 /// rule has no later packet to go by, and path 1's oldest packet meets
 /// its timeout. Path 1 has reported nothing since it left, while path 0
 /// reported a window after that: at the timeout it has gone quiet
-/// (`Sender::silent_since`), the case of a delay step past the timeout.
+/// (`Sender::quiet_at_timeout`), the case of a delay step past the timeout.
 #[test]
 fn a_path_silent_until_its_timeout_goes_quiet_there() {
     let (mut s, on_0, on_1) = nine_sent();
