@@ -358,3 +358,18 @@ fn a_near_path_whose_delay_steps_past_its_timeout_gives_way() {
     let moved = path_from(&bond, 1);
     assert!(moved <= 0.2, "the moved path carried {moved:.2} Mbit/s");
 }
+
+/// Change set 13/5: 41.8 Mbit/s 21 ms away dark from 9.9 s to 12.7 s,
+/// beside 1.18 Mbit/s 8 ms away. While the fast path is dark the inner
+/// TCP's go-back-N crosses the thin path, whose pacing queue drops some
+/// of its retransmissions as a bottleneck would. Linux's RACK finds such
+/// a retransmission lost once later ones arrive and leaves the loss state
+/// for fast recovery (the simulated TCP's `sender/rack.rs`); the bond
+/// then carries more than the fast path alone (29.95 against 26.68
+/// Mbit/s; 25.32 when the model waited for a second timeout, 0.9 s after
+/// the fast path came back; 31.73 against 26.49 in the lab).
+#[test]
+fn a_retransmission_the_thin_path_lost_in_an_outage_waits_for_no_timer() {
+    let text = include_str!("change_sets/13-5.toml");
+    against_its_best_path(text, 0, 1.05, None);
+}

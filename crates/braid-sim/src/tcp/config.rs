@@ -106,11 +106,14 @@ pub struct TcpConfig {
     /// for them as for a loss, without retransmitting. Off in the paper
     /// and in Linux's default (it only accepts ECN when asked).
     pub ecn: bool,
-    /// Lost retransmissions are detected by time, as Linux's RACK
-    /// (RFC 8985 Section 6.2) does: in SACK recovery, a retransmission
-    /// neither acknowledged nor SACKed 1.25 smoothed RTTs after it was
-    /// sent counts as lost again and is resent, instead of waiting for the
-    /// retransmission timer. Needs `timestamps` or CUBIC (for send times).
+    /// Lost retransmissions are detected as Linux's RACK (RFC 8985
+    /// Section 6.2) does: a retransmission neither acknowledged nor SACKed
+    /// once a packet sent after it was delivered, and that packet's round
+    /// trip plus SRTT/4 have passed since it left, counts as lost again.
+    /// In SACK recovery it is resent; in the loss state a timeout began,
+    /// fast recovery starts (Linux `FLAG_LOST_RETRANS`), instead of
+    /// waiting for the retransmission timer. Needs `timestamps` or CUBIC
+    /// (for send times).
     pub rack: bool,
     /// TCP-PRISM (PRISM Section 6.2.2; SPECS.md §1.3), the sender-side
     /// change PRISM pairs with its reverse-path controller. Needs `sack`.

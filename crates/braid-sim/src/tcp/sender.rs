@@ -41,6 +41,7 @@ use super::{Ack, Segment, TcpConfig};
 mod newreno;
 mod pacing;
 mod prism;
+mod rack;
 mod reorder;
 mod sack;
 mod spurious_rto;
@@ -144,6 +145,11 @@ pub struct TcpSender {
     rto_undo: Option<reorder::Undo>,
     /// With `TcpConfig::pacing`: when the next new packet may leave.
     pace_next: Option<Instant>,
+    /// RACK (`TcpConfig::rack`): the latest transmission (time, then
+    /// sequence number) among the packets known delivered, and that
+    /// packet's round trip.
+    rack_xmit: Option<(Instant, u64)>,
+    rack_rtt: Duration,
     stats: TcpSenderStats,
 }
 
@@ -196,6 +202,8 @@ impl TcpSender {
             undo: None,
             rto_undo: None,
             pace_next: None,
+            rack_xmit: None,
+            rack_rtt: Duration::ZERO,
             stats: TcpSenderStats::default(),
             cfg,
         }
@@ -225,6 +233,9 @@ impl TcpSender {
             self.cwnd = self.ssthresh as f64;
             self.cwr_pending = true;
             self.stats.ecn_reductions += 1;
+        }
+        if self.cfg.rack {
+            self.rack_advance(now, ack);
         }
         if self.sb.is_some() {
             self.note_reordering(ack);
@@ -260,8 +271,8 @@ impl TcpSender {
         } else {
             return; // stale: ns-2 sends nothing on an invalid ACK
         }
-        if self.cfg.rack && self.in_recovery {
-            self.rack_lost_retransmissions(now);
+        if self.cfg.rack {
+            self.rack(now);
         }
         let budget = self.burst_budget().saturating_sub(out.len() - first_out);
         if self.in_recovery && self.sb.is_some() {
@@ -571,35 +582,6 @@ impl TcpSender {
             if c.on_rtt_sample(now - sent, slow_start, cwnd, a, snd_max) {
                 self.ssthresh = (cwnd as u64).max(2);
             }
-        }
-    }
-
-    /// RFC 8985 Section 6.2 in its simplest form: a retransmitted packet
-    /// still neither acknowledged nor SACKed 1.25 SRTT after its
-    /// retransmission is lost again; clearing its retransmitted mark lets
-    /// NextSeg rule 1 send it once more.
-    fn rack_lost_retransmissions(&mut self, now: Instant) {
-        let Some(srtt) = self.rto.srtt() else { return };
-        let wait = srtt + srtt / 4;
-        let (una, base) = (self.snd_una, self.sent_base);
-        let Some(sb) = self.sb.as_mut() else { return };
-        let mut lowest = None;
-        for seq in una..sb.high_rxt.min(self.snd_max) {
-            if !sb.retx.get(seq) || sb.sacked.get(seq) {
-                continue;
-            }
-            let sent = seq
-                .checked_sub(base)
-                .and_then(|i| self.sent_at.get(i as usize))
-                .map(|e| e.0);
-            if sent.is_some_and(|t| t + wait <= now) {
-                sb.retx.clear(seq);
-                lowest.get_or_insert(seq);
-            }
-        }
-        if let Some(l) = lowest {
-            sb.high_rxt = sb.high_rxt.min(l);
-            sb.partial_lost = sb.partial_lost.max(l + 1);
         }
     }
 

@@ -157,10 +157,12 @@ fn ecn_echo_up_to_the_reduction_point_is_the_mark_already_answered() {
     assert_eq!(s.stats().ecn_reductions, 2, "a mark on a packet sent after");
 }
 
-/// RACK's time-based detection (RFC 8985 Section 6.2): a retransmission
-/// still missing 1.25 SRTT later is sent again on the next ACK, without
-/// waiting for the retransmission timer; without it RFC 6675 recovery
-/// never resends it.
+/// RACK's detection (RFC 8985 Section 6.2): a retransmission still missing
+/// once a packet sent after it is SACKed, and its round trip plus a
+/// quarter SRTT have passed, is sent again on that ACK, without waiting
+/// for the retransmission timer; without RACK RFC 6675 recovery never
+/// resends it. SACKs of packets sent before it say nothing about it,
+/// however late.
 #[test]
 fn rack_resends_a_lost_retransmission() {
     for rack in [false, true] {
@@ -181,14 +183,74 @@ fn rack_resends_a_lost_retransmission() {
         }
         assert_eq!(out.iter().filter(|p| p.seq == 1).count(), 1);
         out.clear();
-        // The retransmission is lost too; later SACKs keep coming.
+        // The retransmission is lost too; later SACKs keep coming, of
+        // packets sent before it.
         s.on_ack(ms(250), &sack_ack(1, &[(2, 6)]), &mut out);
-        assert!(out.iter().all(|p| p.seq != 1), "too early: {out:?}");
-        // Most of the window is SACKed now, so pipe leaves room.
+        // Most of the window is SACKed now, so pipe leaves room for new
+        // packets.
         s.on_ack(ms(340), &sack_ack(1, &[(2, 10)]), &mut out);
+        assert!(out.iter().all(|p| p.seq != 1), "too early: {out:?}");
+        let first_new = out.iter().map(|p| p.seq).min().unwrap();
+        assert!(first_new >= 10, "{out:?}");
+        out.clear();
+        // A packet sent after the retransmission is SACKed.
+        s.on_ack(ms(450), &sack_ack(1, &[(2, first_new + 1)]), &mut out);
         let again = out.iter().filter(|p| p.seq == 1).count();
         assert_eq!(again, usize::from(rack), "rack {rack}: {out:?}");
         assert_eq!(s.stats().timeouts, 0);
+    }
+}
+
+/// Linux leaves the loss state a timeout began when RACK finds one of the
+/// go-back-N's retransmissions lost again (`tcp_fastretrans_alert`, case
+/// `TCP_CA_Loss`, `FLAG_LOST_RETRANS`): fast recovery with a window
+/// reduced from the one slow start rebuilt resends it, without a second
+/// timeout. Without RACK the model waits for the timer.
+#[test]
+fn a_retransmission_lost_after_a_timeout_is_resent_by_fast_recovery() {
+    for rack in [false, true] {
+        let c = TcpConfig {
+            rack,
+            pacing: false,
+            rto_undo: false,
+            ..TcpConfig::linux(1386, 2048)
+        };
+        let mut s = TcpSender::new(c, 0, None);
+        let mut out = Vec::new();
+        s.start(ms(1), &mut out);
+        for a in 1..=10 {
+            s.on_ack(ms(101), &ack(a), &mut out);
+        }
+        assert_eq!(s.snd_max(), 30);
+        out.clear();
+        // Everything from 10 on is lost: the timer resends 10.
+        let t = s.poll_timeout().unwrap();
+        s.handle_timeout(t, &mut out);
+        assert_eq!(seqs(&out), vec![10]);
+        out.clear();
+        // Slow start resends 11, 12 on its ACK; 11 is lost again, 12
+        // arrives (and whatever the duplicate ACKs clock out after it).
+        let mut now = t + Duration::from_millis(100);
+        s.on_ack(now, &ack(11), &mut out);
+        assert_eq!(seqs(&out), vec![11, 12]);
+        out.clear();
+        let mut top = 13;
+        for _ in 0..4 {
+            now += Duration::from_millis(100);
+            s.on_ack(now, &sack_ack(11, &[(12, top)]), &mut out);
+            if out.iter().any(|p| p.seq == 11) {
+                break;
+            }
+            top = out.iter().map(|p| p.seq + 1).max().unwrap_or(top).max(top);
+            out.clear();
+        }
+        let resent = out.iter().any(|p| p.seq == 11);
+        assert_eq!(resent, rack, "rack {rack}: {out:?}");
+        assert_eq!(s.in_recovery(), rack);
+        assert_eq!(s.stats().timeouts, 1);
+        if rack {
+            assert!(s.ssthresh() >= 2 && (s.ssthresh() as f64) < 30.0);
+        }
     }
 }
 

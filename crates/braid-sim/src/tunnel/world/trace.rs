@@ -125,6 +125,16 @@ fn trace_lab_start() {
             st.tunnel.sender.repairs_abandoned,
             st.tunnel.paths.iter().map(|p| (p.loss_rate * 1e4).round() / 100.0).collect::<Vec<_>>(),
         );
+        // BRAID_TRACE_SEQ=1: the inner TCP's sequence numbers (a stall
+        // shows as snd_una and rcv_nxt standing still below snd_max).
+        if std::env::var_os("BRAID_TRACE_SEQ").is_some() {
+            println!(
+                "   seq: una={} max={} rcv_nxt={}",
+                w.tx.snd_una(),
+                w.tx.snd_max(),
+                w.rx.rcv_nxt()
+            );
+        }
         // BRAID_TRACE_SERVER=1: the server's side of each path too (the
         // downlink, which carries the inner TCP's ACKs of an upload).
         if std::env::var_os("BRAID_TRACE_SERVER").is_some() {
