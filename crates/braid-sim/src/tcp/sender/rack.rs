@@ -126,15 +126,7 @@ impl TcpSender {
     /// retransmission `lowest` up through everything the timeout found
     /// outstanding (Linux's `tcp_enter_loss` marked all of it lost).
     fn recovery_from_loss(&mut self, now: Instant, lowest: u64) {
-        self.arm_undo(now);
-        self.recover = self.snd_max;
-        self.in_recovery = true;
-        self.ssthresh = self.loss_ssthresh();
-        self.cwnd = self.ssthresh as f64;
-        self.dupwnd = 0;
-        self.snd_nxt = self.snd_max;
-        self.stats.fast_retransmits += 1;
-        self.timed = None;
+        self.enter_sack_recovery(now);
         let rto_point = self.rto_recover.min(self.snd_max);
         if let Some(sb) = self.sb.as_mut() {
             sb.high_rxt = lowest.max(self.snd_una);

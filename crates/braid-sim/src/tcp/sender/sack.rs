@@ -102,18 +102,7 @@ impl TcpSender {
         if self.dupacks < thresh && a >= self.lost_below() {
             return;
         }
-        self.arm_undo(now);
-        // (4.1) RecoveryPoint = HighData; (4.2) ssthresh = cwnd =
-        // max(FlightSize/2, 2) (RFC 5681 eq. (4)).
-        self.recover = self.snd_max;
-        self.had_congestion = true;
-        self.in_recovery = true;
-        self.ssthresh = self.loss_ssthresh();
-        self.cwnd = self.ssthresh as f64;
-        self.dupwnd = 0;
-        self.snd_nxt = self.snd_max;
-        self.stats.fast_retransmits += 1;
-        self.timed = None;
+        self.enter_sack_recovery(now);
         self.rtx_deadline = Some(now + self.rto.rto());
         if let Some(sb) = self.sb.as_mut() {
             sb.retx.clear_range(a, self.snd_max);
@@ -123,6 +112,23 @@ impl TcpSender {
         // (4.3) retransmit the first presumed-lost packet regardless of pipe;
         // (4.4) the pipe loop follows in sack_send.
         self.output(now, a, out);
+    }
+
+    /// Enters SACK recovery (RFC 6675 Section 5): (4.1) RecoveryPoint =
+    /// HighData; (4.2) ssthresh = cwnd = max(FlightSize/2, 2) (RFC 5681
+    /// eq. (4); β cwnd with CUBIC); no going back N. The caller sets the
+    /// scoreboard's scan pointer and what counts as lost.
+    pub(super) fn enter_sack_recovery(&mut self, now: Instant) {
+        self.arm_undo(now);
+        self.recover = self.snd_max;
+        self.had_congestion = true;
+        self.in_recovery = true;
+        self.ssthresh = self.loss_ssthresh();
+        self.cwnd = self.ssthresh as f64;
+        self.dupwnd = 0;
+        self.snd_nxt = self.snd_max;
+        self.stats.fast_retransmits += 1;
+        self.timed = None;
     }
 
     /// RFC 6675 NextSeg(), given the IsLost boundary; None if nothing may
