@@ -129,10 +129,16 @@ fn trace_lab_start() {
         // shows as snd_una and rcv_nxt standing still below snd_max).
         if std::env::var_os("BRAID_TRACE_SEQ").is_some() {
             println!(
-                "   seq: una={} max={} rcv_nxt={}",
+                "   seq: una={} max={} rcv_nxt={} requeued={} repairs_carried={:?}",
                 w.tx.snd_una(),
                 w.tx.snd_max(),
-                w.rx.rcv_nxt()
+                w.rx.rcv_nxt(),
+                st.tunnel.sender.requeued,
+                st.tunnel
+                    .paths
+                    .iter()
+                    .map(|p| p.repairs_carried)
+                    .collect::<Vec<_>>(),
             );
         }
         // BRAID_TRACE_SERVER=1: the server's side of each path too (the
