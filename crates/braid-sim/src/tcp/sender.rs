@@ -272,7 +272,7 @@ impl TcpSender {
             return; // stale: ns-2 sends nothing on an invalid ACK
         }
         if self.cfg.rack {
-            self.rack(now);
+            self.rack(now, out);
         }
         let budget = self.burst_budget().saturating_sub(out.len() - first_out);
         if self.in_recovery && self.sb.is_some() {

@@ -190,8 +190,14 @@ fn rack_resends_a_lost_retransmission() {
         // packets.
         s.on_ack(ms(340), &sack_ack(1, &[(2, 10)]), &mut out);
         assert!(out.iter().all(|p| p.seq != 1), "too early: {out:?}");
+        // 10 and 11 left at 100 ms, before the retransmission; the first
+        // packet sent after it is 12.
         let first_new = out.iter().map(|p| p.seq).min().unwrap();
-        assert!(first_new >= 10, "{out:?}");
+        assert_eq!(first_new, 12, "{out:?}");
+        out.clear();
+        // Packets sent before the retransmission arrive: nothing new.
+        s.on_ack(ms(440), &sack_ack(1, &[(2, 12)]), &mut out);
+        assert!(out.iter().all(|p| p.seq != 1), "{out:?}");
         out.clear();
         // A packet sent after the retransmission is SACKed.
         s.on_ack(ms(450), &sack_ack(1, &[(2, first_new + 1)]), &mut out);
@@ -204,15 +210,17 @@ fn rack_resends_a_lost_retransmission() {
 /// Linux leaves the loss state a timeout began when RACK finds one of the
 /// go-back-N's retransmissions lost again (`tcp_fastretrans_alert`, case
 /// `TCP_CA_Loss`, `FLAG_LOST_RETRANS`): fast recovery with a window
-/// reduced from the one slow start rebuilt resends it, without a second
-/// timeout. Without RACK the model waits for the timer.
+/// reduced from the one slow start rebuilt resends it at once, without a
+/// second timeout, and the timeout can no longer be undone. Without RACK
+/// the model waits for the timer, and an ACK echoing an original's
+/// timestamp still undoes the timeout.
 #[test]
 fn a_retransmission_lost_after_a_timeout_is_resent_by_fast_recovery() {
     for rack in [false, true] {
         let c = TcpConfig {
             rack,
             pacing: false,
-            rto_undo: false,
+            rto_undo: true,
             ..TcpConfig::linux(1386, 2048)
         };
         let mut s = TcpSender::new(c, 0, None);
@@ -227,6 +235,7 @@ fn a_retransmission_lost_after_a_timeout_is_resent_by_fast_recovery() {
         let t = s.poll_timeout().unwrap();
         s.handle_timeout(t, &mut out);
         assert_eq!(seqs(&out), vec![10]);
+        let ssthresh = s.ssthresh();
         out.clear();
         // Slow start resends 11, 12 on its ACK; 11 is lost again, 12
         // arrives (and whatever the duplicate ACKs clock out after it).
@@ -247,10 +256,21 @@ fn a_retransmission_lost_after_a_timeout_is_resent_by_fast_recovery() {
         let resent = out.iter().any(|p| p.seq == 11);
         assert_eq!(resent, rack, "rack {rack}: {out:?}");
         assert_eq!(s.in_recovery(), rack);
-        assert_eq!(s.stats().timeouts, 1);
         if rack {
-            assert!(s.ssthresh() >= 2 && (s.ssthresh() as f64) < 30.0);
+            assert!(s.poll_timeout().unwrap() > now, "resent by the ACK");
+            assert!(s.ssthresh() < ssthresh, "{} after {ssthresh}", s.ssthresh());
         }
+        // Everything arrives; the ACK echoes an original's timestamp
+        // (sent at 101 ms, before the timeout).
+        out.clear();
+        let mut k = ack(s.snd_max());
+        k.tsecr = Some(101);
+        s.on_ack(now + Duration::from_millis(100), &k, &mut out);
+        assert_eq!(s.stats().rto_undos, u64::from(!rack), "rack {rack}");
+        if rack {
+            assert!(s.cwnd() < 30.0, "cwnd {}", s.cwnd());
+        }
+        assert_eq!(s.stats().timeouts, 1);
     }
 }
 
