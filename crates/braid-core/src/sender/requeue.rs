@@ -104,6 +104,9 @@ impl<P> Sender<P> {
         let delays = self.relative_delays();
         let bound = self.pacing_bound_now(now).as_secs_f64();
         let mut others = self.copy_rooms(now, id, &delays);
+        // Paced paths only: a moved packet joins the other path's pacing
+        // queue (`requeue_one`), which an unpaced path does not have.
+        others.retain(|o| self.pacing_rate(slot(o.id)).is_some());
         // A quiet path counts as far as the scheduler takes it.
         for o in &mut others {
             let far = self.paths.iter().find(|p| p.id == o.id);

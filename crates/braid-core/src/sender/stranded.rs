@@ -29,10 +29,11 @@
 //!   what its pacer is booked for, and the copies this pass gave it), the
 //!   packet is taken off the path as lost and repaired there, never back
 //!   on the path it was stranded on (`Record::avoid`). Newest first: the
-//!   path delivers the oldest, the other paths the newest. Only paced
-//!   paths take copies, and only up to the pacing bound: beyond it a
-//!   copy would be given up and the receiver told to stop waiting for a
-//!   packet that is only late. A copy that no path can take after all
+//!   path delivers the oldest, the other paths the newest. Only paths
+//!   with a rate take copies (their pacing rate, or their bandwidth
+//!   estimate where they are not paced: see [`Sender::copy_rooms`]), and
+//!   only up to the pacing bound: beyond it a copy would be given up and
+//!   the receiver told to stop waiting for a packet that is only late. A copy that no path can take after all
 //!   puts its packet back in flight on its path ([`Sender::unstrand`]).
 //!   Originals only: a repair copy stranded again could be given up for
 //!   its age.
@@ -175,8 +176,8 @@ impl<P> Sender<P> {
         if !p.usable || drain(p.in_flight_bytes) <= limit {
             return (Vec::new(), now);
         }
-        // Where copies could go: every other usable path that is paced
-        // (`Room`). A path without a rate would take any number of copies
+        // Where copies could go: every other usable path with a rate
+        // (`Room`). A path without one would take any number of copies
         // at once, the burst [`Sender::resend`] keeps off thin paths.
         let delays = self.relative_delays();
         let mut others = self.copy_rooms(now, p.id, &delays);
@@ -241,20 +242,35 @@ impl<P> Sender<P> {
         (out, now + drain(bytes).saturating_sub(min_rtt))
     }
 
-    /// The usable paths other than `except` that are paced, as places for
-    /// copies at `now` ([`Room`]).
+    /// The usable paths other than `except` with a rate, as places for
+    /// copies at `now` ([`Room`]): their pacing rate, or, where a path is
+    /// not paced, its bandwidth estimate, with a pacer free now.
+    ///
+    /// Why the estimate: a path whose pair samples are all of small
+    /// packets is not paced (`sender/pace_samples.rs`), and a server's
+    /// downlink that carries only the inner TCP's ACKs of an upload has
+    /// nothing else. Paced paths alone, the server could copy none of
+    /// the ACKs stranded on a thin downlink whose rate fell to its fast
+    /// one: change set 9/13 of `lab/sweep-changes.sh` (1.65 Mbit/s 95 ms
+    /// away falling to 0.27 at 7.7 s, beside 22.0 Mbit/s 119 ms away,
+    /// `--idle 3`), where 200-360 ACKs waited up to 0.8 s and the inner
+    /// TCP's window starved: 20.08 -> 20.38 Mbit/s (21.24 on the fast
+    /// path alone), and no other set of the sweeps moved.
     pub(super) fn copy_rooms(&self, now: Instant, except: PathId, delays: &Delays) -> Vec<Room> {
         let queues = self.send_queues(now);
         self.paths
             .iter()
             .filter(|q| q.usable && q.id != except)
             .filter_map(|q| {
-                let free = queues.free_at(q.id)?;
+                let rate = self
+                    .pacing_rate(slot(q.id))
+                    .or_else(|| q.bw.estimate_bps())?;
+                let free = queues.free_at(q.id).unwrap_or(now);
                 Some(Room {
                     id: q.id,
                     cost: Self::delivery_cost(q, 1500, delays),
                     booked: free.saturating_since(now).as_secs_f64(),
-                    rate: self.pacing_rate(slot(q.id))?,
+                    rate,
                 })
             })
             .collect()

@@ -238,3 +238,31 @@ fn a_fall_seen_in_the_spacing_paces_an_empty_path_until_arrivals_keep_up() {
     }
     assert!(paced(&s) > 19e6, "{}", paced(&s));
 }
+
+/// A path that is not paced (its pair samples were of small packets, as
+/// on a server's downlink that carries only the inner TCP's ACKs) but
+/// has a bandwidth estimate takes the copies of what is stranded on a
+/// path whose rate fell, sent at once: paced paths alone, none had
+/// anywhere to go.
+#[test]
+fn an_unpaced_path_with_a_bandwidth_estimate_takes_stranded_copies() {
+    let mut s = bond(400);
+    let now = Instant::from_millis(150);
+    s.per_path[slot(PathId(0))].pace_ok = false;
+    assert!(s.pacing_rate(slot(PathId(0))).is_none());
+    assert!(s.path(PathId(0)).unwrap().bw.estimate_bps().is_some());
+    set_rate(&mut s, 1, 1e6);
+    report(&mut s, now, 2);
+    let stranded = s.stats().stranded;
+    assert!(stranded >= 10, "{stranded} stranded");
+    let mut moved = 0;
+    while let Some(seq) = s.next_repair() {
+        match s.resend(now, seq, || ()) {
+            Some(Repair::Sent(tx)) => assert_eq!(tx.path, PathId(0)),
+            other => panic!("copy of {seq} not sent on path 0: {other:?}"),
+        }
+        moved += 1;
+    }
+    assert_eq!(moved, stranded);
+    assert_eq!(s.stats().repairs_abandoned + s.stats().unstranded, 0);
+}
