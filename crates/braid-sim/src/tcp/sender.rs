@@ -610,3 +610,17 @@ impl TcpSender {
         self.restart_timer(now);
     }
 }
+
+/// Packet `seq`'s entry in `sent_at`, which starts at `sent_base`: its
+/// latest transmission time and whether it was a retransmission. A
+/// function of the two fields, not of the sender, so that it can be read
+/// while the scoreboard is borrowed mutably.
+fn sent_entry(
+    sent_at: &VecDeque<(Instant, bool)>,
+    sent_base: u64,
+    seq: u64,
+) -> Option<(Instant, bool)> {
+    seq.checked_sub(sent_base)
+        .and_then(|i| sent_at.get(i as usize))
+        .copied()
+}

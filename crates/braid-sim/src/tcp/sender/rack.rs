@@ -34,7 +34,7 @@
 use braid_core::time::Instant;
 
 use super::super::{Ack, Segment};
-use super::TcpSender;
+use super::{sent_entry, TcpSender};
 
 impl TcpSender {
     /// Linux `tcp_rack_advance`: notes the latest transmission among the
@@ -53,10 +53,7 @@ impl TcpSender {
             while let Some(z) = sb.sacked.next_zero(pos, to) {
                 let end = sb.sacked.next_one(z, to).unwrap_or(to);
                 for seq in z..end {
-                    let Some(&(t, rtx)) = seq
-                        .checked_sub(base)
-                        .and_then(|i| self.sent_at.get(i as usize))
-                    else {
+                    let Some((t, rtx)) = sent_entry(&self.sent_at, base, seq) else {
                         continue;
                     };
                     let rtt = now.saturating_since(t);
@@ -117,11 +114,7 @@ impl TcpSender {
         // Only retransmitted, unSACKed packets are looked at.
         while let Some(seq) = sb.retx.find_pair(&sb.sacked, pos, max, |r, s| r & !s) {
             pos = seq + 1;
-            let Some(t) = seq
-                .checked_sub(base)
-                .and_then(|i| self.sent_at.get(i as usize))
-                .map(|e| e.0)
-            else {
+            let Some((t, _)) = sent_entry(&self.sent_at, base, seq) else {
                 continue;
             };
             if (t, seq) < delivered && t + wait <= now {
