@@ -111,6 +111,11 @@ impl<P> Sender<P> {
             self.stats.feedback_unmatched += 1;
             return;
         }
+        if let Some(on) = on {
+            self.per_path[slot(on)]
+                .spacing
+                .on_report(e.rx_time_ns, rec.len);
+        }
         // Every report from the latest copy's path counts towards the
         // copies sent there; the one that completes the count is the
         // latest copy's own (`Record::report_here`).

@@ -16,8 +16,9 @@
 //! The packets the pacer sent at the old rate arrive spaced by the new
 //! one, a fall shows in every pair of consecutive arrivals. A pair whose
 //! arrivals are spaced more than [`STRETCH`] times their departures
-//! gives a sample, its second packet's length over the arrivals' gap;
-//! any other pair says the path kept up. The rate is the median of the
+//! gives a sample, the bytes that arrived on the path in the gap (the
+//! second packet's and any repair's between them) over the gap; any
+//! other pair says the path kept up. The rate is the median of the
 //! latest [`SPACING_SAMPLES`] pairs, so at least half of them must be
 //! stretched: one gap a delay step, a held radio block or a burst of
 //! losses opens does not count, and a path the scheduler gives packets
@@ -52,6 +53,10 @@ pub(super) struct ArrivalSpacing {
     /// The latest original reported: its sequence number, when it left
     /// and when it arrived (receiver clock, ns).
     last: Option<(u64, Instant, u64)>,
+    /// Bytes reported arriving on the path after `last` (the next
+    /// original's own included, [`ArrivalSpacing::on_report`]): what the
+    /// bottleneck carried in the gap to the next original.
+    between: u64,
     /// Samples in bit/s, `f64::INFINITY` for a pair that kept up.
     samples: [f64; SPACING_SAMPLES],
     count: usize,
@@ -61,9 +66,30 @@ pub(super) struct ArrivalSpacing {
 }
 
 impl ArrivalSpacing {
+    /// Counts a report of `len` bytes that arrived on the path at `rx_ns`,
+    /// whatever it was (an original, a repair, a late original): call it
+    /// for every report from the path, before [`Self::on_arrival`].
+    ///
+    /// Why: a sample is the bytes the bottleneck carried over the gap
+    /// between two originals' arrivals, and repairs sent on the path
+    /// between them take their part of that gap. Counting the second
+    /// original alone, the spacing read a path at a third of its rate:
+    /// set 14/36 of `lab/sweep-changes.sh` (5.69 Mbit/s 158 ms away with
+    /// a 450 kB queue, 240 ms further from 8.6 s, beside 1.01 Mbit/s), where
+    /// the step's timeouts put 19 repairs on the path between its
+    /// originals, it read 1.90 Mbit/s, and the stranded rule copied 100
+    /// packets the path would deliver in time to the thin path, whose
+    /// pacing queue then dropped 102 of the inner TCP's.
+    pub(super) fn on_report(&mut self, rx_ns: u64, len: u32) {
+        if self.last.is_some_and(|(_, _, r)| rx_ns > r) {
+            self.between = self.between.saturating_add(u64::from(len));
+        }
+    }
+
     /// Takes the report of original `seq` on the path, `len` bytes sent
-    /// at `sent_at` and arrived at `rx_ns`. Reports out of the path's
-    /// order (a copy's, a late original's) are not given here.
+    /// at `sent_at` and arrived at `rx_ns` (already given to
+    /// [`Self::on_report`]). Reports out of the path's order (a copy's, a
+    /// late original's) are not given here.
     pub(super) fn on_arrival(&mut self, seq: u64, sent_at: Instant, rx_ns: u64, len: u32) {
         if let Some((q, s, r)) = self.last {
             if seq <= q || rx_ns < r {
@@ -71,8 +97,9 @@ impl ArrivalSpacing {
             }
             let rx = Duration::from_nanos(rx_ns - r);
             let tx = sent_at.saturating_since(s);
+            let bytes = self.between.max(u64::from(len));
             let sample = if rx.as_secs_f64() > STRETCH * tx.as_secs_f64() && !rx.is_zero() {
-                f64::from(len) * 8.0 / rx.as_secs_f64()
+                bytes as f64 * 8.0 / rx.as_secs_f64()
             } else {
                 f64::INFINITY
             };
@@ -85,6 +112,7 @@ impl ArrivalSpacing {
             }
         }
         self.last = Some((seq, sent_at, rx_ns));
+        self.between = 0;
     }
 
     /// The median of the latest [`SPACING_SAMPLES`] pairs in bit/s, if at
@@ -115,12 +143,9 @@ mod tests {
     ) {
         for (k, q) in seqs.enumerate() {
             let k = k as f64;
-            s.on_arrival(
-                q,
-                at(t0 + k * tx_ms),
-                ((rx0 + k * rx_ms) * 1e6) as u64,
-                1500,
-            );
+            let rx = ((rx0 + k * rx_ms) * 1e6) as u64;
+            s.on_report(rx, 1500);
+            s.on_arrival(q, at(t0 + k * tx_ms), rx, 1500);
         }
     }
 
@@ -158,6 +183,26 @@ mod tests {
         let mut s = ArrivalSpacing::default();
         feed(&mut s, 0..20, 0.0, 40.0, 50.0, 40.0);
         assert_eq!(s.rate(), None);
+    }
+
+    /// Repairs sent on the path between its originals (a delay step's
+    /// timeouts) share the bottleneck with them: the arrivals of the
+    /// originals are spaced by both, and the rate counts both.
+    #[test]
+    fn repairs_between_originals_count_towards_the_rate() {
+        let mut s = ArrivalSpacing::default();
+        feed(&mut s, 0..20, 0.0, 3.0, 50.0, 3.0);
+        // Originals sent 3 ms apart on a path of 1500 bytes per 3 ms
+        // (4 Mbit/s), each followed by a repair of an older packet: the
+        // originals arrive 6 ms apart, the repairs between them.
+        for k in 0..12u64 {
+            let rx = 110.0 + 6.0 * k as f64;
+            s.on_report(((rx - 3.0) * 1e6) as u64, 1500); // the repair
+            s.on_report((rx * 1e6) as u64, 1500);
+            s.on_arrival(20 + k, at(60.0 + 3.0 * k as f64), (rx * 1e6) as u64, 1500);
+        }
+        let r = s.rate().expect("stretched: sent faster than the path");
+        assert!((r - 4e6).abs() < 1e3, "{r}: the path's 4 Mbit/s, not 2");
     }
 
     #[test]
