@@ -33,10 +33,10 @@
 //!   with a rate take copies (their pacing rate, or their bandwidth
 //!   estimate where they are not paced: see [`Sender::copy_rooms`]), and
 //!   only up to the pacing bound: beyond it a copy would be given up and
-//!   the receiver told to stop waiting for a packet that is only late. A copy that no path can take after all
-//!   puts its packet back in flight on its path ([`Sender::unstrand`]).
-//!   Originals only: a repair copy stranded again could be given up for
-//!   its age.
+//!   the receiver told to stop waiting for a packet that is only late.
+//!   A copy that no path can take after all puts its packet back in
+//!   flight on its path ([`Sender::unstrand`]). Originals only: a repair
+//!   copy stranded again could be given up for its age.
 //! - The path's loss rate is not charged (nothing was lost), and the
 //!   original, when it comes, still measures its path
 //!   (`Sender::late_original`).
