@@ -16,6 +16,9 @@ pub struct SenderStats {
     pub spurious_losses: u64,
     /// No usable path when a packet was offered.
     pub no_path: u64,
+    /// Packets sent on a path out of use, no path being usable
+    /// (`Sender::blind_path`).
+    pub sent_blind: u64,
     /// Packets put in a pacing queue (not sent at once).
     pub paced: u64,
     /// Packets dropped because their pacing queue was over its bound.

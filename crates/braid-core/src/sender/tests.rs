@@ -468,6 +468,49 @@ fn no_usable_path_drops() {
     assert_eq!(s.stats().no_path, 1);
 }
 
+/// With every path out of use, a packet goes on the path last heard from
+/// rather than being dropped (`Sender::blind_path`); a path never heard
+/// from takes none, and once a path is usable again the scheduler places
+/// packets as before.
+#[test]
+fn with_every_path_down_the_last_heard_from_takes_the_packet() {
+    let mut s = sender(SchedulerKind::Pet, 3);
+    let t0 = Instant::ZERO;
+    let on = |s: &mut Sender, p: u8, t: u64| {
+        let now = Instant::from_millis(t);
+        let SendOutcome::Transmit(tx) =
+            s.send_rate_probe(now, PathId(p), PairRole::None, &pkt(), || ())
+        else {
+            panic!("not sent on path {p}");
+        };
+        let seq = tx.seq;
+        let fb = [FeedbackEntry {
+            seq: seq as u32,
+            rx_time_ns: now.as_nanos() + 20_000_000,
+        }];
+        s.handle_feedback_on(now + Duration::from_millis(40), PathId(p), fb);
+    };
+    on(&mut s, 0, 0);
+    on(&mut s, 1, 100);
+    for i in 0..3 {
+        s.set_usable(PathId(i), false);
+    }
+    let later = t0 + Duration::from_secs(1);
+    let tx = s.send(later, &pkt()).expect("sent blind");
+    assert_eq!(tx.path, PathId(1), "the path heard from last");
+    assert_eq!((s.stats().sent_blind, s.stats().no_path), (1, 0));
+    // A path never heard from, alone out of use, takes nothing.
+    let mut never = sender(SchedulerKind::Pet, 1);
+    never.set_usable(PathId(0), false);
+    assert!(never.send(later, &pkt()).is_none());
+    assert_eq!(never.stats().sent_blind, 0);
+    // Path 0 back: no more blind sends.
+    s.set_usable(PathId(0), true);
+    let tx = s.send(later, &pkt()).expect("scheduled");
+    assert_eq!(tx.path, PathId(0));
+    assert_eq!(s.stats().sent_blind, 1);
+}
+
 #[test]
 fn pacing_bound_covers_a_far_path_that_is_not_paced() {
     let cfg = SenderConfig {
